@@ -1,0 +1,161 @@
+//! One error type for every kernel conversation, shaped around what an operator does next:
+//! load a module, get a capability, or report a kernel/ABI surprise.
+
+use std::fmt;
+use std::io;
+
+/// Why a request to the kernel did not produce a usable answer.
+#[derive(Debug)]
+pub enum Error {
+    /// The kernel has no such interface right now: the module providing it is not loaded
+    /// (or not built). `module` is what to `modprobe`.
+    ModuleMissing {
+        /// The request that found nothing to talk to.
+        what: String,
+        /// The kernel module that provides the interface.
+        module: &'static str,
+    },
+    /// The kernel refused with EPERM/EACCES: the operation needs CAP_NET_ADMIN.
+    NotPermitted {
+        /// The refused request.
+        what: String,
+    },
+    /// The kernel answered with an error number the caller may want to interpret
+    /// (EEXIST, ENOENT, ENODEV, ...).
+    Kernel {
+        /// The refused request.
+        what: String,
+        /// Positive errno value.
+        errno: i32,
+    },
+    /// Talking to the netlink socket failed (timeout, short send, ...).
+    Io {
+        /// The request in progress.
+        what: String,
+        /// The underlying failure.
+        source: io::Error,
+    },
+    /// The kernel's reply did not have the shape the ABI promises.
+    Malformed {
+        /// Where in the reply the problem is.
+        what: String,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl Error {
+    /// Build the error for a kernel errno, folding EPERM/EACCES into [`Error::NotPermitted`].
+    pub fn from_errno(what: impl Into<String>, errno: i32) -> Error {
+        let what = what.into();
+        if errno == libc::EPERM || errno == libc::EACCES {
+            Error::NotPermitted { what }
+        } else {
+            Error::Kernel { what, errno }
+        }
+    }
+
+    /// A malformed-reply error at `what`.
+    pub fn malformed(what: impl Into<String>, detail: impl Into<String>) -> Error {
+        Error::Malformed {
+            what: what.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// The kernel errno behind this error, if it came from the kernel.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            Error::Kernel { errno, .. } => Some(*errno),
+            Error::NotPermitted { .. } => Some(libc::EPERM),
+            Error::Io { source, .. } => source.raw_os_error(),
+            _ => None,
+        }
+    }
+
+    /// Reinterpret a kernel `errno` as "module not loaded" for interfaces whose absence the
+    /// kernel reports that way (ENOENT for a missing genl family or sock_diag handler).
+    pub fn missing_on(self, errno: i32, module: &'static str) -> Error {
+        match self {
+            Error::Kernel { what, errno: e } if e == errno => Error::ModuleMissing { what, module },
+            other => other,
+        }
+    }
+
+    /// True for [`Error::ModuleMissing`].
+    pub fn is_module_missing(&self) -> bool {
+        matches!(self, Error::ModuleMissing { .. })
+    }
+
+    /// True for [`Error::NotPermitted`].
+    pub fn is_not_permitted(&self) -> bool {
+        matches!(self, Error::NotPermitted { .. })
+    }
+}
+
+/// The C library's text for an errno, e.g. "File exists".
+pub fn strerror(errno: i32) -> String {
+    io::Error::from_raw_os_error(errno).to_string()
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::ModuleMissing { what, module } => write!(
+                f,
+                "{what}: the kernel module `{module}` is not loaded; load it with `modprobe {module}` (as root)"
+            ),
+            Error::NotPermitted { what } => write!(
+                f,
+                "{what}: not permitted; this needs CAP_NET_ADMIN (run as root)"
+            ),
+            Error::Kernel { what, errno } => {
+                let text = io::Error::from_raw_os_error(*errno);
+                write!(f, "{what}: the kernel refused: {text}")
+            }
+            Error::Io { what, source } => write!(f, "{what}: {source}"),
+            Error::Malformed { what, detail } => {
+                write!(f, "{what}: malformed kernel reply: {detail}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eperm_and_eacces_become_not_permitted() {
+        assert!(Error::from_errno("x", libc::EPERM).is_not_permitted());
+        assert!(Error::from_errno("x", libc::EACCES).is_not_permitted());
+        assert_eq!(
+            Error::from_errno("x", libc::EEXIST).errno(),
+            Some(libc::EEXIST)
+        );
+    }
+
+    #[test]
+    fn missing_on_only_maps_the_named_errno() {
+        let e = Error::from_errno("dump", libc::ENOENT).missing_on(libc::ENOENT, "smc_diag");
+        assert!(e.is_module_missing());
+        assert!(e.to_string().contains("modprobe smc_diag"), "{e}");
+        let e = Error::from_errno("dump", libc::EINVAL).missing_on(libc::ENOENT, "smc_diag");
+        assert!(!e.is_module_missing());
+    }
+
+    #[test]
+    fn not_permitted_names_the_capability() {
+        let e = Error::from_errno("ADD_UEID", libc::EPERM);
+        assert!(e.to_string().contains("CAP_NET_ADMIN"), "{e}");
+    }
+}

@@ -1,0 +1,17 @@
+//! The kernel's view of SMC, read through its own ABI: the SMC generic netlink family, sock_diag for
+//! AF_SMC and the RDMA netlink, plus the tables that turn the kernel's numbers (fallback reasons,
+//! states, link group types) into words an operator can act on.
+//!
+//! Layout: [`nl`] frames requests and collects raw replies, [`attr`] and [`genl`] read
+//! attributes and generic netlink headers; [`sock_diag`], [`smc_genl`], [`pnet`] and [`rdma`] are
+//! the kernel interfaces; [`reasons`] holds the decoding tables; [`error`] the one error type.
+//! Every parser takes the raw reply bytes, so captured replies can be replayed in tests.
+
+pub mod attr;
+pub mod error;
+pub mod genl;
+pub mod nl;
+
+pub use error::Error;
+pub mod reasons;
+pub mod sock_diag;

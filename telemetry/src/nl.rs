@@ -1,0 +1,399 @@
+//! Netlink request/reply plumbing shared by every family: open a socket (netlink-sys), frame one
+//! request (netlink-packet-core), collect the reply datagrams exactly as the kernel sent them, and
+//! split such a byte buffer back into messages.
+//!
+//! Keeping the raw bytes is deliberate: `smcrun __capture` stores them as test fixtures, and the
+//! parsers in this crate all start from such a buffer, so fixture tests exercise the same code as
+//! live queries.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use netlink_packet_core::{
+    DoneBuffer, Emitable, ErrorBuffer, ErrorMessage, NetlinkBuffer, NetlinkHeader, Parseable,
+    NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NLMSG_OVERRUN, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
+};
+use netlink_sys::{protocols, Socket, SocketAddr};
+
+use crate::error::Error;
+
+/// Length of `struct nlmsghdr`.
+pub const HEADER_LEN: usize = 16;
+
+/// How long to wait for the kernel before giving up on a reply.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The netlink protocols this crate speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// NETLINK_SOCK_DIAG: socket dumps (smc_diag).
+    SockDiag,
+    /// NETLINK_GENERIC: SMC_GEN_NETLINK, SMC_PNETID, nlctrl.
+    Generic,
+    /// NETLINK_RDMA: RDMA devices, links and resources.
+    Rdma,
+}
+
+impl Protocol {
+    fn number(self) -> isize {
+        match self {
+            Protocol::SockDiag => protocols::NETLINK_SOCK_DIAG,
+            Protocol::Generic => protocols::NETLINK_GENERIC,
+            Protocol::Rdma => protocols::NETLINK_RDMA,
+        }
+    }
+}
+
+/// A request: message type, extra flags (NLM_F_REQUEST is always set) and the body after the
+/// netlink header.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    /// Netlink protocol to open.
+    pub protocol: Protocol,
+    /// `nlmsg_type`.
+    pub message_type: u16,
+    /// Flags besides NLM_F_REQUEST (NLM_F_DUMP, NLM_F_ACK).
+    pub flags: u16,
+    /// Family header and attributes.
+    pub body: &'a [u8],
+    /// Human name of the request for error messages ("SMC_GEN_NETLINK GET_STATS").
+    pub what: &'a str,
+}
+
+/// One netlink message inside a reply buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct Message<'a> {
+    /// `nlmsg_type`.
+    pub message_type: u16,
+    /// `nlmsg_flags`.
+    pub flags: u16,
+    /// `nlmsg_seq`.
+    pub sequence: u32,
+    /// Bytes after the 16-byte header, up to `nlmsg_len`.
+    pub payload: &'a [u8],
+}
+
+fn next_sequence() -> u32 {
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() | 1)
+        .unwrap_or(1);
+    let _ = SEQ.compare_exchange(0, start, Ordering::Relaxed, Ordering::Relaxed);
+    SEQ.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Frame `body` behind a netlink header.
+pub fn frame(message_type: u16, flags: u16, sequence: u32, body: &[u8]) -> Vec<u8> {
+    let mut header = NetlinkHeader::default();
+    header.length = (HEADER_LEN + body.len()) as u32;
+    header.message_type = message_type;
+    header.flags = flags;
+    header.sequence_number = sequence;
+    let mut out = vec![0u8; HEADER_LEN + body.len()];
+    header.emit(&mut out[..HEADER_LEN]);
+    out[HEADER_LEN..].copy_from_slice(body);
+    out
+}
+
+fn open(protocol: Protocol, what: &str) -> Result<Socket, Error> {
+    let mut socket = Socket::new(protocol.number()).map_err(|e| os_error(what, e))?;
+    socket.bind_auto().map_err(|e| os_error(what, e))?;
+    // Dumps of many sockets arrive in several datagrams; a larger buffer avoids ENOBUFS.
+    let _ = socket.set_rx_buf_sz(1 << 20);
+    set_receive_timeout(&socket, REPLY_TIMEOUT);
+    Ok(socket)
+}
+
+fn set_receive_timeout(socket: &Socket, timeout: Duration) {
+    let tv = libc::timeval {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_usec: 0,
+    };
+    // SAFETY: setsockopt reads `size_of::<timeval>()` bytes from a live timeval on our stack.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        );
+    }
+}
+
+fn os_error(what: &str, e: std::io::Error) -> Error {
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) => Error::Io {
+            what: what.to_string(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no reply from the kernel within {}s", REPLY_TIMEOUT.as_secs()),
+            ),
+        },
+        Some(errno) => Error::from_errno(what, errno),
+        None => Error::Io {
+            what: what.to_string(),
+            source: e,
+        },
+    }
+}
+
+/// Send a dump request (NLM_F_REQUEST|NLM_F_DUMP) and return every reply datagram concatenated
+/// exactly as received, through the closing NLMSG_DONE. A kernel error (NLMSG_ERROR, or a
+/// negative code in NLMSG_DONE) becomes an [`Error`].
+pub fn dump_raw(protocol: Protocol, message_type: u16, body: &[u8], what: &str) -> Result<Vec<u8>, Error> {
+    exchange(&Request {
+        protocol,
+        message_type,
+        flags: NLM_F_DUMP,
+        body,
+        what,
+    })
+}
+
+/// Send a request that expects an acknowledgement (NLM_F_ACK) and return the reply bytes
+/// (data messages before the ack, plus the ack itself).
+pub fn transact(protocol: Protocol, message_type: u16, body: &[u8], what: &str) -> Result<Vec<u8>, Error> {
+    exchange(&Request {
+        protocol,
+        message_type,
+        flags: NLM_F_ACK,
+        body,
+        what,
+    })
+}
+
+/// Send `request` and read until NLMSG_DONE or NLMSG_ERROR for its sequence number.
+pub fn exchange(request: &Request<'_>) -> Result<Vec<u8>, Error> {
+    let what = request.what;
+    let socket = open(request.protocol, what)?;
+    let sequence = next_sequence();
+    let packet = frame(
+        request.message_type,
+        NLM_F_REQUEST | request.flags,
+        sequence,
+        request.body,
+    );
+    let kernel = SocketAddr::new(0, 0);
+    let sent = socket
+        .send_to(&packet, &kernel, 0)
+        .map_err(|e| os_error(what, e))?;
+    if sent != packet.len() {
+        return Err(Error::Io {
+            what: what.to_string(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::WriteZero,
+                format!("sent {sent} of {} bytes", packet.len()),
+            ),
+        });
+    }
+    let mut raw = Vec::new();
+    loop {
+        let (datagram, _) = socket.recv_from_full().map_err(|e| os_error(what, e))?;
+        if datagram.is_empty() {
+            return Err(Error::malformed(what, "empty datagram before NLMSG_DONE"));
+        }
+        let mut finished = false;
+        for message in Messages::new(&datagram) {
+            let message = message.map_err(|d| Error::malformed(what, d))?;
+            if message.sequence != sequence {
+                continue;
+            }
+            match control(&message) {
+                Control::Data => {}
+                Control::Done(0) | Control::Ack => finished = true,
+                Control::Done(code) | Control::Error(code) => {
+                    return Err(Error::from_errno(what, code.saturating_abs()))
+                }
+                Control::Bad(detail) => return Err(Error::malformed(what, detail)),
+            }
+        }
+        raw.extend_from_slice(&datagram);
+        if finished {
+            return Ok(raw);
+        }
+    }
+}
+
+/// What a message means for the request/reply protocol.
+#[derive(Debug, PartialEq, Eq)]
+enum Control {
+    Data,
+    Done(i32),
+    Ack,
+    Error(i32),
+    Bad(String),
+}
+
+fn control(message: &Message<'_>) -> Control {
+    match message.message_type {
+        NLMSG_DONE => {
+            if message.payload.is_empty() {
+                return Control::Done(0);
+            }
+            match DoneBuffer::new_checked(&message.payload) {
+                Ok(done) => Control::Done(done.code()),
+                Err(e) => Control::Bad(format!("NLMSG_DONE: {e}")),
+            }
+        }
+        NLMSG_ERROR => {
+            match ErrorBuffer::new_checked(&message.payload)
+                .and_then(|b| ErrorMessage::parse(&b))
+            {
+                Ok(err) if err.raw_code() == 0 => Control::Ack,
+                Ok(err) => Control::Error(err.raw_code()),
+                Err(e) => Control::Bad(format!("NLMSG_ERROR: {e}")),
+            }
+        }
+        NLMSG_OVERRUN => Control::Bad("NLMSG_OVERRUN: the kernel dropped part of the reply".into()),
+        NLMSG_NOOP => Control::Data,
+        _ => Control::Data,
+    }
+}
+
+/// Iterator over the netlink messages in a buffer; yields an error (and stops) on bad framing.
+#[derive(Debug, Clone)]
+pub struct Messages<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Messages<'a> {
+    /// Walk the messages of `buf` (one or more datagrams concatenated).
+    pub fn new(buf: &'a [u8]) -> Self {
+        Messages { buf, pos: 0 }
+    }
+}
+
+impl<'a> Iterator for Messages<'a> {
+    type Item = Result<Message<'a>, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        let rest = &self.buf[self.pos..];
+        let at = self.pos;
+        match NetlinkBuffer::new_checked(rest) {
+            Ok(nb) => {
+                let length = nb.length() as usize;
+                let message = Message {
+                    message_type: nb.message_type(),
+                    flags: nb.flags(),
+                    sequence: nb.sequence_number(),
+                    payload: &rest[HEADER_LEN..length],
+                };
+                // Messages are 4-byte aligned; the last one may lack its padding.
+                self.pos += length.div_ceil(4) * 4;
+                Some(Ok(message))
+            }
+            Err(e) => {
+                self.pos = self.buf.len();
+                Some(Err(format!("bad netlink message at byte {at}: {e}")))
+            }
+        }
+    }
+}
+
+/// The data messages of a reply buffer, in order: stops at NLMSG_DONE, turns NLMSG_ERROR with a
+/// non-zero code into [`Error::Kernel`], skips acks and NOOPs. `what` names the reply for errors.
+pub fn data_messages<'a>(buf: &'a [u8], what: &str) -> Result<Vec<Message<'a>>, Error> {
+    let mut out = Vec::new();
+    for message in Messages::new(buf) {
+        let message = message.map_err(|d| Error::malformed(what, d))?;
+        match control(&message) {
+            Control::Data if message.message_type == NLMSG_NOOP => {}
+            Control::Data => out.push(message),
+            Control::Ack => {}
+            Control::Done(0) => break,
+            Control::Done(code) | Control::Error(code) => {
+                return Err(Error::from_errno(what, code.saturating_abs()))
+            }
+            Control::Bad(detail) => return Err(Error::malformed(what, detail)),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(seq: u32) -> Vec<u8> {
+        frame(NLMSG_DONE, 2, seq, &0i32.to_ne_bytes())
+    }
+
+    #[test]
+    fn frame_then_walk_round_trips() {
+        let mut buf = frame(20, 2, 7, &[1, 2, 3]);
+        buf.push(0); // alignment padding
+        buf.extend(frame(20, 2, 7, &[4, 5, 6, 7]));
+        buf.extend(done(7));
+        let msgs = data_messages(&buf, "t").unwrap();
+        assert_eq!(msgs.len(), 2);
+        assert_eq!(msgs[0].payload, &[1, 2, 3]);
+        assert_eq!(msgs[1].payload, &[4, 5, 6, 7]);
+        assert_eq!(msgs[1].sequence, 7);
+    }
+
+    #[test]
+    fn messages_after_done_are_ignored() {
+        let mut buf = frame(20, 2, 1, &[9; 4]);
+        buf.extend(done(1));
+        buf.extend(frame(20, 2, 1, &[8; 4]));
+        assert_eq!(data_messages(&buf, "t").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn error_message_becomes_kernel_error() {
+        let mut body = (-libc::ENOENT).to_ne_bytes().to_vec();
+        body.extend(frame(20, 0x301, 1, &[]));
+        let buf = frame(NLMSG_ERROR, 0, 1, &body);
+        let e = data_messages(&buf, "dump").unwrap_err();
+        assert_eq!(e.errno(), Some(libc::ENOENT));
+    }
+
+    #[test]
+    fn negative_done_code_is_an_error() {
+        let buf = frame(NLMSG_DONE, 2, 1, &(-libc::EPERM).to_ne_bytes());
+        assert!(data_messages(&buf, "dump").unwrap_err().is_not_permitted());
+    }
+
+    #[test]
+    fn ack_is_skipped() {
+        let mut body = 0i32.to_ne_bytes().to_vec();
+        body.extend(frame(20, 0x5, 1, &[]));
+        let buf = frame(NLMSG_ERROR, 0x100, 1, &body);
+        assert!(data_messages(&buf, "add").unwrap().is_empty());
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_or_fewer_messages_never_a_panic() {
+        let mut buf = frame(20, 2, 1, &[1; 12]);
+        buf.extend(frame(20, 2, 1, &[2; 8]));
+        buf.extend(done(1));
+        for cut in 0..buf.len() {
+            let got = data_messages(&buf[..cut], "t");
+            if let Ok(msgs) = got {
+                assert!(msgs.len() <= 2);
+            }
+        }
+        for i in 0..buf.len() {
+            for v in [0u8, 1, 3, 0x7f, 0xff] {
+                let mut bad = buf.clone();
+                bad[i] = v;
+                let _ = data_messages(&bad, "t");
+            }
+        }
+    }
+
+    #[test]
+    fn length_shorter_than_header_is_rejected() {
+        let mut buf = frame(20, 2, 1, &[0; 4]);
+        buf[0] = 8; // nlmsg_len smaller than the header
+        let e = data_messages(&buf, "t").unwrap_err();
+        assert!(matches!(e, Error::Malformed { .. }), "{e}");
+    }
+}

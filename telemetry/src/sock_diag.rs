@@ -1,0 +1,495 @@
+//! SMC sockets as the kernel's `smc_diag` module reports them (SOCK_DIAG_BY_FAMILY for AF_SMC):
+//! state, addresses, whether each connection runs over SMC-R, SMC-D or fell back to TCP, and why.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use serde::Serialize;
+
+use crate::attr::{self, c_string};
+use crate::error::Error;
+use crate::nl::{self, Protocol};
+
+/// `AF_SMC`.
+pub const AF_SMC: u8 = 43;
+/// `SOCK_DIAG_BY_FAMILY`.
+pub const SOCK_DIAG_BY_FAMILY: u16 = 20;
+/// Extension bit asking for [`ConnInfo`].
+pub const EXT_CONNINFO: u8 = 1;
+/// Extension bit asking for [`LgrInfo`] (SMC-R).
+pub const EXT_LGRINFO: u8 = 2;
+/// Extension bit asking for [`DmbInfo`] (SMC-D).
+pub const EXT_DMBINFO: u8 = 8;
+
+const MSG_LEN: usize = 64;
+const ATTR_CONNINFO: u16 = 1;
+const ATTR_LGRINFO: u16 = 2;
+const ATTR_SHUTDOWN: u16 = 3;
+const ATTR_DMBINFO: u16 = 4;
+const ATTR_FALLBACK: u16 = 5;
+
+/// How a connection carries its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// SMC over RDMA (RoCE, soft-RoCE).
+    SmcR,
+    /// SMC over ISM / loopback-ism.
+    SmcD,
+    /// Plain TCP after the SMC handshake failed or was not attempted.
+    Fallback,
+    /// A mode number this crate does not know.
+    Unknown(u8),
+}
+
+impl Mode {
+    fn from_diag(mode: u8) -> Mode {
+        match mode {
+            0 => Mode::SmcR,
+            1 => Mode::Fallback,
+            2 => Mode::SmcD,
+            other => Mode::Unknown(other),
+        }
+    }
+
+    /// smcss's Mode column word (`SMCR`, `SMCD`, `TCP`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::SmcR => "SMCR",
+            Mode::SmcD => "SMCD",
+            Mode::Fallback => "TCP",
+            Mode::Unknown(_) => "?",
+        }
+    }
+}
+
+/// A ring cursor: wrap count and byte offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Cursor {
+    /// How often the ring wrapped.
+    pub wrap: u16,
+    /// Byte offset in the ring.
+    pub count: u32,
+}
+
+/// `struct smc_diag_conninfo`: buffer sizes and ring cursors of one connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConnInfo {
+    /// Alert token.
+    pub token: u32,
+    /// Send buffer size.
+    pub sndbuf_size: u32,
+    /// Receive buffer (RMBE) size.
+    pub rmbe_size: u32,
+    /// Peer's receive buffer size.
+    pub peer_rmbe_size: u32,
+    /// Receive producer cursor.
+    pub rx_prod: Cursor,
+    /// Receive consumer cursor.
+    pub rx_cons: Cursor,
+    /// Transmit producer cursor.
+    pub tx_prod: Cursor,
+    /// Transmit consumer cursor.
+    pub tx_cons: Cursor,
+    /// Receive producer flags.
+    pub rx_prod_flags: u8,
+    /// Receive connection state flags.
+    pub rx_conn_state_flags: u8,
+    /// Transmit producer flags.
+    pub tx_prod_flags: u8,
+    /// Transmit connection state flags.
+    pub tx_conn_state_flags: u8,
+    /// Prepared-to-send cursor.
+    pub tx_prep: Cursor,
+    /// Sent cursor.
+    pub tx_sent: Cursor,
+    /// Confirmed-sent cursor.
+    pub tx_fin: Cursor,
+}
+
+/// `struct smc_diag_lgrinfo`: the SMC-R link a connection uses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LgrInfo {
+    /// Link id in the link group.
+    pub link_id: u8,
+    /// RDMA device name.
+    pub ibdev: String,
+    /// RDMA port.
+    pub ibport: u8,
+    /// Local GID text.
+    pub gid: String,
+    /// Peer GID text.
+    pub peer_gid: String,
+    /// 0 client, 1 server.
+    pub role: u8,
+}
+
+/// `struct smcd_diag_dmbinfo`: the SMC-D buffer a connection uses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DmbInfo {
+    /// Link id.
+    pub link_id: u32,
+    /// Peer GID.
+    pub peer_gid: u64,
+    /// Local GID.
+    pub my_gid: u64,
+    /// DMB token.
+    pub token: u64,
+    /// Peer DMB token.
+    pub peer_token: u64,
+    /// Extended peer GID (kernels ≥ 6.8).
+    pub peer_gid_ext: Option<u64>,
+    /// Extended local GID (kernels ≥ 6.8).
+    pub my_gid_ext: Option<u64>,
+}
+
+/// One SMC socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SmcSocket {
+    /// `diag_family`: AF_SMC for AF_SMC sockets, AF_INET/AF_INET6 for IPPROTO_SMC sockets.
+    pub family: u8,
+    /// SMC socket state (see [`crate::reasons::socket_state`]).
+    pub state: u8,
+    /// SMC-R, SMC-D or TCP fallback.
+    pub mode: Mode,
+    /// Shutdown mask (1 receive, 2 send), from the SHUTDOWN attribute when present.
+    pub shutdown: u8,
+    /// Local address of the internal TCP socket.
+    pub local: SocketAddr,
+    /// Peer address.
+    pub peer: SocketAddr,
+    /// Interface index from the socket id.
+    pub interface: u32,
+    /// Owner uid.
+    pub uid: u32,
+    /// Inode of the application's socket (matches `/proc/PID/fd` → `socket:[INODE]`).
+    pub inode: u64,
+    /// `(reason, peer_diagnosis)` for sockets in fallback mode (or with a recorded reason).
+    pub fallback: Option<(u32, u32)>,
+    /// Present when asked for with [`EXT_CONNINFO`].
+    pub conninfo: Option<ConnInfo>,
+    /// Present when asked for with [`EXT_LGRINFO`] on SMC-R connections.
+    pub lgrinfo: Option<LgrInfo>,
+    /// Present when asked for with [`EXT_DMBINFO`] on SMC-D connections.
+    pub dmbinfo: Option<DmbInfo>,
+}
+
+/// The 52-byte `struct smc_diag_req` asking for all SMC sockets with extensions `ext`.
+pub fn request(ext: u8) -> Vec<u8> {
+    let mut req = vec![0u8; 52];
+    req[0] = AF_SMC;
+    req[3] = ext;
+    req
+}
+
+/// Dump the raw reply of all SMC sockets of this network namespace.
+pub fn dump_raw(ext: u8) -> Result<Vec<u8>, Error> {
+    let what = format!("sock_diag dump of AF_SMC sockets (ext 0x{ext:x})");
+    nl::dump_raw(Protocol::SockDiag, SOCK_DIAG_BY_FAMILY, &request(ext), &what)
+        .map_err(|e| e.missing_on(libc::ENOENT, "smc_diag"))
+}
+
+/// All SMC sockets of this network namespace, with the extensions in `ext`
+/// ([`EXT_CONNINFO`] | [`EXT_LGRINFO`] | [`EXT_DMBINFO`]). Without the `smc_diag` module this is
+/// [`Error::ModuleMissing`].
+pub fn dump(ext: u8) -> Result<Vec<SmcSocket>, Error> {
+    parse(&dump_raw(ext)?)
+}
+
+/// Parse a raw sock_diag reply (as from [`dump_raw`]).
+pub fn parse(raw: &[u8]) -> Result<Vec<SmcSocket>, Error> {
+    let what = "sock_diag AF_SMC reply";
+    nl::data_messages(raw, what)?
+        .iter()
+        .enumerate()
+        .map(|(i, m)| parse_one(m.payload, &format!("{what}, socket #{i}")))
+        .collect()
+}
+
+fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes([b[0], b[1]])
+}
+
+fn ne32(b: &[u8]) -> u32 {
+    u32::from_ne_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn ne64(b: &[u8]) -> u64 {
+    u64::from_ne_bytes(b[..8].try_into().unwrap_or([0; 8]))
+}
+
+fn address(family: u8, is_v4: bool, words: &[u8], port: u16) -> SocketAddr {
+    let ip = if family == libc::AF_INET as u8 || (family != libc::AF_INET6 as u8 && is_v4) {
+        IpAddr::V4(Ipv4Addr::new(words[0], words[1], words[2], words[3]))
+    } else {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&words[..16]);
+        IpAddr::V6(Ipv6Addr::from(a))
+    };
+    SocketAddr::new(ip, port)
+}
+
+fn parse_one(p: &[u8], what: &str) -> Result<SmcSocket, Error> {
+    if p.len() < MSG_LEN {
+        return Err(Error::malformed(
+            what,
+            format!("smc_diag_msg needs {MSG_LEN} bytes, got {}", p.len()),
+        ));
+    }
+    let family = p[0];
+    let id = &p[4..52];
+    let (src, dst) = (&id[4..20], &id[20..36]);
+    // The kernel zeroes the unused 12 bytes of an IPv4 address; AF_SMC sockets do not tell the
+    // IP family otherwise.
+    let is_v4 = src[4..].iter().chain(&dst[4..]).all(|&b| b == 0);
+    let mut s = SmcSocket {
+        family,
+        state: p[1],
+        mode: Mode::from_diag(p[2]),
+        shutdown: p[3],
+        local: address(family, is_v4, src, be16(&id[0..2])),
+        peer: address(family, is_v4, dst, be16(&id[2..4])),
+        interface: ne32(&id[36..40]),
+        uid: ne32(&p[52..56]),
+        inode: ne64(&p[56..64]),
+        fallback: None,
+        conninfo: None,
+        lgrinfo: None,
+        dmbinfo: None,
+    };
+    for a in attr::parse(&p[MSG_LEN..], what)? {
+        match a.kind {
+            ATTR_SHUTDOWN => s.shutdown = a.u8(what)?,
+            ATTR_FALLBACK => {
+                let v = a.value;
+                if v.len() < 8 {
+                    return Err(Error::malformed(
+                        what,
+                        format!("SMC_DIAG_FALLBACK needs 8 bytes, got {}", v.len()),
+                    ));
+                }
+                let (reason, peer) = (ne32(&v[0..4]), ne32(&v[4..8]));
+                if s.mode == Mode::Fallback || reason != 0 {
+                    s.fallback = Some((reason, peer));
+                }
+            }
+            ATTR_CONNINFO => s.conninfo = Some(conninfo(a.value, what)?),
+            ATTR_LGRINFO => s.lgrinfo = Some(lgrinfo(a.value, what)?),
+            ATTR_DMBINFO => s.dmbinfo = Some(dmbinfo(a.value, what)?),
+            _ => {}
+        }
+    }
+    Ok(s)
+}
+
+fn cursor(b: &[u8]) -> Cursor {
+    Cursor {
+        wrap: u16::from_ne_bytes([b[2], b[3]]),
+        count: ne32(&b[4..8]),
+    }
+}
+
+fn conninfo(v: &[u8], what: &str) -> Result<ConnInfo, Error> {
+    if v.len() < 76 {
+        return Err(Error::malformed(
+            what,
+            format!("SMC_DIAG_CONNINFO needs 76 bytes, got {}", v.len()),
+        ));
+    }
+    Ok(ConnInfo {
+        token: ne32(&v[0..]),
+        sndbuf_size: ne32(&v[4..]),
+        rmbe_size: ne32(&v[8..]),
+        peer_rmbe_size: ne32(&v[12..]),
+        rx_prod: cursor(&v[16..24]),
+        rx_cons: cursor(&v[24..32]),
+        tx_prod: cursor(&v[32..40]),
+        tx_cons: cursor(&v[40..48]),
+        rx_prod_flags: v[48],
+        rx_conn_state_flags: v[49],
+        tx_prod_flags: v[50],
+        tx_conn_state_flags: v[51],
+        tx_prep: cursor(&v[52..60]),
+        tx_sent: cursor(&v[60..68]),
+        tx_fin: cursor(&v[68..76]),
+    })
+}
+
+fn lgrinfo(v: &[u8], what: &str) -> Result<LgrInfo, Error> {
+    if v.len() < 147 {
+        return Err(Error::malformed(
+            what,
+            format!("SMC_DIAG_LGRINFO needs 147 bytes, got {}", v.len()),
+        ));
+    }
+    Ok(LgrInfo {
+        link_id: v[0],
+        ibdev: c_string(&v[1..65]),
+        ibport: v[65],
+        gid: c_string(&v[66..106]),
+        peer_gid: c_string(&v[106..146]),
+        role: v[146],
+    })
+}
+
+fn dmbinfo(v: &[u8], what: &str) -> Result<DmbInfo, Error> {
+    if v.len() < 40 {
+        return Err(Error::malformed(
+            what,
+            format!("SMC_DIAG_DMBINFO needs 40 or 56 bytes, got {}", v.len()),
+        ));
+    }
+    let ext = v.len() >= 56;
+    Ok(DmbInfo {
+        link_id: ne32(&v[0..]),
+        peer_gid: ne64(&v[8..]),
+        my_gid: ne64(&v[16..]),
+        token: ne64(&v[24..]),
+        peer_token: ne64(&v[32..]),
+        peer_gid_ext: ext.then(|| ne64(&v[40..])),
+        my_gid_ext: ext.then(|| ne64(&v[48..])),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attr::Writer;
+    use crate::nl::frame;
+    use netlink_packet_core::NLMSG_DONE;
+
+    fn msg(family: u8, state: u8, mode: u8, src: [u8; 16], dst: [u8; 16], sport: u16, dport: u16) -> Vec<u8> {
+        let mut m = vec![family, state, mode, 0];
+        m.extend(sport.to_be_bytes());
+        m.extend(dport.to_be_bytes());
+        m.extend(src);
+        m.extend(dst);
+        m.extend(0u32.to_ne_bytes()); // if
+        m.extend([0u8; 8]); // cookie
+        m.extend(1000u32.to_ne_bytes()); // uid
+        m.extend(123456u64.to_ne_bytes()); // inode
+        assert_eq!(m.len(), 64);
+        m
+    }
+
+    fn v4(a: [u8; 4]) -> [u8; 16] {
+        let mut w = [0u8; 16];
+        w[..4].copy_from_slice(&a);
+        w
+    }
+
+    pub(crate) fn reply(messages: &[Vec<u8>]) -> Vec<u8> {
+        let mut raw = Vec::new();
+        for m in messages {
+            raw.extend(frame(SOCK_DIAG_BY_FAMILY, 2, 1, m));
+        }
+        raw.extend(frame(NLMSG_DONE, 2, 1, &0i32.to_ne_bytes()));
+        raw
+    }
+
+    #[test]
+    fn request_is_52_bytes_with_family_and_ext() {
+        let r = request(0xf);
+        assert_eq!(r.len(), 52);
+        assert_eq!((r[0], r[3]), (43, 0xf));
+    }
+
+    #[test]
+    fn fallback_socket_with_reason() {
+        let mut m = msg(AF_SMC, 1, 1, v4([127, 0, 0, 1]), v4([127, 0, 0, 1]), 5000, 40000);
+        let mut fb = 0x0303_0000u32.to_ne_bytes().to_vec();
+        fb.extend(0u32.to_ne_bytes());
+        m.extend(Writer::new().u8(ATTR_SHUTDOWN, 2).bytes(ATTR_FALLBACK, &fb).finish());
+        let socks = parse(&reply(&[m])).unwrap();
+        assert_eq!(socks.len(), 1);
+        let s = &socks[0];
+        assert_eq!(s.mode, Mode::Fallback);
+        assert_eq!(s.local, "127.0.0.1:5000".parse().unwrap());
+        assert_eq!(s.peer, "127.0.0.1:40000".parse().unwrap());
+        assert_eq!(s.fallback, Some((0x0303_0000, 0)));
+        assert_eq!((s.uid, s.inode, s.shutdown), (1000, 123456, 2));
+    }
+
+    #[test]
+    fn smcr_socket_has_no_fallback_and_parses_lgrinfo() {
+        let mut m = msg(AF_SMC, 1, 0, v4([10, 0, 0, 1]), v4([10, 0, 0, 2]), 1, 2);
+        let mut li = vec![1u8];
+        let mut name = b"rxe_lo".to_vec();
+        name.resize(64, 0);
+        li.extend(name);
+        li.push(1);
+        let mut gid = b"fe80:0000:0000:0000:0000:0000:0000:0001".to_vec();
+        gid.resize(40, 0);
+        li.extend(&gid);
+        li.extend(&gid);
+        li.push(1);
+        let fb = [0u8; 8];
+        m.extend(Writer::new().bytes(ATTR_LGRINFO, &li).bytes(ATTR_FALLBACK, &fb).finish());
+        let s = &parse(&reply(&[m])).unwrap()[0];
+        assert_eq!(s.mode, Mode::SmcR);
+        assert_eq!(s.fallback, None);
+        let l = s.lgrinfo.as_ref().unwrap();
+        assert_eq!((l.ibdev.as_str(), l.ibport, l.role), ("rxe_lo", 1, 1));
+        assert!(l.gid.starts_with("fe80:"));
+    }
+
+    #[test]
+    fn ipv6_and_inet_family_addresses() {
+        let a: Ipv6Addr = "fd00::1".parse().unwrap();
+        let m = msg(AF_SMC, 10, 0, a.octets(), [0; 16], 80, 0);
+        let s = &parse(&reply(&[m])).unwrap()[0];
+        assert_eq!(s.local, "[fd00::1]:80".parse().unwrap());
+        // IPPROTO_SMC socket reporting AF_INET6 keeps IPv6 even for a zero address
+        let m = msg(10, 10, 0, [0; 16], [0; 16], 80, 0);
+        let s = &parse(&reply(&[m])).unwrap()[0];
+        assert!(s.local.is_ipv6());
+        let m = msg(2, 10, 0, v4([1, 2, 3, 4]), [0; 16], 80, 0);
+        assert!(parse(&reply(&[m])).unwrap()[0].local.is_ipv4());
+    }
+
+    #[test]
+    fn conninfo_and_dmbinfo() {
+        let mut m = msg(AF_SMC, 1, 2, v4([127, 0, 0, 1]), v4([127, 0, 0, 1]), 1, 2);
+        let mut ci = vec![0u8; 76];
+        ci[4..8].copy_from_slice(&65536u32.to_ne_bytes());
+        ci[18..20].copy_from_slice(&3u16.to_ne_bytes());
+        ci[20..24].copy_from_slice(&77u32.to_ne_bytes());
+        let mut dmb = vec![0u8; 56];
+        dmb[24..32].copy_from_slice(&9u64.to_ne_bytes());
+        dmb[48..56].copy_from_slice(&5u64.to_ne_bytes());
+        m.extend(Writer::new().bytes(ATTR_CONNINFO, &ci).bytes(ATTR_DMBINFO, &dmb).finish());
+        let s = &parse(&reply(&[m])).unwrap()[0];
+        assert_eq!(s.mode, Mode::SmcD);
+        let c = s.conninfo.as_ref().unwrap();
+        assert_eq!(c.sndbuf_size, 65536);
+        assert_eq!(c.rx_prod, Cursor { wrap: 3, count: 77 });
+        let d = s.dmbinfo.as_ref().unwrap();
+        assert_eq!((d.token, d.my_gid_ext), (9, Some(5)));
+    }
+
+    #[test]
+    fn short_structs_are_errors_not_panics() {
+        let m = msg(AF_SMC, 1, 1, [0; 16], [0; 16], 1, 2);
+        assert!(parse(&reply(&[m[..63].to_vec()])).is_err());
+        for (kind, len) in [(ATTR_CONNINFO, 75), (ATTR_LGRINFO, 146), (ATTR_DMBINFO, 39), (ATTR_FALLBACK, 7), (ATTR_SHUTDOWN, 0)] {
+            let mut m = m.clone();
+            m.extend(Writer::new().bytes(kind, &vec![0; len]).finish());
+            let e = parse(&reply(&[m])).unwrap_err();
+            assert!(matches!(e, Error::Malformed { .. }), "{kind}: {e}");
+        }
+    }
+
+    #[test]
+    fn every_prefix_and_byte_flip_is_handled() {
+        let mut m = msg(AF_SMC, 1, 1, v4([127, 0, 0, 1]), v4([127, 0, 0, 1]), 5000, 40000);
+        m.extend(Writer::new().bytes(ATTR_FALLBACK, &[1; 8]).bytes(ATTR_CONNINFO, &[2; 76]).finish());
+        let raw = reply(&[m.clone(), m]);
+        for cut in 0..raw.len() {
+            let _ = parse(&raw[..cut]);
+        }
+        for i in 0..raw.len() {
+            let mut bad = raw.clone();
+            bad[i] ^= 0xff;
+            let _ = parse(&bad);
+        }
+    }
+}
