@@ -72,7 +72,10 @@ impl<'a> Attr<'a> {
             8 => self.u64(what),
             n => Err(Error::malformed(
                 what,
-                format!("attribute {} should hold 4 or 8 bytes, holds {n}", self.kind),
+                format!(
+                    "attribute {} should hold 4 or 8 bytes, holds {n}",
+                    self.kind
+                ),
             )),
         }
     }

@@ -60,7 +60,10 @@ pub fn parse_family(raw: &[u8], name: &'static str, what: &str) -> Result<Family
             return Ok(Family { name, id, version });
         }
     }
-    Err(Error::malformed(what, "no CTRL_ATTR_FAMILY_ID in the reply"))
+    Err(Error::malformed(
+        what,
+        "no CTRL_ATTR_FAMILY_ID in the reply",
+    ))
 }
 
 /// The genl header of a reply message.
@@ -78,7 +81,10 @@ pub fn split<'a>(message: &Message<'a>, what: &str) -> Result<(Header, &'a [u8])
     if p.len() < GENL_HEADER_LEN {
         return Err(Error::malformed(
             what,
-            format!("generic netlink message of {} bytes has no genl header", p.len()),
+            format!(
+                "generic netlink message of {} bytes has no genl header",
+                p.len()
+            ),
         ));
     }
     Ok((
@@ -109,7 +115,12 @@ mod tests {
             .finish();
         // FAMILY_ID is a u16: 6-byte attribute padded to 8.
         let mut a = vec![6u8, 0, 1, 0, 0x1d, 0x00, 0, 0];
-        a.extend(Writer::new().string(2, "SMC_GEN_NETLINK").u32(3, 1).finish());
+        a.extend(
+            Writer::new()
+                .string(2, "SMC_GEN_NETLINK")
+                .u32(3, 1)
+                .finish(),
+        );
         let mut b = vec![1u8, 2, 0, 0];
         b.extend(&a);
         let raw = frame(0x10, 0, 1, &b);

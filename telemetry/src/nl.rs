@@ -129,7 +129,10 @@ fn os_error(what: &str, e: std::io::Error) -> Error {
             what: what.to_string(),
             source: std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
-                format!("no reply from the kernel within {}s", REPLY_TIMEOUT.as_secs()),
+                format!(
+                    "no reply from the kernel within {}s",
+                    REPLY_TIMEOUT.as_secs()
+                ),
             ),
         },
         Some(errno) => Error::from_errno(what, errno),
@@ -143,7 +146,12 @@ fn os_error(what: &str, e: std::io::Error) -> Error {
 /// Send a dump request (NLM_F_REQUEST|NLM_F_DUMP) and return every reply datagram concatenated
 /// exactly as received, through the closing NLMSG_DONE. A kernel error (NLMSG_ERROR, or a
 /// negative code in NLMSG_DONE) becomes an [`Error`].
-pub fn dump_raw(protocol: Protocol, message_type: u16, body: &[u8], what: &str) -> Result<Vec<u8>, Error> {
+pub fn dump_raw(
+    protocol: Protocol,
+    message_type: u16,
+    body: &[u8],
+    what: &str,
+) -> Result<Vec<u8>, Error> {
     exchange(&Request {
         protocol,
         message_type,
@@ -155,7 +163,12 @@ pub fn dump_raw(protocol: Protocol, message_type: u16, body: &[u8], what: &str) 
 
 /// Send a request that expects an acknowledgement (NLM_F_ACK) and return the reply bytes
 /// (data messages before the ack, plus the ack itself).
-pub fn transact(protocol: Protocol, message_type: u16, body: &[u8], what: &str) -> Result<Vec<u8>, Error> {
+pub fn transact(
+    protocol: Protocol,
+    message_type: u16,
+    body: &[u8],
+    what: &str,
+) -> Result<Vec<u8>, Error> {
     exchange(&Request {
         protocol,
         message_type,
@@ -239,9 +252,7 @@ fn control(message: &Message<'_>) -> Control {
             }
         }
         NLMSG_ERROR => {
-            match ErrorBuffer::new_checked(&message.payload)
-                .and_then(|b| ErrorMessage::parse(&b))
-            {
+            match ErrorBuffer::new_checked(&message.payload).and_then(|b| ErrorMessage::parse(&b)) {
                 Ok(err) if err.raw_code() == 0 => Control::Ack,
                 Ok(err) => Control::Error(err.raw_code()),
                 Err(e) => Control::Bad(format!("NLMSG_ERROR: {e}")),

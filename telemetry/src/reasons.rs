@@ -81,47 +81,131 @@ pub struct Reason {
 
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "0x{:08x} {} ({})", self.code, self.description, self.name)
+        write!(
+            f,
+            "0x{:08x} {} ({})",
+            self.code, self.description, self.name
+        )
     }
 }
 
 /// (code, kernel name, operator sentence): every `SMC_CLC_DECL_*` code of mainline `smc_clc.h`.
 const TABLE: &[(u32, &str, &str)] = &[
     (0x0101_0000, "MEM", "insufficient memory resources"),
-    (0x0201_0000, "TIMEOUT_CL", "timeout waiting for the QP confirm link"),
-    (0x0202_0000, "TIMEOUT_AL", "timeout waiting for the QP add link"),
+    (
+        0x0201_0000,
+        "TIMEOUT_CL",
+        "timeout waiting for the QP confirm link",
+    ),
+    (
+        0x0202_0000,
+        "TIMEOUT_AL",
+        "timeout waiting for the QP add link",
+    ),
     (0x0300_0000, "CNFERR", "configuration error"),
-    (0x0301_0000, "PEERNOSMC", "peer did not indicate SMC (no SMC TCP option)"),
+    (
+        0x0301_0000,
+        "PEERNOSMC",
+        "peer did not indicate SMC (no SMC TCP option)",
+    ),
     (0x0302_0000, "IPSEC", "IPsec is in use on the connection"),
     (0x0303_0000, "NOSMCDEV", "no SMC device found"),
     (0x0303_0001, "NOSMCDDEV", "no SMC-D device found"),
     (0x0303_0002, "NOSMCRDEV", "no SMC-R device found"),
-    (0x0303_0003, "NOISM2SUPP", "the ISM hardware has no ISMv2 support"),
+    (
+        0x0303_0003,
+        "NOISM2SUPP",
+        "the ISM hardware has no ISMv2 support",
+    ),
     (0x0303_0004, "NOV2EXT", "peer sent no CLC v2 extension"),
-    (0x0303_0005, "NOV2DEXT", "peer sent no CLC SMC-Dv2 extension"),
+    (
+        0x0303_0005,
+        "NOV2DEXT",
+        "peer sent no CLC SMC-Dv2 extension",
+    ),
     (0x0303_0006, "NOSEID", "peer sent no system EID (SEID)"),
     (0x0303_0007, "NOSMCD2DEV", "no SMC-Dv2 device found"),
-    (0x0303_0008, "NOUEID", "no matching user EID (UEID) with the peer"),
-    (0x0303_0009, "RELEASEERR", "SMC release version negotiation failed"),
-    (0x0303_000a, "MAXCONNERR", "maximum connections per link group negotiation failed"),
-    (0x0303_000b, "MAXLINKERR", "maximum links per link group negotiation failed"),
-    (0x0304_0000, "MODEUNSUPP", "SMC modes do not match between the peers"),
+    (
+        0x0303_0008,
+        "NOUEID",
+        "no matching user EID (UEID) with the peer",
+    ),
+    (
+        0x0303_0009,
+        "RELEASEERR",
+        "SMC release version negotiation failed",
+    ),
+    (
+        0x0303_000a,
+        "MAXCONNERR",
+        "maximum connections per link group negotiation failed",
+    ),
+    (
+        0x0303_000b,
+        "MAXLINKERR",
+        "maximum links per link group negotiation failed",
+    ),
+    (
+        0x0304_0000,
+        "MODEUNSUPP",
+        "SMC modes do not match between the peers",
+    ),
     (0x0305_0000, "RMBE_EC", "peer has an eyecatcher in its RMBE"),
-    (0x0306_0000, "OPTUNSUPP", "a socket option (e.g. TCP fastopen) is not supported by SMC"),
-    (0x0307_0000, "DIFFPREFIX", "peers are not in the same IP subnet"),
-    (0x0308_0000, "GETVLANERR", "could not get the VLAN id of the IP device"),
-    (0x0309_0000, "ISMVLANERR", "could not register the VLAN id on the ISM device"),
-    (0x030a_0000, "NOACTLINK", "no active SMC-R link in the link group"),
-    (0x030b_0000, "NOSRVLINK", "the SMC-R link from the server was not found"),
+    (
+        0x0306_0000,
+        "OPTUNSUPP",
+        "a socket option (e.g. TCP fastopen) is not supported by SMC",
+    ),
+    (
+        0x0307_0000,
+        "DIFFPREFIX",
+        "peers are not in the same IP subnet",
+    ),
+    (
+        0x0308_0000,
+        "GETVLANERR",
+        "could not get the VLAN id of the IP device",
+    ),
+    (
+        0x0309_0000,
+        "ISMVLANERR",
+        "could not register the VLAN id on the ISM device",
+    ),
+    (
+        0x030a_0000,
+        "NOACTLINK",
+        "no active SMC-R link in the link group",
+    ),
+    (
+        0x030b_0000,
+        "NOSRVLINK",
+        "the SMC-R link from the server was not found",
+    ),
     (0x030c_0000, "VERSMISMAT", "SMC version mismatch"),
-    (0x030d_0000, "MAX_DMB", "SMC-D DMB limit exceeded (connection limit reached)"),
+    (
+        0x030d_0000,
+        "MAX_DMB",
+        "SMC-D DMB limit exceeded (connection limit reached)",
+    ),
     (0x030e_0000, "NOROUTE", "SMC-Rv2 found no route to the peer"),
-    (0x030f_0000, "NOINDIRECT", "SMC-Rv2 direct/indirect route mismatch with the peer"),
+    (
+        0x030f_0000,
+        "NOINDIRECT",
+        "SMC-Rv2 direct/indirect route mismatch with the peer",
+    ),
     (0x0400_0000, "SYNCERR", "synchronization error"),
-    (0x0500_0000, "PEERDECL", "the peer declined during the handshake"),
+    (
+        0x0500_0000,
+        "PEERDECL",
+        "the peer declined during the handshake",
+    ),
     (0x0999_0000, "INTERR", "internal error"),
     (0x0999_0001, "ERR_RTOK", "rtoken handling failed"),
-    (0x0999_0002, "ERR_RDYLNK", "the RDMA link did not become ready"),
+    (
+        0x0999_0002,
+        "ERR_RDYLNK",
+        "the RDMA link did not become ready",
+    ),
     (0x0999_0003, "ERR_REGBUF", "registering RDMA buffers failed"),
 ];
 

@@ -184,8 +184,13 @@ pub fn request(ext: u8) -> Vec<u8> {
 /// Dump the raw reply of all SMC sockets of this network namespace.
 pub fn dump_raw(ext: u8) -> Result<Vec<u8>, Error> {
     let what = format!("sock_diag dump of AF_SMC sockets (ext 0x{ext:x})");
-    nl::dump_raw(Protocol::SockDiag, SOCK_DIAG_BY_FAMILY, &request(ext), &what)
-        .map_err(|e| e.missing_on(libc::ENOENT, "smc_diag"))
+    nl::dump_raw(
+        Protocol::SockDiag,
+        SOCK_DIAG_BY_FAMILY,
+        &request(ext),
+        &what,
+    )
+    .map_err(|e| e.missing_on(libc::ENOENT, "smc_diag"))
 }
 
 /// All SMC sockets of this network namespace, with the extensions in `ext`
@@ -357,7 +362,15 @@ mod tests {
     use crate::nl::frame;
     use netlink_packet_core::NLMSG_DONE;
 
-    fn msg(family: u8, state: u8, mode: u8, src: [u8; 16], dst: [u8; 16], sport: u16, dport: u16) -> Vec<u8> {
+    fn msg(
+        family: u8,
+        state: u8,
+        mode: u8,
+        src: [u8; 16],
+        dst: [u8; 16],
+        sport: u16,
+        dport: u16,
+    ) -> Vec<u8> {
         let mut m = vec![family, state, mode, 0];
         m.extend(sport.to_be_bytes());
         m.extend(dport.to_be_bytes());
@@ -395,10 +408,23 @@ mod tests {
 
     #[test]
     fn fallback_socket_with_reason() {
-        let mut m = msg(AF_SMC, 1, 1, v4([127, 0, 0, 1]), v4([127, 0, 0, 1]), 5000, 40000);
+        let mut m = msg(
+            AF_SMC,
+            1,
+            1,
+            v4([127, 0, 0, 1]),
+            v4([127, 0, 0, 1]),
+            5000,
+            40000,
+        );
         let mut fb = 0x0303_0000u32.to_ne_bytes().to_vec();
         fb.extend(0u32.to_ne_bytes());
-        m.extend(Writer::new().u8(ATTR_SHUTDOWN, 2).bytes(ATTR_FALLBACK, &fb).finish());
+        m.extend(
+            Writer::new()
+                .u8(ATTR_SHUTDOWN, 2)
+                .bytes(ATTR_FALLBACK, &fb)
+                .finish(),
+        );
         let socks = parse(&reply(&[m])).unwrap();
         assert_eq!(socks.len(), 1);
         let s = &socks[0];
@@ -423,7 +449,12 @@ mod tests {
         li.extend(&gid);
         li.push(1);
         let fb = [0u8; 8];
-        m.extend(Writer::new().bytes(ATTR_LGRINFO, &li).bytes(ATTR_FALLBACK, &fb).finish());
+        m.extend(
+            Writer::new()
+                .bytes(ATTR_LGRINFO, &li)
+                .bytes(ATTR_FALLBACK, &fb)
+                .finish(),
+        );
         let s = &parse(&reply(&[m])).unwrap()[0];
         assert_eq!(s.mode, Mode::SmcR);
         assert_eq!(s.fallback, None);
@@ -456,7 +487,12 @@ mod tests {
         let mut dmb = vec![0u8; 56];
         dmb[24..32].copy_from_slice(&9u64.to_ne_bytes());
         dmb[48..56].copy_from_slice(&5u64.to_ne_bytes());
-        m.extend(Writer::new().bytes(ATTR_CONNINFO, &ci).bytes(ATTR_DMBINFO, &dmb).finish());
+        m.extend(
+            Writer::new()
+                .bytes(ATTR_CONNINFO, &ci)
+                .bytes(ATTR_DMBINFO, &dmb)
+                .finish(),
+        );
         let s = &parse(&reply(&[m])).unwrap()[0];
         assert_eq!(s.mode, Mode::SmcD);
         let c = s.conninfo.as_ref().unwrap();
@@ -470,7 +506,13 @@ mod tests {
     fn short_structs_are_errors_not_panics() {
         let m = msg(AF_SMC, 1, 1, [0; 16], [0; 16], 1, 2);
         assert!(parse(&reply(&[m[..63].to_vec()])).is_err());
-        for (kind, len) in [(ATTR_CONNINFO, 75), (ATTR_LGRINFO, 146), (ATTR_DMBINFO, 39), (ATTR_FALLBACK, 7), (ATTR_SHUTDOWN, 0)] {
+        for (kind, len) in [
+            (ATTR_CONNINFO, 75),
+            (ATTR_LGRINFO, 146),
+            (ATTR_DMBINFO, 39),
+            (ATTR_FALLBACK, 7),
+            (ATTR_SHUTDOWN, 0),
+        ] {
             let mut m = m.clone();
             m.extend(Writer::new().bytes(kind, &vec![0; len]).finish());
             let e = parse(&reply(&[m])).unwrap_err();
@@ -480,8 +522,21 @@ mod tests {
 
     #[test]
     fn every_prefix_and_byte_flip_is_handled() {
-        let mut m = msg(AF_SMC, 1, 1, v4([127, 0, 0, 1]), v4([127, 0, 0, 1]), 5000, 40000);
-        m.extend(Writer::new().bytes(ATTR_FALLBACK, &[1; 8]).bytes(ATTR_CONNINFO, &[2; 76]).finish());
+        let mut m = msg(
+            AF_SMC,
+            1,
+            1,
+            v4([127, 0, 0, 1]),
+            v4([127, 0, 0, 1]),
+            5000,
+            40000,
+        );
+        m.extend(
+            Writer::new()
+                .bytes(ATTR_FALLBACK, &[1; 8])
+                .bytes(ATTR_CONNINFO, &[2; 76])
+                .finish(),
+        );
         let raw = reply(&[m.clone(), m]);
         for cut in 0..raw.len() {
             let _ = parse(&raw[..cut]);

@@ -1,0 +1,436 @@
+//! `smcrun demo`: the built-in job. It runs a TCP echo server and its clients in one process under
+//! the shim on 127.0.0.1, moves data through every connection and checks it byte for byte, and
+//! says for each socket whether it really ran over SMC-R, SMC-D or TCP, and why.
+//!
+//! The truth comes from the kernel, not from the shim: the socket's real family and protocol are
+//! read with the raw system call (the shim's getsockopt hook would mask them), SMC sockets are
+//! looked up by inode in the kernel's smc_diag dump (mode, fallback reason, peer diagnosis), and a
+//! TCP socket's reason is found by asking the kernel for an SMC socket the way the shim does.
+
+use crate::exec::{self, RunOptions};
+use clap::Args;
+use serde::Serialize;
+use smcrun_settings::Why;
+use smcrun_telemetry::{reasons, sock_diag};
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// `smcrun demo` options.
+#[derive(Args, Debug, Clone)]
+pub struct DemoArgs {
+    /// Number of connections.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub connections: u16,
+    /// Bytes sent and echoed back per connection, e.g. 4m.
+    #[arg(long, default_value = "4m", value_parser = bytes_arg)]
+    pub bytes: i32,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 1 unless every socket ran over SMC-R or SMC-D.
+    #[arg(long)]
+    pub require_smc: bool,
+}
+
+/// The hidden worker takes the same options.
+pub type WorkerArgs = DemoArgs;
+
+fn bytes_arg(s: &str) -> Result<i32, String> {
+    smcrun_settings::parse_size(s)
+        .ok_or_else(|| format!("expected {}", smcrun_settings::expected::SIZE))
+}
+
+/// Starts the worker under the shim: smcrun itself, exec'd with LD_PRELOAD set.
+pub fn run(opts: &RunOptions, args: &DemoArgs) -> ExitCode {
+    if let Err(code) = exec::prepare(opts) {
+        return code;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("smcrun: cannot find my own executable: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut argv: Vec<OsString> = vec!["smcrun".into(), "__demo-worker".into()];
+    argv.push(format!("--connections={}", args.connections).into());
+    argv.push(format!("--bytes={}", args.bytes).into());
+    if args.json {
+        argv.push("--json".into());
+    }
+    if args.require_smc {
+        argv.push("--require-smc".into());
+    }
+    exec::exec(&exe, &argv)
+}
+
+/// How one socket really ran.
+#[derive(Debug, Serialize)]
+struct SocketReport {
+    connection: u16,
+    side: &'static str,
+    local: String,
+    peer: String,
+    /// What the kernel made: "AF_SMC", "IPPROTO_SMC" or "TCP".
+    socket: &'static str,
+    /// "SMC-R", "SMC-D" or "TCP".
+    transport: &'static str,
+    /// Fallback reason code (hex) when an SMC socket fell back to TCP.
+    fallback_reason: Option<String>,
+    /// The peer's diagnosis code (hex) when it sent one.
+    peer_diagnosis: Option<String>,
+    /// In words.
+    why: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    connections: u16,
+    bytes_each_way: u64,
+    data_intact: bool,
+    mismatched_connections: u16,
+    smc_r: usize,
+    smc_d: usize,
+    tcp: usize,
+    seconds: f64,
+    sockets: Vec<SocketReport>,
+}
+
+/// Byte `i` of connection `conn`'s test data: cheap, position-dependent, and different per
+/// connection, so a misrouted or reordered chunk is caught.
+fn pattern(conn: u16, i: u64) -> u8 {
+    let x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (u64::from(conn) << 56);
+    (x >> 29) as u8 ^ (i as u8)
+}
+
+fn echo(mut s: TcpStream) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return s.shutdown(Shutdown::Write);
+        }
+        s.write_all(&buf[..n])?;
+    }
+}
+
+/// Sends `len` bytes and checks the echo; true when every byte came back in order.
+fn exchange(conn: u16, s: TcpStream, len: u64) -> std::io::Result<bool> {
+    let mut writer = s.try_clone()?;
+    let send = std::thread::spawn(move || -> std::io::Result<()> {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut sent = 0u64;
+        while sent < len {
+            let n = (len - sent).min(buf.len() as u64) as usize;
+            for (k, b) in buf[..n].iter_mut().enumerate() {
+                *b = pattern(conn, sent + k as u64);
+            }
+            writer.write_all(&buf[..n])?;
+            sent += n as u64;
+        }
+        writer.shutdown(Shutdown::Write)
+    });
+    let mut reader = s;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut got = 0u64;
+    let mut intact = true;
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        for (k, b) in buf[..n].iter().enumerate() {
+            if *b != pattern(conn, got + k as u64) {
+                intact = false;
+            }
+        }
+        got += n as u64;
+    }
+    send.join()
+        .map_err(|_| std::io::Error::other("sender thread panicked"))??;
+    Ok(intact && got == len)
+}
+
+/// The socket's real SO_DOMAIN and SO_PROTOCOL, bypassing the shim's getsockopt hook.
+fn raw_identity(fd: i32) -> (i32, i32) {
+    let get = |opt: i32| {
+        let mut v: libc::c_int = -1;
+        let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: the value pointer and length describe a live c_int.
+        unsafe {
+            libc::syscall(
+                libc::SYS_getsockopt,
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                &mut v as *mut libc::c_int,
+                &mut l as *mut libc::socklen_t,
+            );
+        }
+        v
+    };
+    (get(libc::SO_DOMAIN), get(libc::SO_PROTOCOL))
+}
+
+fn inode_of(fd: i32) -> u64 {
+    // SAFETY: fstat into a zeroed stat buffer.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) == 0 {
+            st.st_ino
+        } else {
+            0
+        }
+    }
+}
+
+/// Why the kernel gives this process no SMC socket, found the way the shim finds it: the errno of
+/// `socket(AF_SMC, ...)` (raw system call, so the shim does not intercept it).
+fn why_tcp() -> String {
+    // SAFETY: plain socket/close system calls on an fd we own.
+    let errno = unsafe {
+        let fd = libc::syscall(libc::SYS_socket, 43, libc::SOCK_STREAM, 0) as i32;
+        if fd >= 0 {
+            libc::close(fd);
+            return "the kernel can make SMC sockets, but the shim left this one as TCP (is it preloaded?)".into();
+        }
+        *libc::__errno_location()
+    };
+    let why = Why::of(errno);
+    format!(
+        "{} ({} at socket())",
+        why.describe(),
+        smcrun_settings::errno::name(errno)
+    )
+}
+
+fn classify(
+    conn: u16,
+    side: &'static str,
+    s: &TcpStream,
+    diag: &Result<Vec<sock_diag::SmcSocket>, smcrun_telemetry::Error>,
+) -> SocketReport {
+    let fd = s.as_raw_fd();
+    let (domain, protocol) = raw_identity(fd);
+    let addr = |a: std::io::Result<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
+    let mut r = SocketReport {
+        connection: conn,
+        side,
+        local: addr(s.local_addr()),
+        peer: addr(s.peer_addr()),
+        socket: "TCP",
+        transport: "TCP",
+        fallback_reason: None,
+        peer_diagnosis: None,
+        why: String::new(),
+    };
+    let is_smc = domain == 43 || protocol == 256;
+    if !is_smc {
+        r.why = why_tcp();
+        return r;
+    }
+    r.socket = if domain == 43 {
+        "AF_SMC"
+    } else {
+        "IPPROTO_SMC"
+    };
+    let inode = inode_of(fd);
+    let entry = match diag {
+        Ok(list) => list.iter().find(|e| e.inode == inode),
+        Err(e) => {
+            r.transport = "SMC?";
+            r.why = format!("an SMC socket, but the kernel's smc_diag cannot be read: {e}");
+            return r;
+        }
+    };
+    match entry {
+        None => {
+            r.transport = "SMC?";
+            r.why = format!("an SMC socket (inode {inode}) missing from the smc_diag dump");
+        }
+        Some(e) => match e.mode {
+            sock_diag::Mode::SmcR => {
+                r.transport = "SMC-R";
+                r.why = "SMC-R handshake succeeded".into();
+            }
+            sock_diag::Mode::SmcD => {
+                r.transport = "SMC-D";
+                r.why = "SMC-D handshake succeeded".into();
+            }
+            sock_diag::Mode::Unknown(m) => {
+                r.transport = "SMC?";
+                r.why = format!("smc_diag reports mode {m}, which this smcrun does not know");
+            }
+            sock_diag::Mode::Fallback => {
+                r.transport = "TCP";
+                let (reason, peer) = e.fallback.unwrap_or((0, 0));
+                r.fallback_reason = Some(format!("0x{reason:08x}"));
+                if peer != 0 {
+                    r.peer_diagnosis = Some(format!("0x{peer:08x}"));
+                }
+                r.why = format!("SMC fell back to TCP: {}", reasons::describe(reason));
+                if peer != 0 {
+                    r.why += &format!("; peer: {}", reasons::describe(peer));
+                }
+            }
+        },
+    }
+    r
+}
+
+fn shim_loaded() -> bool {
+    std::fs::read_to_string("/proc/self/maps")
+        .map(|m| m.contains(crate::preload::SHIM_FILE))
+        .unwrap_or(false)
+}
+
+fn human(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+    } else if bytes >= 1 << 10 {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+/// The worker: runs inside the preloaded process.
+pub fn worker(args: &DemoArgs) -> ExitCode {
+    match work(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("smcrun demo: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn work(args: &DemoArgs) -> Result<ExitCode, String> {
+    if !shim_loaded() {
+        return Err(format!(
+            "the shim is not loaded in this process (LD_PRELOAD={:?}); run `smcrun demo`",
+            std::env::var_os("LD_PRELOAD").unwrap_or_default()
+        ));
+    }
+    let n = args.connections;
+    let len = args.bytes as u64;
+    let listener =
+        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("listen on 127.0.0.1: {e}"))?;
+    let server_addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let acceptor = std::thread::spawn(move || -> std::io::Result<Vec<TcpStream>> {
+        (0..n).map(|_| listener.accept().map(|(s, _)| s)).collect()
+    });
+    let clients: Vec<TcpStream> = (0..n)
+        .map(|_| TcpStream::connect(server_addr))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("connect to {server_addr}: {e}"))?;
+    let mut servers = acceptor
+        .join()
+        .map_err(|_| "accept thread panicked".to_string())?
+        .map_err(|e| format!("accept on {server_addr}: {e}"))?;
+    // Pair each client with the server socket whose peer is the client's local address.
+    let mut pairs = Vec::new();
+    for c in clients {
+        let local = c.local_addr().map_err(|e| e.to_string())?;
+        let at = servers
+            .iter()
+            .position(|s| s.peer_addr().ok() == Some(local))
+            .ok_or_else(|| format!("no accepted connection from {local}"))?;
+        pairs.push((c, servers.swap_remove(at)));
+    }
+
+    let diag = sock_diag::dump(0);
+    let mut sockets = Vec::new();
+    for (i, (c, s)) in pairs.iter().enumerate() {
+        let id = i as u16 + 1;
+        sockets.push(classify(id, "client", c, &diag));
+        sockets.push(classify(id, "server", s, &diag));
+    }
+
+    let started = Instant::now();
+    let mut handles = Vec::new();
+    for (i, (c, s)) in pairs.into_iter().enumerate() {
+        let id = i as u16 + 1;
+        std::thread::spawn(move || echo(s));
+        handles.push(std::thread::spawn(move || exchange(id, c, len)));
+    }
+    let mut mismatched = 0u16;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(true)) => {}
+            Ok(Ok(false)) => mismatched += 1,
+            Ok(Err(e)) => return Err(format!("data transfer failed: {e}")),
+            Err(_) => return Err("transfer thread panicked".into()),
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let count = |t: &str| sockets.iter().filter(|s| s.transport == t).count();
+    let report = Report {
+        connections: n,
+        bytes_each_way: len * u64::from(n),
+        data_intact: mismatched == 0,
+        mismatched_connections: mismatched,
+        smc_r: count("SMC-R"),
+        smc_d: count("SMC-D"),
+        tcp: count("TCP"),
+        seconds,
+        sockets,
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print_text(&report, server_addr, len);
+    }
+    let all_smc = report.smc_r + report.smc_d == report.sockets.len();
+    Ok(if !report.data_intact || (args.require_smc && !all_smc) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_text(r: &Report, server: SocketAddr, len: u64) {
+    println!(
+        "smcrun demo: {} connections to an echo server on {server}, {} each way per connection",
+        r.connections,
+        human(len)
+    );
+    println!();
+    println!(
+        "{:<5} {:<7} {:<22} {:<22} {:<12} {:<6} why",
+        "conn", "side", "local", "peer", "socket", "mode"
+    );
+    for s in &r.sockets {
+        println!(
+            "{:<5} {:<7} {:<22} {:<22} {:<12} {:<6} {}",
+            s.connection, s.side, s.local, s.peer, s.socket, s.transport, s.why
+        );
+    }
+    println!();
+    let total = r.bytes_each_way;
+    println!(
+        "data: {} sent and {} echoed back in {:.2} s, {}",
+        human(total),
+        human(total),
+        r.seconds,
+        if r.data_intact {
+            "every byte checked and intact".to_string()
+        } else {
+            format!("{} connection(s) CORRUPTED", r.mismatched_connections)
+        }
+    );
+    println!(
+        "result: {} sockets: {} SMC-R, {} SMC-D, {} TCP",
+        r.sockets.len(),
+        r.smc_r,
+        r.smc_d,
+        r.tcp
+    );
+}

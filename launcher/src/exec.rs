@@ -1,0 +1,267 @@
+//! `smcrun [OPTIONS] [--] COMMAND [ARGS...]`: prepare the environment for the shim and replace
+//! this process with COMMAND, so the program keeps smcrun's PID, receives its argv byte for byte,
+//! and its exit status and signals are its own. This is what makes smcrun fit as a container
+//! entrypoint.
+
+use crate::preload;
+use crate::sysctl;
+use clap::Args;
+use smcrun_settings::{self as settings, var, Fallback, Mode};
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Options for the program smcrun runs (and for `smcrun demo`, which runs one too).
+#[derive(Args, Debug, Default, Clone)]
+pub struct RunOptions {
+    /// One stderr line per converted socket and per fallback (SMCRUN_DEBUG=1); twice for bind,
+    /// connect and an exit summary (SMCRUN_DEBUG=2). smc_run's -d.
+    #[arg(short = 'd', long = "debug", action = clap::ArgAction::Count)]
+    pub debug: u8,
+    /// Receive buffer of converted sockets (SMCRUN_RCVBUF), e.g. 256k or 1m; raises
+    /// net.core.rmem_max when it is smaller. smc_run's -r.
+    #[arg(short = 'r', long = "rcvbuf", value_name = "SIZE", value_parser = size_arg)]
+    pub rcvbuf: Option<i32>,
+    /// Send buffer of converted sockets (SMCRUN_SNDBUF), e.g. 256k or 1m; raises
+    /// net.core.wmem_max when it is smaller. smc_run's -t.
+    #[arg(short = 't', long = "sndbuf", value_name = "SIZE", value_parser = size_arg)]
+    pub sndbuf: Option<i32>,
+    /// How SMC sockets are made: smc (AF_SMC), inet (IPPROTO_SMC, Linux 6.11+) or auto
+    /// (SMCRUN_MODE; default auto: inet if the kernel has it, else smc).
+    #[arg(long, value_name = "MODE", value_parser = mode_arg)]
+    pub mode: Option<Mode>,
+    /// What to do when the kernel refuses an SMC socket: tcp (make the TCP socket the program
+    /// asked for; default) or strict (return the error) (SMCRUN_FALLBACK).
+    #[arg(long, value_name = "HOW", value_parser = fallback_arg)]
+    pub fallback: Option<Fallback>,
+    /// Set a net.smc.* or net.core.* sysctl before starting the program (repeatable; needs root).
+    #[arg(long = "sysctl", value_name = "KEY=VALUE", value_parser = sysctl::parse_assignment)]
+    pub sysctl: Vec<sysctl::Assignment>,
+    /// When a --sysctl cannot be set, warn and go on instead of refusing to start.
+    #[arg(long)]
+    pub sysctl_best_effort: bool,
+    /// Refuse to start a program that LD_PRELOAD cannot reach (static, setuid/setgid, Go).
+    #[arg(long)]
+    pub require_preload: bool,
+}
+
+fn size_arg(s: &str) -> Result<i32, String> {
+    settings::parse_size(s).ok_or_else(|| format!("expected {}", settings::expected::SIZE))
+}
+
+fn mode_arg(s: &str) -> Result<Mode, String> {
+    settings::parse_mode(s).ok_or_else(|| format!("expected {}", settings::expected::MODE))
+}
+
+fn fallback_arg(s: &str) -> Result<Fallback, String> {
+    settings::parse_fallback(s).ok_or_else(|| format!("expected {}", settings::expected::FALLBACK))
+}
+
+/// Options that take a value in the next word, so that `--` after them is still found.
+const VALUE_OPTIONS: &[&str] = &[
+    "-r",
+    "-t",
+    "--rcvbuf",
+    "--sndbuf",
+    "--mode",
+    "--fallback",
+    "--sysctl",
+];
+
+/// Splits `smcrun [OPTIONS] -- COMMAND...` into the part clap parses and the forced command.
+/// Only a `--` among the leading options counts: one after the command belongs to the command.
+pub fn split_forced_command(args: &[OsString]) -> (Vec<OsString>, Option<Vec<OsString>>) {
+    let mut i = 1;
+    while i < args.len() {
+        let a = args[i].as_bytes();
+        if a == b"--" {
+            let rest = args[i + 1..].to_vec();
+            return (args[..i].to_vec(), (!rest.is_empty()).then_some(rest));
+        }
+        if !a.starts_with(b"-") {
+            break;
+        }
+        if VALUE_OPTIONS.iter().any(|o| o.as_bytes() == a) {
+            i += 1;
+        }
+        i += 1;
+    }
+    (args.to_vec(), None)
+}
+
+/// The variables the shim reads, as the options set them (unset options leave the environment
+/// as the caller had it, so `SMCRUN_*` exported by hand still apply).
+pub fn shim_env(opts: &RunOptions) -> Vec<(&'static str, String)> {
+    let mut env = Vec::new();
+    if opts.debug > 0 {
+        env.push((var::DEBUG, opts.debug.min(2).to_string()));
+    }
+    if let Some(n) = opts.rcvbuf {
+        env.push((var::RCVBUF, n.to_string()));
+    }
+    if let Some(n) = opts.sndbuf {
+        env.push((var::SNDBUF, n.to_string()));
+    }
+    if let Some(m) = opts.mode {
+        let name = match m {
+            Mode::Smc => "smc",
+            Mode::Inet => "inet",
+            Mode::Auto => "auto",
+        };
+        env.push((var::MODE, name.to_string()));
+    }
+    if let Some(f) = opts.fallback {
+        let name = match f {
+            Fallback::Tcp => "tcp",
+            Fallback::Strict => "strict",
+        };
+        env.push((var::FALLBACK, name.to_string()));
+    }
+    env
+}
+
+/// Everything before the exec: sysctls, buffer limits, LD_PRELOAD and the shim's variables.
+/// Returns the exit code to leave with when the program must not be started.
+pub fn prepare(opts: &RunOptions) -> Result<(), ExitCode> {
+    let shim = preload::find_shim().map_err(|e| {
+        eprintln!("smcrun: {e}");
+        ExitCode::from(1)
+    })?;
+    for a in &opts.sysctl {
+        if let Err(e) = sysctl::apply(a) {
+            if opts.sysctl_best_effort {
+                eprintln!("smcrun: warning: {e}; going on (--sysctl-best-effort)");
+            } else {
+                eprintln!("smcrun: {e}; nothing was started (use --sysctl-best-effort to go on)");
+                return Err(ExitCode::from(1));
+            }
+        }
+    }
+    for (size, key) in [
+        (opts.rcvbuf, "net.core.rmem_max"),
+        (opts.sndbuf, "net.core.wmem_max"),
+    ] {
+        if let Some(size) = size {
+            if let Err(e) = sysctl::raise_to(key, size as u64) {
+                eprintln!("smcrun: warning: {e}; the buffer size may be capped");
+            }
+        }
+    }
+    let merged = preload::merge_ld_preload(std::env::var_os("LD_PRELOAD").as_deref(), &shim);
+    std::env::set_var("LD_PRELOAD", merged);
+    for (k, v) in shim_env(opts) {
+        std::env::set_var(k, v);
+    }
+    Ok(())
+}
+
+/// Runs COMMAND in place of this process. Returns only when that is impossible.
+pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> ExitCode {
+    let Some(program) = cmd.first() else {
+        eprintln!("smcrun: no command given");
+        return ExitCode::from(2);
+    };
+    let resolved = match resolve_command(program) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    if let Some(problem) = preload::reach_problem(&resolved) {
+        if opts.require_preload {
+            eprintln!(
+                "smcrun: {}: {problem}; not started (--require-preload)",
+                resolved.display()
+            );
+            return ExitCode::from(126);
+        }
+        eprintln!(
+            "smcrun: warning: {}: {problem}; running it anyway, without SMC",
+            resolved.display()
+        );
+    }
+    if let Err(code) = prepare(opts) {
+        return code;
+    }
+    exec(&resolved, &cmd)
+}
+
+/// Finds what execvp would run, reporting 127 (not found) or 126 (not executable) as a shell does.
+fn resolve_command(program: &OsStr) -> Result<PathBuf, ExitCode> {
+    let name = Path::new(program);
+    let candidates: Vec<PathBuf> = if program.as_bytes().contains(&b'/') {
+        vec![name.to_path_buf()]
+    } else {
+        let path =
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+        std::env::split_paths(&path)
+            .map(|d| {
+                if d.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    d
+                }
+            })
+            .map(|d| d.join(name))
+            .collect()
+    };
+    let mut found_unexecutable = None;
+    for c in candidates {
+        match std::fs::metadata(&c) {
+            Ok(m)
+                if m.is_file()
+                    && nix::unistd::access(&c, nix::unistd::AccessFlags::X_OK).is_ok() =>
+            {
+                return Ok(c)
+            }
+            Ok(_) => found_unexecutable = found_unexecutable.or(Some(c)),
+            Err(_) => {}
+        }
+    }
+    match found_unexecutable {
+        Some(c) => {
+            eprintln!("smcrun: {}: not an executable file", c.display());
+            Err(ExitCode::from(126))
+        }
+        None => {
+            eprintln!("smcrun: {}: command not found", name.display());
+            Err(ExitCode::from(127))
+        }
+    }
+}
+
+/// execv() of the resolved path with the caller's argv[0] and arguments, unchanged.
+pub fn exec(path: &Path, argv: &[OsString]) -> ExitCode {
+    let to_c = |s: &OsStr| CString::new(s.as_bytes().to_vec());
+    let c_path = match to_c(path.as_os_str()) {
+        Ok(p) => p,
+        Err(_) => {
+            eprintln!("smcrun: {}: the path contains a NUL byte", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let mut c_argv = Vec::with_capacity(argv.len());
+    for a in argv {
+        match CString::new(a.clone().into_vec()) {
+            Ok(c) => c_argv.push(c),
+            Err(_) => {
+                eprintln!("smcrun: an argument contains a NUL byte: {a:?}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    crate::signals::restore_inherited();
+    let mut err = nix::unistd::execv(&c_path, &c_argv).unwrap_err();
+    if err == nix::errno::Errno::ENOEXEC {
+        // A script without a #! line: run it with /bin/sh, as execvp(3) and shells do.
+        let mut sh_argv = vec![CString::from(c"sh"), c_path.clone()];
+        sh_argv.extend(c_argv.iter().skip(1).cloned());
+        err = nix::unistd::execv(c"/bin/sh", &sh_argv).unwrap_err();
+    }
+    let code = if err == nix::errno::Errno::ENOENT {
+        127
+    } else {
+        126
+    };
+    eprintln!("smcrun: {}: cannot execute: {err}", path.display());
+    ExitCode::from(code)
+}

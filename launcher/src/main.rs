@@ -1,0 +1,102 @@
+//! `smcrun`: runs a program with the smcrun shim preloaded (same PID, same argv, same exit status),
+//! and gives the operator's views of SMC on this host.
+//!
+//! `smcrun [OPTIONS] [--] COMMAND [ARGS...]` execs COMMAND; `smcrun SUBCOMMAND ...` runs one of the
+//! built-in tools. A program whose name is also a subcommand is run with `smcrun -- NAME`.
+
+mod admin;
+mod capture;
+mod demo;
+mod exec;
+mod preload;
+mod signals;
+mod sysctl;
+mod views;
+
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// Top-level command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "smcrun",
+    version,
+    about = "Run unmodified TCP programs over Linux SMC (SMC-R / SMC-D), falling back to TCP",
+    disable_version_flag = true,
+    subcommand_value_name = "COMMAND",
+    after_help = "Run a program: smcrun [OPTIONS] [--] COMMAND [ARGS...]\n\
+                  Exit status: the program's own; 2 bad usage, 126 not executable, 127 not found."
+)]
+struct Cli {
+    #[command(flatten)]
+    run: exec::RunOptions,
+
+    /// Print the version and exit (smc_run's -v).
+    #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
+    version: Option<bool>,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// The built-in tools; anything else is a program to run.
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a TCP echo server and client under the shim on 127.0.0.1 and say, per connection,
+    /// whether it ran over SMC-R, SMC-D or TCP, and why.
+    Demo(demo::DemoArgs),
+    /// Set up the host for SMC: soft-RoCE devices for hosts without RDMA hardware.
+    #[command(subcommand)]
+    Setup(admin::SetupCommand),
+    /// Show or change the SMC user EIDs (needed for SMC-Rv2).
+    #[command(subcommand)]
+    Ueid(admin::UeidCommand),
+    /// Show or change the SMC PNET table (which netdev or RDMA device belongs to which PNET ID).
+    #[command(subcommand)]
+    Pnet(admin::PnetCommand),
+    /// SMC sockets on this host, like smcss: state, addresses, mode, and why a fallback happened.
+    Ss(views::SsArgs),
+    /// SMC statistics of this network namespace, like `smcr stats`.
+    Stats(views::StatsArgs),
+    /// Hidden: save the kernel's raw netlink replies as test fixtures.
+    #[command(hide = true, name = "__capture")]
+    Capture(capture::CaptureArgs),
+    /// Hidden: run the demo's echo pair inside this (preloaded) process.
+    #[command(hide = true, name = "__demo-worker")]
+    DemoWorker(demo::WorkerArgs),
+    /// A program to run under the shim.
+    #[command(external_subcommand)]
+    Run(Vec<OsString>),
+}
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let (head, forced) = exec::split_forced_command(&args);
+    let cli = match Cli::try_parse_from(head) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match (cli.command, forced) {
+        (None, Some(cmd)) | (Some(Command::Run(cmd)), None) => exec::run(&cli.run, cmd),
+        (Some(_), Some(_)) => {
+            eprintln!("smcrun: a subcommand and `-- COMMAND` cannot be combined");
+            ExitCode::from(2)
+        }
+        (None, None) => {
+            eprintln!("smcrun: no command given\nusage: smcrun [OPTIONS] [--] COMMAND [ARGS...]\n       smcrun demo | setup | ueid | pnet ... (see smcrun --help)");
+            ExitCode::from(2)
+        }
+        (Some(Command::Demo(a)), None) => demo::run(&cli.run, &a),
+        (Some(Command::DemoWorker(a)), None) => demo::worker(&a),
+        (Some(Command::Setup(c)), None) => admin::setup(c),
+        (Some(Command::Ueid(c)), None) => admin::ueid(c),
+        (Some(Command::Pnet(c)), None) => admin::pnet(c),
+        (Some(Command::Ss(a)), None) => views::ss(&a),
+        (Some(Command::Stats(a)), None) => views::stats(&a),
+        (Some(Command::Capture(a)), None) => capture::run(&a),
+    }
+}

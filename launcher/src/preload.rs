@@ -1,0 +1,155 @@
+//! Where the shim is, how it joins LD_PRELOAD, and which programs LD_PRELOAD cannot reach.
+
+use object::Object;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// The shim's file name, as cargo builds it and as installed.
+pub const SHIM_FILE: &str = "libsmcrun_shim.so";
+
+/// System directories searched after the ones beside the executable.
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr/local/lib/smcrun",
+    "/usr/lib/smcrun",
+    "/usr/lib/x86_64-linux-gnu/smcrun",
+    "/usr/lib/aarch64-linux-gnu/smcrun",
+    "/usr/lib/s390x-linux-gnu/smcrun",
+    "/usr/lib64/smcrun",
+    "/usr/local/lib",
+    "/usr/lib",
+];
+
+/// Finds the shim: `$SMCRUN_SHIM`, next to the smcrun executable, `../lib/smcrun/` beside it,
+/// then the system library directories. The result is absolute and usable in LD_PRELOAD.
+pub fn find_shim() -> Result<PathBuf, String> {
+    if let Some(explicit) = std::env::var_os("SMCRUN_SHIM") {
+        let p = PathBuf::from(&explicit);
+        if !p.is_file() {
+            return Err(format!(
+                "SMCRUN_SHIM={} is not a file: expected the path of {SHIM_FILE}",
+                p.display()
+            ));
+        }
+        return usable(p);
+    }
+    let mut tried = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(dir) = exe.parent() {
+            tried.push(dir.join(SHIM_FILE));
+            tried.push(dir.join("../lib/smcrun").join(SHIM_FILE));
+        }
+    }
+    tried.extend(SYSTEM_DIRS.iter().map(|d| Path::new(d).join(SHIM_FILE)));
+    match tried.iter().find(|p| p.is_file()) {
+        Some(p) => usable(p.clone()),
+        None => Err(format!(
+            "cannot find {SHIM_FILE} (looked in {}); set SMCRUN_SHIM to its path",
+            tried
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// Makes the path absolute and checks that LD_PRELOAD can carry it (it splits on ':' and ' ').
+fn usable(p: PathBuf) -> Result<PathBuf, String> {
+    let p = std::fs::canonicalize(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    if p.as_os_str()
+        .as_bytes()
+        .iter()
+        .any(|b| *b == b':' || *b == b' ')
+    {
+        return Err(format!(
+            "the shim's path {} contains ':' or a space, which LD_PRELOAD cannot carry; install it elsewhere",
+            p.display()
+        ));
+    }
+    Ok(p)
+}
+
+/// LD_PRELOAD with the shim appended, every existing entry kept in its place (their hooks run
+/// first and reach ours through RTLD_NEXT). An entry naming the same file is not added twice, so
+/// `smcrun smcrun prog` does not load it twice.
+pub fn merge_ld_preload(existing: Option<&OsStr>, shim: &Path) -> OsString {
+    let shim_bytes = shim.as_os_str().as_bytes();
+    let existing = existing.map(|e| e.as_bytes()).unwrap_or_default();
+    let present = existing
+        .split(|b| *b == b':' || *b == b' ')
+        .any(|entry| entry == shim_bytes);
+    if present {
+        return OsString::from_vec(existing.to_vec());
+    }
+    let trimmed = existing.trim_ascii();
+    let mut out = trimmed.to_vec();
+    if !out.is_empty() {
+        out.push(b':');
+    }
+    out.extend_from_slice(shim_bytes);
+    OsString::from_vec(out)
+}
+
+/// Why LD_PRELOAD will not reach this program, if it will not: statically linked, setuid or
+/// setgid (the loader ignores LD_PRELOAD in secure mode), or Go (its net package makes system
+/// calls itself, not through the C library).
+pub fn reach_problem(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mode = meta.permissions().mode();
+    if mode & 0o6000 != 0 {
+        return Some(
+            "is setuid/setgid, so the loader ignores LD_PRELOAD; run it without the setuid bit or as its owner"
+                .into(),
+        );
+    }
+    let data = std::fs::read(path).ok()?;
+    if !data.starts_with(b"\x7fELF") {
+        return None; // a script: its interpreter is what gets preloaded
+    }
+    let file = object::File::parse(&*data).ok()?;
+    let has_section = |name: &str| file.section_by_name(name).is_some();
+    if has_section(".go.buildinfo") || has_section(".note.go.buildid") {
+        return Some(
+            "is a Go program, whose net package makes system calls without the C library, so LD_PRELOAD cannot convert its sockets"
+                .into(),
+        );
+    }
+    let dynamic = has_section(".interp") || has_section(".dynamic");
+    if !dynamic {
+        return Some(
+            "is statically linked, so LD_PRELOAD cannot apply; link it dynamically against the C library"
+                .into(),
+        );
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ld_preload_keeps_existing_entries() {
+        let shim = Path::new("/opt/x/libsmcrun_shim.so");
+        assert_eq!(merge_ld_preload(None, shim), "/opt/x/libsmcrun_shim.so");
+        assert_eq!(
+            merge_ld_preload(Some(OsStr::new("")), shim),
+            "/opt/x/libsmcrun_shim.so"
+        );
+        assert_eq!(
+            merge_ld_preload(Some(OsStr::new("/a.so /b.so")), shim),
+            "/a.so /b.so:/opt/x/libsmcrun_shim.so"
+        );
+        assert_eq!(
+            merge_ld_preload(Some(OsStr::new("/opt/x/libsmcrun_shim.so:/a.so")), shim),
+            "/opt/x/libsmcrun_shim.so:/a.so"
+        );
+    }
+
+    #[test]
+    fn dynamic_programs_are_reachable() {
+        assert_eq!(reach_problem(Path::new("/bin/sh")), None);
+    }
+}

@@ -1,0 +1,97 @@
+//! The exported symbols, and nothing else: each one hands its arguments to the real function
+//! through [`crate::guard::hook`], which keeps errno, blocks re-entry and catches panics.
+//!
+//! Only these functions are exported from the library (a cdylib exports nothing else).
+
+use crate::config;
+use crate::counters;
+use crate::guard::hook;
+use crate::log::line;
+use crate::{convert, real};
+use libc::{c_int, c_void, socklen_t};
+
+/// Makes TCP sockets SMC sockets; see [`convert::socket`].
+///
+/// # Safety
+/// Called by C code exactly as socket(2).
+#[no_mangle]
+pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
+    hook(
+        || real::socket(domain, ty, protocol),
+        |out| convert::socket(domain, ty, protocol, out),
+    )
+}
+
+/// Passes bind(2) through and counts it (the policy decides here later).
+///
+/// # Safety
+/// Called by C code exactly as bind(2).
+#[no_mangle]
+pub unsafe extern "C" fn bind(fd: c_int, addr: *const libc::sockaddr, len: socklen_t) -> c_int {
+    hook(
+        || real::bind(fd, addr, len),
+        |out| {
+            let ret = out.record(real::bind(fd, addr, len));
+            counters::bump(&counters::BINDS);
+            if config::get().debug >= 2 {
+                line!("bind fd {fd}: {}", if ret == 0 { "ok" } else { "failed" });
+            }
+            ret
+        },
+    )
+}
+
+/// Passes connect(2) through and counts it (the policy decides here later).
+///
+/// # Safety
+/// Called by C code exactly as connect(2).
+#[no_mangle]
+pub unsafe extern "C" fn connect(fd: c_int, addr: *const libc::sockaddr, len: socklen_t) -> c_int {
+    hook(
+        || real::connect(fd, addr, len),
+        |out| {
+            let ret = out.record(real::connect(fd, addr, len));
+            counters::bump(&counters::CONNECTS);
+            if config::get().debug >= 2 {
+                let e = crate::guard::errno();
+                line!(
+                    "connect fd {fd}: {}",
+                    if ret == 0 {
+                        "ok"
+                    } else {
+                        crate::log::errno_name(e)
+                    }
+                );
+            }
+            ret
+        },
+    )
+}
+
+/// getsockopt(2), except that SO_DOMAIN and SO_PROTOCOL of an SMC socket answer as for the TCP
+/// socket the program asked for.
+///
+/// # Safety
+/// Called by C code exactly as getsockopt(2).
+#[no_mangle]
+pub unsafe extern "C" fn getsockopt(
+    fd: c_int,
+    level: c_int,
+    name: c_int,
+    val: *mut c_void,
+    len: *mut socklen_t,
+) -> c_int {
+    hook(
+        || real::getsockopt(fd, level, name, val, len),
+        |out| {
+            let ret = out.record(real::getsockopt(fd, level, name, val, len));
+            if ret == 0
+                && level == libc::SOL_SOCKET
+                && (name == libc::SO_DOMAIN || name == libc::SO_PROTOCOL)
+            {
+                convert::mask_identity(fd, name, val, len);
+            }
+            ret
+        },
+    )
+}
