@@ -11,7 +11,10 @@ pub mod attr;
 pub mod error;
 pub mod genl;
 pub mod nl;
+pub mod pnet;
+pub mod rdma;
+pub mod reasons;
+pub mod smc_genl;
+pub mod sock_diag;
 
 pub use error::Error;
-pub mod reasons;
-pub mod sock_diag;

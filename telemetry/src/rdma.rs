@@ -1,0 +1,259 @@
+//! RDMA netlink (NLDEV): list RDMA devices and their ports, and create or delete soft-RoCE
+//! (`rxe`) links, which is how a host without RDMA hardware gets an SMC-R device.
+
+use serde::Serialize;
+
+use crate::attr::{self, Writer};
+use crate::error::Error;
+use crate::nl::{self, Protocol};
+
+/// `RDMA_NL_NLDEV` client id.
+const NLDEV: u16 = 5;
+
+/// `RDMA_NLDEV_CMD_*` operations.
+pub mod op {
+    /// Device list (dump).
+    pub const GET: u16 = 1;
+    /// Create a link (soft-RoCE / siw).
+    pub const NEWLINK: u16 = 3;
+    /// Delete a link.
+    pub const DELLINK: u16 = 4;
+    /// Ports of one device (dump, needs the device index).
+    pub const PORT_GET: u16 = 5;
+    /// Per-device resource summary (dump).
+    pub const RES_GET: u16 = 9;
+    /// Queue pairs (dump).
+    pub const RES_QP_GET: u16 = 10;
+    /// Completion queues (dump).
+    pub const RES_CQ_GET: u16 = 12;
+    /// Memory regions (dump).
+    pub const RES_MR_GET: u16 = 13;
+    /// Protection domains (dump).
+    pub const RES_PD_GET: u16 = 14;
+}
+
+const ATTR_DEV_INDEX: u16 = 1;
+const ATTR_DEV_NAME: u16 = 2;
+const ATTR_PORT_INDEX: u16 = 3;
+const ATTR_PORT_STATE: u16 = 12;
+const ATTR_PORT_PHYS_STATE: u16 = 13;
+const ATTR_DEV_NODE_TYPE: u16 = 14;
+const ATTR_NDEV_INDEX: u16 = 50;
+const ATTR_NDEV_NAME: u16 = 51;
+const ATTR_LINK_TYPE: u16 = 65;
+const ATTR_DEV_PROTOCOL: u16 = 67;
+
+/// `nlmsg_type` for an NLDEV operation.
+pub fn message_type(op: u16) -> u16 {
+    (NLDEV << 10) | op
+}
+
+/// One RDMA port.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Port {
+    /// Port number (from 1).
+    pub index: u32,
+    /// IB port state (4 = ACTIVE), see [`port_state`].
+    pub state: Option<u8>,
+    /// Physical state (5 = LINK_UP).
+    pub phys_state: Option<u8>,
+    /// Network device behind the port (RoCE).
+    pub netdev: Option<String>,
+    /// Its ifindex.
+    pub netdev_index: Option<u32>,
+}
+
+/// One RDMA device.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Device {
+    /// Device index (for DELLINK and port queries).
+    pub index: u32,
+    /// Device name, e.g. `rxe_lo`.
+    pub name: String,
+    /// Node type (1 CA, 4 RNIC, ...).
+    pub node_type: Option<u8>,
+    /// Protocol, e.g. "roce".
+    pub protocol: Option<String>,
+    /// Number of ports the device reports.
+    pub port_count: u32,
+    /// Port details (filled by [`devices`]).
+    pub ports: Vec<Port>,
+}
+
+/// Name of an IB port state.
+pub fn port_state(state: u8) -> &'static str {
+    match state {
+        0 => "NOP",
+        1 => "DOWN",
+        2 => "INIT",
+        3 => "ARMED",
+        4 => "ACTIVE",
+        5 => "ACTIVE_DEFER",
+        _ => "UNKNOWN_STATE",
+    }
+}
+
+fn rdma_missing(e: Error) -> Error {
+    // A kernel without ib_core has no NETLINK_RDMA protocol.
+    e.missing_on(libc::EPROTONOSUPPORT, "ib_core")
+}
+
+/// Raw reply of an NLDEV dump (`op`), optionally scoped to one device index.
+pub fn dump_raw(op: u16, device: Option<u32>) -> Result<Vec<u8>, Error> {
+    let what = format!("RDMA netlink {} dump", op_name(op));
+    let attrs = match device {
+        Some(i) => Writer::new().u32(ATTR_DEV_INDEX, i),
+        None => Writer::new(),
+    };
+    nl::dump_raw(Protocol::Rdma, message_type(op), &attrs.finish(), &what).map_err(rdma_missing)
+}
+
+/// Name of an NLDEV operation for messages and capture files.
+pub fn op_name(op: u16) -> &'static str {
+    match op {
+        op::GET => "GET",
+        op::NEWLINK => "NEWLINK",
+        op::DELLINK => "DELLINK",
+        op::PORT_GET => "PORT_GET",
+        op::RES_GET => "RES_GET",
+        op::RES_QP_GET => "RES_QP_GET",
+        op::RES_CQ_GET => "RES_CQ_GET",
+        op::RES_MR_GET => "RES_MR_GET",
+        op::RES_PD_GET => "RES_PD_GET",
+        _ => "NLDEV",
+    }
+}
+
+/// Parse a raw `GET` dump into devices (without ports).
+pub fn parse_devices(raw: &[u8]) -> Result<Vec<Device>, Error> {
+    let what = "RDMA GET reply";
+    let mut out = Vec::new();
+    for m in nl::data_messages(raw, what)? {
+        let mut d = Device::default();
+        for a in attr::parse(m.payload, what)? {
+            match a.kind {
+                ATTR_DEV_INDEX => d.index = a.u32(what)?,
+                ATTR_DEV_NAME => d.name = a.string(),
+                ATTR_PORT_INDEX => d.port_count = a.u32(what)?,
+                ATTR_DEV_NODE_TYPE => d.node_type = Some(a.u8(what)?),
+                ATTR_DEV_PROTOCOL => d.protocol = Some(a.string()),
+                _ => {}
+            }
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// Parse a raw `PORT_GET` dump.
+pub fn parse_ports(raw: &[u8]) -> Result<Vec<Port>, Error> {
+    let what = "RDMA PORT_GET reply";
+    let mut out = Vec::new();
+    for m in nl::data_messages(raw, what)? {
+        let mut p = Port::default();
+        for a in attr::parse(m.payload, what)? {
+            match a.kind {
+                ATTR_PORT_INDEX => p.index = a.u32(what)?,
+                ATTR_PORT_STATE => p.state = Some(a.u8(what)?),
+                ATTR_PORT_PHYS_STATE => p.phys_state = Some(a.u8(what)?),
+                ATTR_NDEV_INDEX => p.netdev_index = Some(a.u32(what)?),
+                ATTR_NDEV_NAME => p.netdev = Some(a.string()),
+                _ => {}
+            }
+        }
+        out.push(p);
+    }
+    Ok(out)
+}
+
+/// RDMA devices with their ports. Without ib_core this is [`Error::ModuleMissing`].
+pub fn devices() -> Result<Vec<Device>, Error> {
+    let mut devs = parse_devices(&dump_raw(op::GET, None)?)?;
+    for d in &mut devs {
+        // Port details are a nicety: a device that refuses them is still listed.
+        if let Ok(raw) = dump_raw(op::PORT_GET, Some(d.index)) {
+            d.ports = parse_ports(&raw).unwrap_or_default();
+        }
+    }
+    Ok(devs)
+}
+
+/// Create an RDMA link of `link_type` ("rxe") named `name` on network device `netdev`.
+/// The kernel loads `rdma_rxe` on demand; errors keep the kernel's errno (EEXIST: the name or
+/// netdev is taken; ENODEV: no such netdev; EINVAL: unknown link type, i.e. module missing).
+pub fn add_link(name: &str, link_type: &str, netdev: &str) -> Result<(), Error> {
+    let what = format!("creating RDMA link {name} (type {link_type}) on {netdev}");
+    let attrs = Writer::new()
+        .string(ATTR_DEV_NAME, name)
+        .string(ATTR_LINK_TYPE, link_type)
+        .string(ATTR_NDEV_NAME, netdev)
+        .finish();
+    nl::transact(Protocol::Rdma, message_type(op::NEWLINK), &attrs, &what)
+        .map(drop)
+        .map_err(rdma_missing)
+}
+
+/// Delete the RDMA link with device index `index`.
+pub fn del_link(index: u32, name: &str) -> Result<(), Error> {
+    let what = format!("deleting RDMA link {name}");
+    let attrs = Writer::new().u32(ATTR_DEV_INDEX, index).finish();
+    nl::transact(Protocol::Rdma, message_type(op::DELLINK), &attrs, &what)
+        .map(drop)
+        .map_err(rdma_missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nl::frame;
+    use netlink_packet_core::NLMSG_DONE;
+
+    fn reply(op: u16, bodies: &[Vec<u8>]) -> Vec<u8> {
+        let mut raw = Vec::new();
+        for b in bodies {
+            raw.extend(frame(message_type(op), 2, 1, b));
+        }
+        raw.extend(frame(NLMSG_DONE, 2, 1, &0i32.to_ne_bytes()));
+        raw
+    }
+
+    #[test]
+    fn message_type_encodes_client_and_op() {
+        assert_eq!(message_type(op::GET), 0x1401);
+        assert_eq!(message_type(op::NEWLINK), 0x1403);
+    }
+
+    #[test]
+    fn parses_devices_and_ports() {
+        let dev = Writer::new()
+            .u32(ATTR_DEV_INDEX, 3)
+            .string(ATTR_DEV_NAME, "rxe_lo")
+            .u32(ATTR_PORT_INDEX, 1)
+            .bytes(6, &1u64.to_ne_bytes())
+            .u8(ATTR_DEV_NODE_TYPE, 1)
+            .string(ATTR_DEV_PROTOCOL, "roce")
+            .finish();
+        let d = parse_devices(&reply(op::GET, &[dev])).unwrap();
+        assert_eq!(d[0].index, 3);
+        assert_eq!(d[0].name, "rxe_lo");
+        assert_eq!(d[0].node_type, Some(1));
+        assert_eq!(d[0].protocol.as_deref(), Some("roce"));
+        let port = Writer::new()
+            .u32(ATTR_DEV_INDEX, 3)
+            .u32(ATTR_PORT_INDEX, 1)
+            .u8(ATTR_PORT_STATE, 4)
+            .u8(ATTR_PORT_PHYS_STATE, 5)
+            .u32(ATTR_NDEV_INDEX, 1)
+            .string(ATTR_NDEV_NAME, "lo")
+            .finish();
+        let p = parse_ports(&reply(op::PORT_GET, &[port])).unwrap();
+        assert_eq!(p[0].state.map(port_state), Some("ACTIVE"));
+        assert_eq!(p[0].netdev.as_deref(), Some("lo"));
+    }
+
+    #[test]
+    fn bad_widths_are_errors() {
+        let dev = Writer::new().u8(ATTR_DEV_INDEX, 3).finish();
+        assert!(parse_devices(&reply(op::GET, &[dev])).is_err());
+    }
+}
