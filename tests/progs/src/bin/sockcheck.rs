@@ -1,1 +1,356 @@
-fn main() {}
+//! `sockcheck WHAT [ARGS]`: one small, real socket program per question the tests ask about the
+//! shim, printing `key=value` lines. It calls the C library (so the shim's hooks apply) and, where
+//! the truth is wanted, the raw system call (which the shim cannot intercept).
+
+use libc::{c_int, socklen_t};
+use std::ffi::CString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+
+fn errno() -> c_int {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn set_errno(e: c_int) {
+    // SAFETY: the thread's errno slot.
+    unsafe { *libc::__errno_location() = e }
+}
+
+fn errno_name(e: c_int) -> String {
+    match e {
+        libc::EAFNOSUPPORT => "EAFNOSUPPORT".into(),
+        libc::EPROTONOSUPPORT => "EPROTONOSUPPORT".into(),
+        libc::EADDRINUSE => "EADDRINUSE".into(),
+        libc::ECONNREFUSED => "ECONNREFUSED".into(),
+        libc::EBADF => "EBADF".into(),
+        libc::ENOTSOCK => "ENOTSOCK".into(),
+        libc::ERANGE => "ERANGE".into(),
+        libc::EINPROGRESS => "EINPROGRESS".into(),
+        0 => "0".into(),
+        e => format!("errno{e}"),
+    }
+}
+
+/// SO_DOMAIN / SO_PROTOCOL through the C library (hooked by the shim).
+fn hooked_opt(fd: c_int, opt: c_int) -> c_int {
+    let mut v: c_int = -1;
+    let mut l = std::mem::size_of::<c_int>() as socklen_t;
+    // SAFETY: value and length describe a live c_int.
+    unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&mut v as *mut c_int).cast(),
+            &mut l,
+        )
+    };
+    v
+}
+
+/// The same through the raw system call (the kernel's truth).
+fn raw_opt(fd: c_int, opt: c_int) -> c_int {
+    let mut v: c_int = -1;
+    let mut l = std::mem::size_of::<c_int>() as socklen_t;
+    // SAFETY: value and length describe a live c_int.
+    unsafe {
+        libc::syscall(
+            libc::SYS_getsockopt,
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            &mut v as *mut c_int,
+            &mut l as *mut socklen_t,
+        )
+    };
+    v
+}
+
+fn report_identity(prefix: &str, fd: c_int) {
+    println!("{prefix}_domain={}", hooked_opt(fd, libc::SO_DOMAIN));
+    println!("{prefix}_protocol={}", hooked_opt(fd, libc::SO_PROTOCOL));
+    println!("{prefix}_raw_domain={}", raw_opt(fd, libc::SO_DOMAIN));
+    println!("{prefix}_raw_protocol={}", raw_opt(fd, libc::SO_PROTOCOL));
+}
+
+fn loopback(family: c_int, port: u16) -> (libc::sockaddr_storage, socklen_t) {
+    // SAFETY: zeroed sockaddr_storage is valid; we fill the variant for `family`.
+    unsafe {
+        let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+        if family == libc::AF_INET6 {
+            let a = &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in6);
+            a.sin6_family = libc::AF_INET6 as u16;
+            a.sin6_port = port.to_be();
+            a.sin6_addr.s6_addr[15] = 1;
+            (ss, std::mem::size_of::<libc::sockaddr_in6>() as socklen_t)
+        } else {
+            let a = &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in);
+            a.sin_family = libc::AF_INET as u16;
+            a.sin_port = port.to_be();
+            a.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+            (ss, std::mem::size_of::<libc::sockaddr_in>() as socklen_t)
+        }
+    }
+}
+
+fn port_of(fd: c_int) -> u16 {
+    // SAFETY: getsockname into a zeroed storage of the right length.
+    unsafe {
+        let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+        let mut l = std::mem::size_of::<libc::sockaddr_storage>() as socklen_t;
+        libc::getsockname(fd, &mut ss as *mut _ as *mut libc::sockaddr, &mut l);
+        if ss.ss_family == libc::AF_INET6 as u16 {
+            u16::from_be((*(&ss as *const _ as *const libc::sockaddr_in6)).sin6_port)
+        } else {
+            u16::from_be((*(&ss as *const _ as *const libc::sockaddr_in)).sin_port)
+        }
+    }
+}
+
+/// A listener, a connected client and the accepted socket over loopback, via the C library.
+fn tcp_pair(family: c_int) -> (c_int, c_int, c_int) {
+    // SAFETY: plain socket calls on fds owned here.
+    unsafe {
+        let l = libc::socket(family, libc::SOCK_STREAM, 0);
+        let (sa, len) = loopback(family, 0);
+        assert_eq!(
+            libc::bind(l, &sa as *const _ as *const libc::sockaddr, len),
+            0,
+            "bind"
+        );
+        assert_eq!(libc::listen(l, 16), 0, "listen");
+        let c = libc::socket(family, libc::SOCK_STREAM, 0);
+        let (sa, len) = loopback(family, port_of(l));
+        assert_eq!(
+            libc::connect(c, &sa as *const _ as *const libc::sockaddr, len),
+            0,
+            "connect"
+        );
+        let a = libc::accept(l, std::ptr::null_mut(), std::ptr::null_mut());
+        assert!(a >= 0, "accept");
+        (l, c, a)
+    }
+}
+
+fn identity(args: &[String]) {
+    let family = if args.first().map(String::as_str) == Some("6") {
+        libc::AF_INET6
+    } else {
+        libc::AF_INET
+    };
+    let (l, c, a) = tcp_pair(family);
+    report_identity("listener", l);
+    report_identity("client", c);
+    report_identity("accepted", a);
+    // Data through the pair.
+    // SAFETY: write/read on connected sockets with live buffers.
+    unsafe {
+        let msg = b"ping";
+        libc::write(c, msg.as_ptr().cast(), msg.len());
+        let mut buf = [0u8; 4];
+        let n = libc::read(a, buf.as_mut_ptr().cast(), 4);
+        println!("data_ok={}", n == 4 && &buf == msg);
+    }
+}
+
+fn untouched() {
+    let cases: [(&str, c_int, c_int, c_int); 6] = [
+        ("udp", libc::AF_INET, libc::SOCK_DGRAM, 0),
+        ("udp6", libc::AF_INET6, libc::SOCK_DGRAM, 0),
+        ("unix_stream", libc::AF_UNIX, libc::SOCK_STREAM, 0),
+        ("unix_dgram", libc::AF_UNIX, libc::SOCK_DGRAM, 0),
+        (
+            "netlink",
+            libc::AF_NETLINK,
+            libc::SOCK_RAW,
+            libc::NETLINK_ROUTE,
+        ),
+        ("mptcp", libc::AF_INET, libc::SOCK_STREAM, 262),
+    ];
+    for (name, d, t, p) in cases {
+        // SAFETY: socket/close on fds owned here.
+        let fd = unsafe { libc::socket(d, t, p) };
+        if fd < 0 {
+            println!("{name}=error:{}", errno_name(errno()));
+            continue;
+        }
+        let same = raw_opt(fd, libc::SO_DOMAIN) == d && raw_opt(fd, libc::SO_TYPE) == t;
+        println!("{name}={}", if same { "untouched" } else { "CHANGED" });
+        unsafe { libc::close(fd) };
+    }
+    let mut sv = [0 as c_int; 2];
+    // SAFETY: sv has room for two fds.
+    let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) };
+    println!(
+        "socketpair={}",
+        if r == 0 && raw_opt(sv[0], libc::SO_DOMAIN) == libc::AF_UNIX {
+            "untouched"
+        } else {
+            "CHANGED"
+        }
+    );
+}
+
+fn errno_check() {
+    // socket() that succeeds must leave errno as it was, even if the shim failed internally first.
+    set_errno(libc::ERANGE);
+    // SAFETY: plain socket calls on fds owned here.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    println!("socket_ok={}", fd >= 0);
+    println!("errno_after_socket={}", errno_name(errno()));
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    println!("cloexec_kept={}", flags & libc::FD_CLOEXEC != 0);
+    let fd2 = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0) };
+    let fl = unsafe { libc::fcntl(fd2, libc::F_GETFL) };
+    println!("nonblock_kept={}", fl & libc::O_NONBLOCK != 0);
+    // A failing connect must report the kernel's errno.
+    let (sa, len) = loopback(libc::AF_INET, 1);
+    set_errno(0);
+    let r = unsafe { libc::connect(fd, &sa as *const _ as *const libc::sockaddr, len) };
+    println!("connect_closed_port={} errno={}", r, errno_name(errno()));
+    // A failing bind (port in use) too.
+    let (l, _c, _a) = tcp_pair(libc::AF_INET);
+    let fd3 = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+    let (sa, len) = loopback(libc::AF_INET, port_of(l));
+    let r = unsafe { libc::bind(fd3, &sa as *const _ as *const libc::sockaddr, len) };
+    println!("bind_in_use={} errno={}", r, errno_name(errno()));
+    // getsockopt on a non-socket.
+    let mut v: c_int = 0;
+    let mut vl = std::mem::size_of::<c_int>() as socklen_t;
+    let r = unsafe {
+        libc::getsockopt(
+            0x7fff,
+            libc::SOL_SOCKET,
+            libc::SO_DOMAIN,
+            (&mut v as *mut c_int).cast(),
+            &mut vl,
+        )
+    };
+    println!("getsockopt_badfd={} errno={}", r, errno_name(errno()));
+    // A successful getsockopt keeps errno.
+    set_errno(libc::ERANGE);
+    let d = hooked_opt(fd, libc::SO_DOMAIN);
+    println!("domain={d} errno_after_getsockopt={}", errno_name(errno()));
+}
+
+fn strict() {
+    set_errno(0);
+    // SAFETY: plain socket call.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+    println!("fd_ok={} errno={}", fd >= 0, errno_name(errno()));
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
+    println!("udp_ok={}", fd >= 0);
+}
+
+fn threads(args: &[String]) {
+    let n: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(64);
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let handles: Vec<_> = (0..n)
+        .map(|_| {
+            let b = barrier.clone();
+            std::thread::spawn(move || {
+                b.wait();
+                // SAFETY: plain socket calls on fds owned here.
+                let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+                fd >= 0 && hooked_opt(fd, libc::SO_DOMAIN) == libc::AF_INET
+            })
+        })
+        .collect();
+    let good = handles
+        .into_iter()
+        .filter_map(|h| h.join().ok())
+        .filter(|ok| *ok)
+        .count();
+    println!("threads={n} good={good}");
+}
+
+fn shim_loaded() -> bool {
+    std::fs::read_to_string("/proc/self/maps")
+        .map(|m| m.contains("libsmcrun_shim.so"))
+        .unwrap_or(false)
+}
+
+fn fork_exec() {
+    let me = std::env::current_exe().unwrap();
+    let exe = CString::new(me.as_os_str().as_bytes()).unwrap();
+    let argv = [exe.clone(), CString::new("maps").unwrap()];
+    let argv_p: Vec<*const libc::c_char> = argv
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    std::io::stdout().flush().unwrap();
+    // fork + socket in the child + exec.
+    // SAFETY: the child only makes system calls and execs.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            if fd < 0 {
+                libc::_exit(3);
+            }
+            libc::execv(exe.as_ptr(), argv_p.as_ptr());
+            libc::_exit(4);
+        }
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+        println!("fork_child_status={}", libc::WEXITSTATUS(status));
+        // vfork + exec (deprecated in libc because Rust code after vfork is easy to get wrong; the
+        // child here only calls execv and _exit, which is what vfork allows).
+        #[allow(deprecated)]
+        let pid = libc::vfork();
+        if pid == 0 {
+            libc::execv(exe.as_ptr(), argv_p.as_ptr());
+            libc::_exit(4);
+        }
+        libc::waitpid(pid, &mut status, 0);
+        println!("vfork_child_status={}", libc::WEXITSTATUS(status));
+    }
+    // posix_spawn via std::process::Command.
+    let out = std::process::Command::new(&me)
+        .arg("maps")
+        .output()
+        .unwrap();
+    print!(
+        "{}",
+        String::from_utf8_lossy(&out.stdout).replace("shim_loaded", "spawn_shim_loaded")
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let (what, rest) = args
+        .split_first()
+        .map(|(w, r)| (w.as_str(), r))
+        .unwrap_or(("", &[]));
+    match what {
+        "identity" => identity(rest),
+        "untouched" => untouched(),
+        "errno" => errno_check(),
+        "strict" => strict(),
+        "threads" => threads(rest),
+        "maps" => println!("shim_loaded={}", shim_loaded()),
+        "fork-exec" => fork_exec(),
+        "argv" => {
+            for (i, a) in std::env::args_os().enumerate() {
+                let hex: String = a.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+                println!("argv{i}={hex}");
+            }
+        }
+        "wait" => {
+            println!("pid={}", std::process::id());
+            std::io::stdout().flush().unwrap();
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        }
+        "exit" => std::process::exit(rest.first().and_then(|s| s.parse().ok()).unwrap_or(0)),
+        _ => {
+            eprintln!("usage: sockcheck identity [4|6] | untouched | errno | strict | threads N | maps | fork-exec | argv ... | wait | exit N");
+            std::process::exit(2);
+        }
+    }
+}

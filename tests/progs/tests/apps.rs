@@ -1,0 +1,127 @@
+//! Real applications under smcrun on this machine: the demo, Python, and Redis with its benchmark.
+
+mod common;
+use common::*;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+#[test]
+fn demo_moves_data_intact_and_says_why_each_socket_ran_as_it_did() {
+    let mut c = smcrun();
+    c.args(["demo", "--json", "--connections", "3", "--bytes", "1m"]);
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "{err}\n{out}");
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["data_intact"], true);
+    assert_eq!(r["bytes_each_way"], 3 * 1024 * 1024);
+    let sockets = r["sockets"].as_array().unwrap();
+    assert_eq!(sockets.len(), 6);
+    if !kernel_has_af_smc() {
+        assert_eq!(r["tcp"], 6);
+        for s in sockets {
+            assert_eq!(s["transport"], "TCP");
+            assert!(
+                s["why"]
+                    .as_str()
+                    .unwrap()
+                    .contains("the kernel has no AF_SMC"),
+                "{s}"
+            );
+        }
+    } else {
+        for s in sockets {
+            assert_ne!(
+                s["socket"], "TCP",
+                "with SMC in the kernel every socket must be converted: {s}"
+            );
+        }
+    }
+    // --require-smc turns "not SMC" into a failure.
+    let mut c = smcrun();
+    c.args([
+        "demo",
+        "--require-smc",
+        "--connections",
+        "1",
+        "--bytes",
+        "1k",
+    ]);
+    let (_, _, o) = run(c);
+    assert_eq!(
+        o.status.success(),
+        kernel_has_af_smc() && o.status.success()
+    );
+    if !kernel_has_af_smc() {
+        assert_eq!(o.status.code(), Some(1));
+    }
+}
+
+#[test]
+fn python_sees_af_inet() {
+    let mut c = smcrun();
+    c.args([
+        "python3",
+        "-c",
+        "import socket; s=socket.socket(); print(s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN), s.family == socket.AF_INET)",
+    ]);
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(out.trim(), "2 True");
+}
+
+fn wait_for_port(port: u16, within: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < within {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn redis_server_and_benchmark_both_under_smcrun() {
+    let port = free_port().to_string();
+    let mut server = smcrun()
+        .args([
+            "redis-server",
+            "--port",
+            &port,
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("redis-server is needed for this test (.ci/run installs it)");
+    let up = wait_for_port(port.parse().unwrap(), Duration::from_secs(20));
+    let result = up.then(|| {
+        let mut c = smcrun();
+        c.args([
+            "redis-benchmark",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "set,get",
+            "-n",
+            "2000",
+            "-c",
+            "10",
+            "-q",
+        ]);
+        run(c)
+    });
+    server.kill().ok();
+    server.wait().ok();
+    assert!(up, "redis-server under smcrun did not start listening");
+    let (out, err, o) = result.unwrap();
+    assert!(o.status.success(), "redis-benchmark failed: {err}\n{out}");
+    assert!(out.contains("SET:") && out.contains("GET:"), "{out}");
+    assert!(!out.to_lowercase().contains("error"), "{out}");
+}
