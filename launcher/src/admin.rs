@@ -1,27 +1,371 @@
 //! Host set-up through the kernel's netlink: soft-RoCE links, SMC user EIDs and the PNET table.
-//! (Interface placeholder: being written in telemetry + here.)
+//!
+//! Exit codes: 0 done (or already so), 1 the kernel refused or lacks a module, 2 bad usage (an
+//! invalid UEID or PNET ID is rejected before anything is sent).
+//!
+//! Idempotence: adding what already exists (an rxe device of that name on that netdev, a UEID,
+//! a PNET entry) and removing what is not there say so on stderr and exit 0, so set-up scripts can
+//! run these commands unconditionally.
 
-use clap::Subcommand;
 use std::process::ExitCode;
+
+use clap::{ArgGroup, Args, Subcommand};
+use smcrun_telemetry::error::{strerror, Error};
+use smcrun_telemetry::{pnet, rdma, smc_genl};
 
 /// `smcrun setup ...`
 #[derive(Subcommand, Debug)]
-pub enum SetupCommand {}
+pub enum SetupCommand {
+    /// Create a soft-RoCE (rxe) RDMA device on a network interface so SMC-R works without RDMA
+    /// hardware; with --remove, delete it.
+    SoftRoce(SoftRoceArgs),
+}
 
-/// `smcrun ueid ...`
+/// `smcrun setup soft-roce` options.
+#[derive(Args, Debug)]
+pub struct SoftRoceArgs {
+    /// Network interface to put the RDMA device on.
+    #[arg(long, default_value = "lo")]
+    netdev: String,
+    /// Name of the RDMA device [default: rxe_NETDEV].
+    #[arg(long)]
+    name: Option<String>,
+    /// Delete the device instead of creating it.
+    #[arg(long)]
+    remove: bool,
+}
+
+/// `smcrun ueid ...`: the user EIDs SMC-Rv2 peers must share.
 #[derive(Subcommand, Debug)]
-pub enum UeidCommand {}
+pub enum UeidCommand {
+    /// List the user EIDs, one per line.
+    Show,
+    /// Add a user EID (1-32 characters of A-Z, 0-9, '.', '-').
+    Add {
+        /// The EID.
+        ueid: String,
+    },
+    /// Remove a user EID.
+    Del {
+        /// The EID.
+        ueid: String,
+    },
+    /// Remove all user EIDs.
+    Flush,
+}
 
-/// `smcrun pnet ...`
+/// `smcrun pnet ...`: the PNET table.
 #[derive(Subcommand, Debug)]
-pub enum PnetCommand {}
+pub enum PnetCommand {
+    /// List the table: PNET ID, netdev, RDMA device, port.
+    Show,
+    /// Put a network interface or an RDMA device port into a PNET ID.
+    Add(PnetAddArgs),
+    /// Remove every entry of a PNET ID.
+    Del {
+        /// The PNET ID.
+        pnetid: String,
+    },
+    /// Empty the table.
+    Flush,
+}
 
+/// `smcrun pnet add` options.
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("device").required(true).args(["netdev", "ibdev"])))]
+pub struct PnetAddArgs {
+    /// PNET ID (1-16 letters or digits).
+    pnetid: String,
+    /// Network interface.
+    #[arg(long)]
+    netdev: Option<String>,
+    /// RDMA or ISM device.
+    #[arg(long)]
+    ibdev: Option<String>,
+    /// RDMA device port.
+    #[arg(long, requires = "ibdev", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    port: u8,
+}
+
+fn refused(e: &Error) -> ExitCode {
+    eprintln!("smcrun: {e}");
+    ExitCode::from(1)
+}
+
+fn usage(message: &str) -> ExitCode {
+    eprintln!("smcrun: {message}");
+    ExitCode::from(2)
+}
+
+/// Run `smcrun setup`.
 pub fn setup(c: SetupCommand) -> ExitCode {
-    match c {}
+    match c {
+        SetupCommand::SoftRoce(a) => soft_roce(&a),
+    }
 }
+
+fn valid_ifname(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() < 16
+        && !name.contains(['/', ' ', '\t', '\n', ':'])
+        && name != "."
+        && name != ".."
+}
+
+fn soft_roce(a: &SoftRoceArgs) -> ExitCode {
+    let name = a
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("rxe_{}", a.netdev));
+    if !valid_ifname(&a.netdev) {
+        return usage(&format!(
+            "invalid network interface name {:?}: expected 1-15 characters without '/', ':' or blanks",
+            a.netdev
+        ));
+    }
+    if name.is_empty() || name.len() >= 64 || name.contains(['/', ' ']) {
+        return usage(&format!(
+            "invalid RDMA device name {name:?}: expected 1-63 characters without '/' or blanks"
+        ));
+    }
+    let devices = match rdma::devices() {
+        Ok(d) => d,
+        // No ib_core yet: nothing to remove; creating will load it through the rxe link type.
+        Err(e) if e.is_module_missing() => Vec::new(),
+        Err(e) => return refused(&e),
+    };
+    let on_netdev = |d: &rdma::Device| {
+        d.ports
+            .iter()
+            .any(|p| p.netdev.as_deref() == Some(a.netdev.as_str()))
+    };
+    if a.remove {
+        let Some(dev) = devices.iter().find(|d| d.name == name) else {
+            eprintln!("smcrun: no RDMA device named {name}; nothing to remove");
+            return ExitCode::SUCCESS;
+        };
+        return match rdma::del_link(dev.index, &name) {
+            Ok(()) => {
+                println!("removed RDMA device {name}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => refused(&e),
+        };
+    }
+    if let Some(dev) = devices.iter().find(|d| d.name == name) {
+        if on_netdev(dev) || dev.ports.is_empty() {
+            eprintln!(
+                "smcrun: RDMA device {name} already exists on {}; nothing to do",
+                a.netdev
+            );
+            return ExitCode::SUCCESS;
+        }
+        let other: Vec<_> = dev.ports.iter().filter_map(|p| p.netdev.clone()).collect();
+        eprintln!(
+            "smcrun: an RDMA device named {name} already exists on {}, not on {}; pick another --name or remove it first",
+            other.join(","),
+            a.netdev
+        );
+        return ExitCode::from(1);
+    }
+    if let Some(dev) = devices.iter().find(|d| on_netdev(d)) {
+        eprintln!(
+            "smcrun: {} already has RDMA device {}; SMC-R can use it, nothing to do",
+            a.netdev, dev.name
+        );
+        return ExitCode::SUCCESS;
+    }
+    match rdma::add_link(&name, "rxe", &a.netdev) {
+        Ok(()) => {
+            println!("created soft-RoCE RDMA device {name} on {}", a.netdev);
+            ExitCode::SUCCESS
+        }
+        Err(e) => match e.errno() {
+            Some(libc::EEXIST) => {
+                eprintln!(
+                    "smcrun: an RDMA device named {name} or on {} already exists; nothing to do",
+                    a.netdev
+                );
+                ExitCode::SUCCESS
+            }
+            Some(libc::ENODEV) => {
+                eprintln!("smcrun: no network interface named {}", a.netdev);
+                ExitCode::from(1)
+            }
+            Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) if !e.is_not_permitted() => {
+                eprintln!(
+                    "smcrun: the kernel refused to create rxe device {name} on {} ({}): load soft-RoCE with `modprobe rdma_rxe` (as root) and check the interface is up",
+                    a.netdev,
+                    strerror(e.errno().unwrap_or(libc::EINVAL))
+                );
+                ExitCode::from(1)
+            }
+            _ if e.is_module_missing() => {
+                eprintln!(
+                    "smcrun: the kernel has no RDMA support loaded; load soft-RoCE with `modprobe rdma_rxe` (as root)"
+                );
+                ExitCode::from(1)
+            }
+            _ => refused(&e),
+        },
+    }
+}
+
+/// Run `smcrun ueid`.
 pub fn ueid(c: UeidCommand) -> ExitCode {
-    match c {}
+    // Check the value before touching the kernel: bad usage is exit 2 even without smc loaded.
+    let checked = match &c {
+        UeidCommand::Add { ueid } | UeidCommand::Del { ueid } => {
+            if let Err(msg) = smc_genl::ueid_to_wire(ueid) {
+                let upper = ueid.to_ascii_uppercase();
+                let hint = if upper != *ueid && smc_genl::ueid_to_wire(&upper).is_ok() {
+                    format!(" (did you mean {upper}?)")
+                } else {
+                    String::new()
+                };
+                return usage(&format!("{msg}{hint}"));
+            }
+            Some(ueid.clone())
+        }
+        _ => None,
+    };
+    let client = match smc_genl::SmcGenl::open() {
+        Ok(c) => c,
+        Err(e) => return refused(&e),
+    };
+    let value = checked.unwrap_or_default();
+    match c {
+        UeidCommand::Show => match client.ueid_dump() {
+            Ok(list) => {
+                for u in &list {
+                    println!("{u}");
+                }
+                if list.is_empty() {
+                    eprintln!("smcrun: no user EIDs set");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => refused(&e),
+        },
+        UeidCommand::Add { .. } => match client.ueid_add(&value) {
+            Ok(()) => {
+                println!("added UEID {value}");
+                ExitCode::SUCCESS
+            }
+            Err(e) if e.errno() == Some(libc::EEXIST) => {
+                eprintln!("smcrun: UEID {value} is already set; nothing to do");
+                ExitCode::SUCCESS
+            }
+            Err(e) if e.errno() == Some(libc::ERANGE) => {
+                eprintln!(
+                    "smcrun: cannot add UEID {value}: the kernel's table is full (at most 8); remove one first"
+                );
+                ExitCode::from(1)
+            }
+            Err(e) => refused(&e),
+        },
+        UeidCommand::Del { .. } => match client.ueid_remove(&value) {
+            Ok(()) => {
+                println!("removed UEID {value}");
+                ExitCode::SUCCESS
+            }
+            Err(e) if e.errno() == Some(libc::ENOENT) => {
+                eprintln!("smcrun: UEID {value} is not set; nothing to remove");
+                ExitCode::SUCCESS
+            }
+            // s390 kernels report "removed the last UEID and re-enabled the SEID" as EAGAIN.
+            Err(e) if e.errno() == Some(libc::EAGAIN) => {
+                println!("removed UEID {value} (the system EID is enabled again)");
+                ExitCode::SUCCESS
+            }
+            Err(e) => refused(&e),
+        },
+        UeidCommand::Flush => match client.ueid_flush() {
+            Ok(()) => {
+                println!("removed all user EIDs");
+                ExitCode::SUCCESS
+            }
+            Err(e) => refused(&e),
+        },
+    }
 }
+
+/// Run `smcrun pnet`.
 pub fn pnet(c: PnetCommand) -> ExitCode {
-    match c {}
+    let id = match &c {
+        PnetCommand::Add(PnetAddArgs { pnetid, .. }) | PnetCommand::Del { pnetid } => {
+            match pnet::normalize_pnetid(pnetid) {
+                Ok(id) => id,
+                Err(msg) => return usage(&msg),
+            }
+        }
+        _ => String::new(),
+    };
+    let client = match pnet::Pnet::open() {
+        Ok(c) => c,
+        Err(e) => return refused(&e),
+    };
+    match c {
+        PnetCommand::Show => match client.show() {
+            Ok(rows) => {
+                println!("{:<16} {:<16} {:<16} Port", "PNET-ID", "Net-Dev", "IB-Dev");
+                for r in rows {
+                    println!(
+                        "{:<16} {:<16} {:<16} {}",
+                        r.pnetid,
+                        r.netdev.as_deref().unwrap_or("-"),
+                        r.ibdev.as_deref().unwrap_or("-"),
+                        r.ibport.map_or("-".to_string(), |p| p.to_string())
+                    );
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => refused(&e),
+        },
+        PnetCommand::Add(a) => {
+            let (result, target) = match (&a.netdev, &a.ibdev) {
+                (Some(n), _) => (client.add_netdev(&id, n), n.clone()),
+                (None, Some(d)) => (
+                    client.add_ibdev(&id, d, a.port),
+                    format!("{d} port {}", a.port),
+                ),
+                (None, None) => return usage("pnet add needs --netdev or --ibdev"),
+            };
+            match result {
+                Ok(()) => {
+                    println!("added {target} to PNET ID {id}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) if e.errno() == Some(libc::EEXIST) => {
+                    eprintln!("smcrun: {target} is already in PNET ID {id}; nothing to do");
+                    ExitCode::SUCCESS
+                }
+                Err(e) if e.errno() == Some(libc::EINVAL) => {
+                    eprintln!(
+                        "smcrun: the kernel refused to add {target} to PNET ID {id}: check that the device exists and has no other PNET ID"
+                    );
+                    ExitCode::from(1)
+                }
+                Err(e) => refused(&e),
+            }
+        }
+        PnetCommand::Del { .. } => match client.del(&id) {
+            Ok(()) => {
+                println!("removed PNET ID {id}");
+                ExitCode::SUCCESS
+            }
+            Err(e) if e.errno() == Some(libc::ENOENT) => {
+                eprintln!("smcrun: PNET ID {id} is not in the table; nothing to remove");
+                ExitCode::SUCCESS
+            }
+            Err(e) => refused(&e),
+        },
+        PnetCommand::Flush => match client.flush() {
+            Ok(()) => {
+                println!("emptied the PNET table");
+                ExitCode::SUCCESS
+            }
+            Err(e) => refused(&e),
+        },
+    }
 }

@@ -1,12 +1,121 @@
-//! Fixture capture (placeholder until written).
+//! Hidden `smcrun __capture DIR`: save the kernel's raw netlink replies (every datagram of a dump,
+//! concatenated exactly as received) as `DIR/<name>.bin`, so the telemetry parsers can be tested
+//! on what a real SMC kernel sends. A dump the kernel refuses is skipped with a line on stderr;
+//! the exit code is 1 only if DIR cannot be written or nothing at all could be captured.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use clap::Args;
-use std::process::ExitCode;
+use smcrun_telemetry::smc_genl::{self, cmd, SmcGenl};
+use smcrun_telemetry::{pnet, rdma, sock_diag, Error};
 
 /// `smcrun __capture` arguments.
 #[derive(Args, Debug)]
-pub struct CaptureArgs {}
+pub struct CaptureArgs {
+    /// Directory to write the `.bin` files into (created if missing).
+    dir: PathBuf,
+}
 
-pub fn run(_a: &CaptureArgs) -> ExitCode {
-    ExitCode::from(1)
+/// Capture names, in order; each is a file `<name>.bin`.
+const SMC_COMMANDS: &[u8] = &[
+    cmd::GET_SYS_INFO,
+    cmd::GET_STATS,
+    cmd::GET_FBACK_STATS,
+    cmd::GET_LGR_SMCR,
+    cmd::GET_LINK_SMCR,
+    cmd::GET_DEV_SMCR,
+    cmd::GET_LGR_SMCD,
+    cmd::GET_DEV_SMCD,
+    cmd::DUMP_UEID,
+];
+
+const SOCK_DIAG_EXTS: &[u8] = &[0, 1, 2, 8, 0xf];
+
+const RDMA_OPS: &[u16] = &[
+    rdma::op::GET,
+    rdma::op::RES_GET,
+    rdma::op::RES_QP_GET,
+    rdma::op::RES_CQ_GET,
+    rdma::op::RES_MR_GET,
+    rdma::op::RES_PD_GET,
+];
+
+struct Capture<'a> {
+    dir: &'a Path,
+    written: usize,
+    failed_write: bool,
+}
+
+impl Capture<'_> {
+    fn save(&mut self, name: &str, reply: Result<Vec<u8>, Error>) {
+        match reply {
+            Ok(bytes) => {
+                let path = self.dir.join(format!("{name}.bin"));
+                match std::fs::write(&path, &bytes) {
+                    Ok(()) => {
+                        println!("{} ({} bytes)", path.display(), bytes.len());
+                        self.written += 1;
+                    }
+                    Err(e) => {
+                        eprintln!("smcrun __capture: cannot write {}: {e}", path.display());
+                        self.failed_write = true;
+                    }
+                }
+            }
+            Err(e) => eprintln!("smcrun __capture: skipped {name}: {e}"),
+        }
+    }
+}
+
+/// Run `smcrun __capture DIR`.
+pub fn run(a: &CaptureArgs) -> ExitCode {
+    if let Err(e) = std::fs::create_dir_all(&a.dir) {
+        eprintln!("smcrun __capture: cannot create {}: {e}", a.dir.display());
+        return ExitCode::from(1);
+    }
+    let mut c = Capture {
+        dir: &a.dir,
+        written: 0,
+        failed_write: false,
+    };
+    match SmcGenl::open() {
+        Ok(client) => {
+            for &command in SMC_COMMANDS {
+                let name = format!("smc_{}", smc_genl::command_name(command));
+                c.save(&name, client.dump_raw(command));
+            }
+        }
+        Err(e) => eprintln!("smcrun __capture: skipped all SMC_GEN_NETLINK dumps: {e}"),
+    }
+    match pnet::Pnet::open() {
+        Ok(p) => c.save("smc_pnetid_GET", p.dump_raw()),
+        Err(e) => eprintln!("smcrun __capture: skipped smc_pnetid_GET: {e}"),
+    }
+    for &ext in SOCK_DIAG_EXTS {
+        c.save(&format!("sock_diag_ext{ext}"), sock_diag::dump_raw(ext));
+    }
+    for &op in RDMA_OPS {
+        c.save(
+            &format!("rdma_{}", rdma::op_name(op)),
+            rdma::dump_raw(op, None),
+        );
+    }
+    if let Ok(devices) = rdma::devices() {
+        for d in devices {
+            c.save(
+                &format!("rdma_PORT_GET_{}", d.index),
+                rdma::dump_raw(rdma::op::PORT_GET, Some(d.index)),
+            );
+        }
+    }
+    if c.failed_write || c.written == 0 {
+        eprintln!(
+            "smcrun __capture: {} files written to {}",
+            c.written,
+            a.dir.display()
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }

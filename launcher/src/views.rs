@@ -1,19 +1,372 @@
-//! Operator views over the telemetry crate (placeholder until written).
+//! Operator views over the telemetry crate: `smcrun ss` (like smcss) and `smcrun stats` (like
+//! `smcr stats`), as text or as JSON with stable snake_case keys for scripts and the VM tests.
+//!
+//! Without SMC in the kernel each prints one line naming the missing module and the `modprobe`
+//! that loads it, and exits 1. Exit 0 means the kernel answered (possibly with nothing).
+
+use std::process::ExitCode;
 
 use clap::Args;
-use std::process::ExitCode;
+use serde::Serialize;
+use serde_json::{json, Value};
+use smcrun_telemetry::reasons::{self, state};
+use smcrun_telemetry::smc_genl::{FallbackStats, ReasonCount, SmcGenl, Stats, TechStats};
+use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
+use smcrun_telemetry::Error;
 
 /// `smcrun ss` arguments.
 #[derive(Args, Debug)]
-pub struct SsArgs {}
+pub struct SsArgs {
+    /// Show all sockets, including listening and not yet connected ones.
+    #[arg(short = 'a', long = "all", conflicts_with = "listening")]
+    all: bool,
+    /// Show only listening sockets.
+    #[arg(short = 'l', long = "listening")]
+    listening: bool,
+    /// Do not shorten addresses.
+    #[arg(short = 'W', long = "wide")]
+    wide: bool,
+    /// Print JSON: {"sockets": [...]}.
+    #[arg(long)]
+    json: bool,
+}
 
 /// `smcrun stats` arguments.
 #[derive(Args, Debug)]
-pub struct StatsArgs {}
+pub struct StatsArgs {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
 
-pub fn ss(_a: &SsArgs) -> ExitCode {
+fn refused(e: &Error) -> ExitCode {
+    eprintln!("smcrun: {e}");
     ExitCode::from(1)
 }
-pub fn stats(_a: &StatsArgs) -> ExitCode {
-    ExitCode::from(1)
+
+fn print_json(v: &impl Serialize) -> ExitCode {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => {
+            println!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("smcrun: cannot encode JSON: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Which sockets a listing shows (smcss: default hides LISTEN and INIT).
+fn shown(s: &SmcSocket, a: &SsArgs) -> bool {
+    if a.listening {
+        s.state == state::LISTEN
+    } else {
+        a.all || (s.state != state::LISTEN && s.state != state::INIT)
+    }
+}
+
+fn reason_json(code: u32) -> Value {
+    let r = reasons::describe(code);
+    json!({
+        "code": code,
+        "hex": format!("0x{code:08x}"),
+        "name": r.name,
+        "description": r.description,
+        "category": r.category,
+    })
+}
+
+/// The JSON object of one socket.
+fn socket_json(s: &SmcSocket) -> Value {
+    json!({
+        "state": reasons::socket_state(s.state),
+        "state_code": s.state,
+        "family": s.family,
+        "mode": s.mode.label(),
+        "uid": s.uid,
+        "inode": s.inode,
+        "local": s.local.to_string(),
+        "peer": s.peer.to_string(),
+        "interface": s.interface,
+        "shutdown": reasons::shutdown(s.shutdown),
+        "fallback": s.fallback.map(|(reason, peer)| json!({
+            "reason": format!("0x{reason:08x}"),
+            "peer_diagnosis": format!("0x{peer:08x}"),
+            "reason_decoded": reason_json(reason),
+            "peer_diagnosis_decoded": reason_json(peer),
+        })),
+    })
+}
+
+fn mode_column(s: &SmcSocket) -> String {
+    match (s.mode, s.fallback) {
+        (Mode::Fallback, Some((r, p))) => format!("TCP 0x{r:08x}/0x{p:08x}"),
+        (Mode::Fallback, None) => "TCP".to_string(),
+        (Mode::Unknown(m), _) => format!("mode {m}"),
+        (m, _) => m.label().to_string(),
+    }
+}
+
+fn shorten(addr: String, wide: bool) -> String {
+    if wide || addr.chars().count() <= 23 {
+        addr
+    } else {
+        let tail: String = addr
+            .chars()
+            .rev()
+            .take(21)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        format!("..{tail}")
+    }
+}
+
+/// One smcss-style row; INIT rows stop after Inode, LISTEN after Local Address, CLOSED after Intf.
+fn socket_row(s: &SmcSocket, wide: bool) -> String {
+    let mut row = format!(
+        "{:<14} {:>5} {:>8}",
+        reasons::socket_state(s.state),
+        s.uid,
+        s.inode
+    );
+    if s.state == state::INIT {
+        return row;
+    }
+    row.push_str(&format!(" {:<23}", shorten(s.local.to_string(), wide)));
+    if s.state == state::LISTEN {
+        return row.trim_end().to_string();
+    }
+    row.push_str(&format!(
+        " {:<23} {:>4}",
+        shorten(s.peer.to_string(), wide),
+        s.interface
+    ));
+    if s.state == state::CLOSED {
+        return row;
+    }
+    row.push_str(&format!(" {}", mode_column(s)));
+    row
+}
+
+/// Run `smcrun ss`.
+pub fn ss(a: &SsArgs) -> ExitCode {
+    let sockets = match sock_diag::dump(0) {
+        Ok(s) => s,
+        Err(e) => return refused(&e),
+    };
+    let sockets: Vec<&SmcSocket> = sockets.iter().filter(|s| shown(s, a)).collect();
+    if a.json {
+        let list: Vec<Value> = sockets.iter().map(|s| socket_json(s)).collect();
+        return print_json(&json!({ "sockets": list }));
+    }
+    println!(
+        "{:<14} {:>5} {:>8} {:<23} {:<23} {:>4} Mode",
+        "State", "UID", "Inode", "Local Address", "Peer Address", "Intf"
+    );
+    for s in sockets {
+        println!("{}", socket_row(s, a.wide));
+    }
+    ExitCode::SUCCESS
+}
+
+/// Summary counters of one technology, named after smc-tools' JSON keys (lower case), plus the
+/// full typed counters under "detail".
+fn tech_json(t: &TechStats) -> Value {
+    json!({
+        "clnt_v1_succ_cnt": t.client_v1_success,
+        "clnt_v2_succ_cnt": t.client_v2_success,
+        "srv_v1_succ_cnt": t.server_v1_success,
+        "srv_v2_succ_cnt": t.server_v2_success,
+        "succ_cnt": t.successes(),
+        "rx_bytes": t.rx_bytes,
+        "tx_bytes": t.tx_bytes,
+        "rx_cnt": t.rx_count,
+        "tx_cnt": t.tx_count,
+        "detail": t,
+    })
+}
+
+fn reasons_json(list: &[ReasonCount]) -> Vec<Value> {
+    list.iter()
+        .map(|rc| {
+            let mut v = reason_json(rc.code);
+            v["count"] = json!(rc.count);
+            v
+        })
+        .collect()
+}
+
+fn stats_json(s: &Stats, f: &FallbackStats) -> Value {
+    json!({
+        "smcr": tech_json(&s.smcr),
+        "smcd": tech_json(&s.smcd),
+        "clnt_hs_err_cnt": s.client_handshake_errors,
+        "srv_hs_err_cnt": s.server_handshake_errors,
+        "fallback": {
+            "clnt_cnt": f.client_total,
+            "srv_cnt": f.server_total,
+            "clnt_reasons": reasons_json(&f.client),
+            "srv_reasons": reasons_json(&f.server),
+        },
+    })
+}
+
+fn print_tech(title: &str, t: &TechStats) {
+    println!("{title}");
+    println!(
+        "  Connections        client v1 {:>10}  v2 {:>10}",
+        t.client_v1_success, t.client_v2_success
+    );
+    println!(
+        "                     server v1 {:>10}  v2 {:>10}",
+        t.server_v1_success, t.server_v2_success
+    );
+    println!(
+        "  RX                 {:>14} bytes {:>12} calls",
+        t.rx_bytes, t.rx_count
+    );
+    println!(
+        "  TX                 {:>14} bytes {:>12} calls",
+        t.tx_bytes, t.tx_count
+    );
+}
+
+fn print_reasons(side: &str, list: &[ReasonCount]) {
+    let mut sorted: Vec<&ReasonCount> = list.iter().filter(|r| r.count > 0).collect();
+    sorted.sort_by_key(|r| std::cmp::Reverse(r.count));
+    for rc in sorted {
+        println!(
+            "    {side:<6} {:>6}  {}",
+            rc.count,
+            reasons::describe(rc.code)
+        );
+    }
+}
+
+/// Run `smcrun stats`.
+pub fn stats(a: &StatsArgs) -> ExitCode {
+    let client = match SmcGenl::open() {
+        Ok(c) => c,
+        Err(e) => return refused(&e),
+    };
+    let (s, f) = match (client.stats(), client.fallback_stats()) {
+        (Ok(s), Ok(f)) => (s, f),
+        (Err(e), _) | (_, Err(e)) => return refused(&e),
+    };
+    if a.json {
+        return print_json(&stats_json(&s, &f));
+    }
+    println!("SMC statistics of this network namespace (since the smc module was loaded)");
+    print_tech("SMC-R", &s.smcr);
+    print_tech("SMC-D", &s.smcd);
+    println!(
+        "Handshake errors     client {:>10}  server {:>10}",
+        s.client_handshake_errors, s.server_handshake_errors
+    );
+    println!(
+        "TCP fallbacks        client {:>10}  server {:>10}",
+        f.client_total, f.server_total
+    );
+    print_reasons("client", &f.client);
+    print_reasons("server", &f.server);
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sock(state: u8, mode: Mode, fallback: Option<(u32, u32)>) -> SmcSocket {
+        SmcSocket {
+            family: 43,
+            state,
+            mode,
+            shutdown: 0,
+            local: "127.0.0.1:6379".parse().unwrap(),
+            peer: "127.0.0.1:40000".parse().unwrap(),
+            interface: 0,
+            uid: 0,
+            inode: 42,
+            fallback,
+            conninfo: None,
+            lgrinfo: None,
+            dmbinfo: None,
+        }
+    }
+
+    #[test]
+    fn fallback_row_and_json() {
+        let s = sock(1, Mode::Fallback, Some((0x0303_0000, 0)));
+        let row = socket_row(&s, false);
+        assert!(row.ends_with("TCP 0x03030000/0x00000000"), "{row}");
+        let j = socket_json(&s);
+        assert_eq!(j["mode"], "TCP");
+        assert_eq!(j["fallback"]["reason"], "0x03030000");
+        assert_eq!(j["fallback"]["reason_decoded"]["name"], "NOSMCDEV");
+        assert_eq!(j["local"], "127.0.0.1:6379");
+        assert_eq!(j["state"], "ACTIVE");
+    }
+
+    #[test]
+    fn listen_and_init_rows_are_short() {
+        let l = socket_row(&sock(10, Mode::SmcR, None), false);
+        assert!(
+            l.starts_with("LISTEN") && l.ends_with("127.0.0.1:6379"),
+            "{l}"
+        );
+        let i = socket_row(&sock(2, Mode::SmcR, None), false);
+        assert!(i.ends_with("42"), "{i}");
+        assert!(socket_row(&sock(1, Mode::SmcR, None), false).ends_with("SMCR"));
+    }
+
+    #[test]
+    fn default_filter_hides_listen_and_init() {
+        let args = |all, listening| SsArgs {
+            all,
+            listening,
+            wide: false,
+            json: true,
+        };
+        let l = sock(10, Mode::SmcR, None);
+        let a = sock(1, Mode::SmcR, None);
+        assert!(!shown(&l, &args(false, false)) && shown(&a, &args(false, false)));
+        assert!(shown(&l, &args(true, false)) && shown(&l, &args(false, true)));
+        assert!(!shown(&a, &args(false, true)));
+    }
+
+    #[test]
+    fn long_addresses_are_shortened_unless_wide() {
+        let long = "[fd00:1234:5678::abcd]:65535".to_string();
+        assert_eq!(shorten(long.clone(), false).chars().count(), 23);
+        assert!(shorten(long.clone(), false).starts_with(".."));
+        assert_eq!(shorten(long.clone(), true), long);
+    }
+
+    #[test]
+    fn stats_json_shape() {
+        let mut s = Stats::default();
+        s.smcr.client_v2_success = 3;
+        s.smcr.rx_bytes = 100;
+        s.client_handshake_errors = 1;
+        let f = FallbackStats {
+            client_total: 2,
+            client: vec![ReasonCount {
+                code: 0x0303_0000,
+                count: 2,
+            }],
+            ..FallbackStats::default()
+        };
+        let j = stats_json(&s, &f);
+        assert_eq!(j["smcr"]["clnt_v2_succ_cnt"], 3);
+        assert_eq!(j["smcr"]["succ_cnt"], 3);
+        assert_eq!(j["smcr"]["rx_bytes"], 100);
+        assert_eq!(j["smcr"]["detail"]["client_v2_success"], 3);
+        assert_eq!(j["clnt_hs_err_cnt"], 1);
+        assert_eq!(j["fallback"]["clnt_cnt"], 2);
+        assert_eq!(j["fallback"]["clnt_reasons"][0]["hex"], "0x03030000");
+        assert_eq!(j["fallback"]["clnt_reasons"][0]["count"], 2);
+    }
 }
