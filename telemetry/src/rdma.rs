@@ -166,6 +166,153 @@ pub fn parse_ports(raw: &[u8]) -> Result<Vec<Port>, Error> {
     Ok(out)
 }
 
+/// Kind of RDMA resource in a `RES_*_GET` dump.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResourceKind {
+    /// Queue pair.
+    Qp,
+    /// Completion queue.
+    Cq,
+    /// Memory region.
+    Mr,
+    /// Protection domain.
+    Pd,
+}
+
+impl ResourceKind {
+    /// (table attribute, entry attribute, object-number attribute) of this kind.
+    fn attrs(self) -> (u16, u16, u16) {
+        match self {
+            ResourceKind::Qp => (19, 20, 21),
+            ResourceKind::Cq => (35, 36, 61),
+            ResourceKind::Mr => (40, 41, 62),
+            ResourceKind::Pd => (46, 47, 60),
+        }
+    }
+
+    /// The dump operation listing this kind.
+    pub fn op(self) -> u16 {
+        match self {
+            ResourceKind::Qp => op::RES_QP_GET,
+            ResourceKind::Cq => op::RES_CQ_GET,
+            ResourceKind::Mr => op::RES_MR_GET,
+            ResourceKind::Pd => op::RES_PD_GET,
+        }
+    }
+}
+
+const ATTR_RES_SUMMARY: u16 = 15;
+const ATTR_RES_SUMMARY_ENTRY: u16 = 16;
+const ATTR_RES_SUMMARY_NAME: u16 = 17;
+const ATTR_RES_SUMMARY_CURR: u16 = 18;
+const ATTR_RES_PID: u16 = 28;
+const ATTR_RES_KERN_NAME: u16 = 29;
+
+/// One RDMA object: who owns it. SMC-R's objects are created by the kernel (`kern_name` "smc"),
+/// so they carry no pid.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Resource {
+    /// QP, CQ, MR or PD.
+    pub kind: ResourceKind,
+    /// Device index.
+    pub device_index: u32,
+    /// Device name.
+    pub device: String,
+    /// QP number / CQ, MR, PD id.
+    pub number: Option<u32>,
+    /// Creating process, for user-space objects.
+    pub pid: Option<u32>,
+    /// Creating kernel module, for kernel objects.
+    pub kern_name: Option<String>,
+}
+
+/// Per-device resource counts (`RES_GET`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ResourceSummary {
+    /// Device index.
+    pub device_index: u32,
+    /// Device name.
+    pub device: String,
+    /// (resource name such as "qp", current count).
+    pub counts: Vec<(String, u64)>,
+}
+
+/// Parse a raw `RES_GET` dump.
+pub fn parse_resource_summary(raw: &[u8]) -> Result<Vec<ResourceSummary>, Error> {
+    let what = "RDMA RES_GET reply";
+    let mut out = Vec::new();
+    for m in nl::data_messages(raw, what)? {
+        let mut s = ResourceSummary::default();
+        for a in attr::parse(m.payload, what)? {
+            match a.kind {
+                ATTR_DEV_INDEX => s.device_index = a.u32(what)?,
+                ATTR_DEV_NAME => s.device = a.string(),
+                ATTR_RES_SUMMARY => {
+                    for e in a.nested(what)? {
+                        if e.kind != ATTR_RES_SUMMARY_ENTRY {
+                            continue;
+                        }
+                        let (mut name, mut curr) = (String::new(), 0);
+                        for f in e.nested(what)? {
+                            match f.kind {
+                                ATTR_RES_SUMMARY_NAME => name = f.string(),
+                                ATTR_RES_SUMMARY_CURR => curr = f.u64(what)?,
+                                _ => {}
+                            }
+                        }
+                        s.counts.push((name, curr));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// Parse a raw `RES_QP_GET` / `RES_CQ_GET` / `RES_MR_GET` / `RES_PD_GET` dump of `kind`.
+pub fn parse_resources(raw: &[u8], kind: ResourceKind) -> Result<Vec<Resource>, Error> {
+    let what = "RDMA resource dump reply";
+    let (table, entry, number) = kind.attrs();
+    let mut out = Vec::new();
+    for m in nl::data_messages(raw, what)? {
+        let attrs = attr::parse(m.payload, what)?;
+        let mut device_index = 0;
+        let mut device = String::new();
+        for a in &attrs {
+            match a.kind {
+                ATTR_DEV_INDEX => device_index = a.u32(what)?,
+                ATTR_DEV_NAME => device = a.string(),
+                _ => {}
+            }
+        }
+        for a in attrs.iter().filter(|a| a.kind == table) {
+            for e in a.nested(what)?.iter().filter(|e| e.kind == entry) {
+                let mut r = Resource {
+                    kind,
+                    device_index,
+                    device: device.clone(),
+                    number: None,
+                    pid: None,
+                    kern_name: None,
+                };
+                for f in e.nested(what)? {
+                    match f.kind {
+                        k if k == number => r.number = Some(f.u32(what)?),
+                        ATTR_RES_PID => r.pid = Some(f.u32(what)?),
+                        ATTR_RES_KERN_NAME => r.kern_name = Some(f.string()),
+                        _ => {}
+                    }
+                }
+                out.push(r);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// RDMA devices with their ports. Without ib_core this is [`Error::ModuleMissing`].
 pub fn devices() -> Result<Vec<Device>, Error> {
     let mut devs = parse_devices(&dump_raw(op::GET, None)?)?;
@@ -249,6 +396,54 @@ mod tests {
         let p = parse_ports(&reply(op::PORT_GET, &[port])).unwrap();
         assert_eq!(p[0].state.map(port_state), Some("ACTIVE"));
         assert_eq!(p[0].netdev.as_deref(), Some("lo"));
+    }
+
+    #[test]
+    fn parses_resource_summary_and_entries() {
+        let entry = |name: &str, n: u64| {
+            Writer::new()
+                .string(ATTR_RES_SUMMARY_NAME, name)
+                .bytes(0, &[])
+                .bytes(ATTR_RES_SUMMARY_CURR, &n.to_ne_bytes())
+                .finish()
+        };
+        let summary = Writer::new()
+            .bytes(ATTR_RES_SUMMARY_ENTRY | 0x8000, &entry("pd", 1))
+            .bytes(ATTR_RES_SUMMARY_ENTRY | 0x8000, &entry("qp", 4))
+            .finish();
+        let msg = Writer::new()
+            .u32(ATTR_DEV_INDEX, 2)
+            .string(ATTR_DEV_NAME, "rxe_lo")
+            .bytes(ATTR_RES_SUMMARY | 0x8000, &summary)
+            .finish();
+        let s = parse_resource_summary(&reply(op::RES_GET, &[msg])).unwrap();
+        assert_eq!(s[0].device, "rxe_lo");
+        assert_eq!(
+            s[0].counts,
+            vec![("pd".to_string(), 1), ("qp".to_string(), 4)]
+        );
+
+        let qp = |n: u32| {
+            Writer::new()
+                .u32(21, n)
+                .u8(26, 2)
+                .string(ATTR_RES_KERN_NAME, "smc")
+                .finish()
+        };
+        let table = Writer::new()
+            .bytes(20 | 0x8000, &qp(17))
+            .bytes(20 | 0x8000, &qp(18))
+            .finish();
+        let msg = Writer::new()
+            .u32(ATTR_DEV_INDEX, 2)
+            .string(ATTR_DEV_NAME, "rxe_lo")
+            .bytes(19 | 0x8000, &table)
+            .finish();
+        let r = parse_resources(&reply(op::RES_QP_GET, &[msg]), ResourceKind::Qp).unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[1].number, Some(18));
+        assert_eq!(r[0].kern_name.as_deref(), Some("smc"));
+        assert_eq!(r[0].pid, None);
     }
 
     #[test]

@@ -1,0 +1,438 @@
+//! Replays raw netlink replies captured from a real SMC kernel (`smcrun __capture`, run by the VM
+//! test bed: `tests/vm/run --capture-fixtures`) through the same parsers live queries use, and
+//! checks what the VM scenario guarantees:
+//!
+//! * `fixtures/smcr/`: redis-server and idle redis-benchmark clients on port 6379, all under
+//!   smcrun, over soft-RoCE with the UEID `SMCRUN-TEST` set → open SMC-R connections.
+//! * `fixtures/fallback/`: the same without the UEID plus one plain client → client NOSMCDEV,
+//!   server PEERDECL/NOSMCDEV and server PEERNOSMC fallbacks.
+//!
+//! Only files that exist are checked (a capture may skip what a kernel refuses); the checks
+//! themselves are exercised on synthetic directories below so they are known to catch problems.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use smcrun_telemetry::attr::Writer;
+use smcrun_telemetry::nl::frame;
+use smcrun_telemetry::rdma::{self, ResourceKind};
+use smcrun_telemetry::smc_genl;
+use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
+
+const PORT: u16 = 6379;
+const UEID: &str = "SMCRUN-TEST";
+
+type Files = BTreeMap<String, Vec<u8>>;
+
+fn load(dir: &Path) -> Files {
+    let mut files = Files::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return files;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.extension().and_then(|x| x.to_str()) == Some("bin") {
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            files.insert(name, std::fs::read(&path).unwrap());
+        }
+    }
+    files
+}
+
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            return Err(format!($($msg)+));
+        }
+    };
+}
+
+/// Every file must parse with its parser. Returns the number of files parsed.
+fn parse_all(files: &Files) -> Result<usize, String> {
+    let mut n = 0;
+    for (name, raw) in files {
+        let r: Result<(), smcrun_telemetry::Error> = match name.as_str() {
+            "smc_GET_SYS_INFO" => smc_genl::parse_sys_info(raw).map(drop),
+            "smc_GET_STATS" => smc_genl::parse_stats(raw).map(drop),
+            "smc_GET_FBACK_STATS" => smc_genl::parse_fallback_stats(raw).map(drop),
+            "smc_GET_LGR_SMCR" | "smc_GET_LINK_SMCR" => smc_genl::parse_link_groups(raw).map(drop),
+            "smc_GET_DEV_SMCR" => smc_genl::parse_devices(raw).map(drop),
+            "smc_DUMP_UEID" => smc_genl::parse_ueids(raw).map(drop),
+            "smc_pnetid_GET" => smcrun_telemetry::pnet::parse(raw).map(drop),
+            "rdma_GET" => rdma::parse_devices(raw).map(drop),
+            "rdma_RES_GET" => rdma::parse_resource_summary(raw).map(drop),
+            "rdma_RES_QP_GET" => rdma::parse_resources(raw, ResourceKind::Qp).map(drop),
+            "rdma_RES_CQ_GET" => rdma::parse_resources(raw, ResourceKind::Cq).map(drop),
+            "rdma_RES_MR_GET" => rdma::parse_resources(raw, ResourceKind::Mr).map(drop),
+            "rdma_RES_PD_GET" => rdma::parse_resources(raw, ResourceKind::Pd).map(drop),
+            n if n.starts_with("rdma_PORT_GET_") => rdma::parse_ports(raw).map(drop),
+            n if n.starts_with("sock_diag_ext") => sock_diag::parse(raw).map(drop),
+            _ => continue,
+        };
+        r.map_err(|e| format!("{name}.bin: {e}"))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn sockets(files: &Files, name: &str) -> Result<Option<Vec<SmcSocket>>, String> {
+    files
+        .get(name)
+        .map(|raw| sock_diag::parse(raw).map_err(|e| format!("{name}.bin: {e}")))
+        .transpose()
+}
+
+fn on_port(s: &SmcSocket) -> bool {
+    s.local.port() != 0 && s.peer.port() != 0 && (s.local.port() == PORT || s.peer.port() == PORT)
+}
+
+fn check_smcr(files: &Files) -> Result<usize, String> {
+    let mut checked = parse_all(files)?;
+    if let Some(socks) = sockets(files, "sock_diag_ext0")? {
+        let n = socks
+            .iter()
+            .filter(|s| s.mode == Mode::SmcR && on_port(s))
+            .count();
+        ensure!(
+            n >= 4,
+            "sock_diag_ext0: {n} SMC-R sockets on port {PORT}, expected at least 4: {socks:?}"
+        );
+        checked += 1;
+    }
+    for (name, want_conn, want_lgr) in [
+        ("sock_diag_ext1", true, false),
+        ("sock_diag_ext2", false, true),
+        ("sock_diag_ext15", true, true),
+    ] {
+        let Some(socks) = sockets(files, name)? else {
+            continue;
+        };
+        let active: Vec<_> = socks
+            .iter()
+            .filter(|s| s.mode == Mode::SmcR && s.state == 1 && on_port(s))
+            .collect();
+        ensure!(!active.is_empty(), "{name}: no active SMC-R socket");
+        for s in active {
+            if want_conn {
+                let c = s
+                    .conninfo
+                    .as_ref()
+                    .ok_or(format!("{name}: no conninfo: {s:?}"))?;
+                ensure!(
+                    c.sndbuf_size > 0 && c.rmbe_size > 0 && c.peer_rmbe_size > 0,
+                    "{name}: zero buffer sizes: {c:?}"
+                );
+            }
+            if want_lgr {
+                let l = s
+                    .lgrinfo
+                    .as_ref()
+                    .ok_or(format!("{name}: no lgrinfo: {s:?}"))?;
+                ensure!(
+                    l.ibdev.starts_with("rxe") && l.ibport == 1 && !l.gid.is_empty(),
+                    "{name}: unexpected link info {l:?}"
+                );
+            }
+            ensure!(s.dmbinfo.is_none(), "{name}: SMC-R socket with DMB info");
+        }
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_GET_STATS") {
+        let s = smc_genl::parse_stats(raw).map_err(|e| e.to_string())?;
+        let r = &s.smcr;
+        ensure!(
+            r.client_v1_success + r.client_v2_success >= 2
+                && r.server_v1_success + r.server_v2_success >= 2,
+            "GET_STATS: fewer than 2 client and 2 server SMC-R successes: {r:?}"
+        );
+        ensure!(
+            r.rx_bytes > 0 && r.tx_bytes > 0 && r.rx_count > 0 && r.tx_count > 0,
+            "GET_STATS: no SMC-R traffic counted: {r:?}"
+        );
+        let hist: u64 = [r.tx_payload_sizes, r.rx_payload_sizes]
+            .iter()
+            .map(|h| {
+                h.le_8k
+                    + h.le_16k
+                    + h.le_32k
+                    + h.le_64k
+                    + h.le_128k
+                    + h.le_256k
+                    + h.le_512k
+                    + h.le_1024k
+                    + h.gt_1024k
+            })
+            .sum();
+        ensure!(hist > 0, "GET_STATS: empty payload histograms: {r:?}");
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_GET_LINK_SMCR") {
+        let groups = smc_genl::parse_link_groups(raw).map_err(|e| e.to_string())?;
+        ensure!(
+            groups.iter().any(|g| g
+                .links
+                .iter()
+                .any(|l| l.ib_dev.starts_with("rxe") && l.state == 3)),
+            "GET_LINK_SMCR: no active link on an rxe device: {groups:?}"
+        );
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_GET_LGR_SMCR") {
+        let groups = smc_genl::parse_link_groups(raw).map_err(|e| e.to_string())?;
+        ensure!(
+            groups.iter().any(|g| g.conns >= 1 && g.v2.is_some()),
+            "GET_LGR_SMCR: no SMC-Rv2 link group with connections: {groups:?}"
+        );
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_DUMP_UEID") {
+        let ueids = smc_genl::parse_ueids(raw).map_err(|e| e.to_string())?;
+        ensure!(
+            ueids.iter().any(|u| u == UEID),
+            "DUMP_UEID: {UEID} missing: {ueids:?}"
+        );
+        checked += 1;
+    }
+    if let Some(raw) = files.get("rdma_GET") {
+        let devs = rdma::parse_devices(raw).map_err(|e| e.to_string())?;
+        ensure!(
+            devs.iter()
+                .any(|d| d.name.starts_with("rxe") && d.port_count >= 1),
+            "rdma_GET: no rxe device: {devs:?}"
+        );
+        checked += 1;
+    }
+    if let Some(raw) = files.get("rdma_RES_QP_GET") {
+        let qps = rdma::parse_resources(raw, ResourceKind::Qp).map_err(|e| e.to_string())?;
+        ensure!(
+            !qps.is_empty(),
+            "rdma_RES_QP_GET: no queue pairs while SMC-R is in use"
+        );
+        checked += 1;
+    }
+    Ok(checked)
+}
+
+fn fallback_with(socks: &[SmcSocket], local: bool, reason: u32, peer: Option<u32>) -> bool {
+    socks.iter().any(|s| {
+        s.mode == Mode::Fallback
+            && on_port(s)
+            && (s.local.port() == PORT) == local
+            && s.fallback
+                .is_some_and(|(r, p)| r == reason && peer.is_none_or(|want| want == p))
+    })
+}
+
+fn check_fallback(files: &Files) -> Result<usize, String> {
+    let mut checked = parse_all(files)?;
+    if let Some(socks) = sockets(files, "sock_diag_ext0")? {
+        ensure!(
+            fallback_with(&socks, false, 0x0303_0000, None),
+            "sock_diag_ext0: no client socket falling back with NOSMCDEV: {socks:?}"
+        );
+        ensure!(
+            fallback_with(&socks, true, 0x0500_0000, Some(0x0303_0000)),
+            "sock_diag_ext0: no server socket with PEERDECL/NOSMCDEV: {socks:?}"
+        );
+        ensure!(
+            fallback_with(&socks, true, 0x0301_0000, None),
+            "sock_diag_ext0: no server socket with PEERNOSMC: {socks:?}"
+        );
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_GET_FBACK_STATS") {
+        let f = smc_genl::parse_fallback_stats(raw).map_err(|e| e.to_string())?;
+        let has = |list: &[smc_genl::ReasonCount], code| {
+            list.iter().any(|r| r.code == code && r.count > 0)
+        };
+        ensure!(
+            f.client_total >= 1 && f.server_total >= 2,
+            "GET_FBACK_STATS totals: {f:?}"
+        );
+        ensure!(
+            has(&f.client, 0x0303_0000),
+            "GET_FBACK_STATS: client NOSMCDEV missing: {f:?}"
+        );
+        ensure!(
+            has(&f.server, 0x0500_0000) && has(&f.server, 0x0301_0000),
+            "GET_FBACK_STATS: server PEERDECL or PEERNOSMC missing: {f:?}"
+        );
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_DUMP_UEID") {
+        let ueids = smc_genl::parse_ueids(raw).map_err(|e| e.to_string())?;
+        ensure!(
+            !ueids.iter().any(|u| u == UEID),
+            "DUMP_UEID: {UEID} still set: {ueids:?}"
+        );
+        checked += 1;
+    }
+    Ok(checked)
+}
+
+fn fixtures_dir(phase: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(phase)
+}
+
+#[test]
+fn captured_smcr_fixtures() {
+    let files = load(&fixtures_dir("smcr"));
+    if files.is_empty() {
+        eprintln!(
+            "no fixtures in {}: run tests/vm/run --capture-fixtures",
+            fixtures_dir("smcr").display()
+        );
+        return;
+    }
+    let n = check_smcr(&files).unwrap();
+    assert!(n > 0);
+}
+
+#[test]
+fn captured_fallback_fixtures() {
+    let files = load(&fixtures_dir("fallback"));
+    if files.is_empty() {
+        eprintln!("no fixtures in {}", fixtures_dir("fallback").display());
+        return;
+    }
+    let n = check_fallback(&files).unwrap();
+    assert!(n > 0);
+}
+
+// ---- the checks above, exercised on synthetic captures -------------------------------------
+
+const DONE: u16 = 3;
+
+fn dump(message_type: u16, bodies: &[Vec<u8>]) -> Vec<u8> {
+    let mut raw = Vec::new();
+    for b in bodies {
+        raw.extend(frame(message_type, 2, 9, b));
+    }
+    raw.extend(frame(DONE, 2, 9, &0i32.to_ne_bytes()));
+    raw
+}
+
+fn diag(mode: u8, lport: u16, rport: u16, fallback: (u32, u32)) -> Vec<u8> {
+    let mut m = vec![43, 1, mode, 0];
+    m.extend(lport.to_be_bytes());
+    m.extend(rport.to_be_bytes());
+    for _ in 0..2 {
+        m.extend([127, 0, 0, 1]);
+        m.extend([0; 12]);
+    }
+    m.extend([0; 12]);
+    m.extend(0u32.to_ne_bytes());
+    m.extend(7u64.to_ne_bytes());
+    let mut fb = fallback.0.to_ne_bytes().to_vec();
+    fb.extend(fallback.1.to_ne_bytes());
+    m.extend(Writer::new().bytes(5, &fb).finish());
+    m
+}
+
+fn genl(cmd: u8, attrs: Writer) -> Vec<u8> {
+    let mut b = vec![cmd, 1, 0, 0];
+    b.extend(attrs.finish());
+    b
+}
+
+fn stats(successes: u64) -> Vec<u8> {
+    let mut tech = Writer::new();
+    for k in 7..=10u16 {
+        tech = tech.bytes(0, &[]).bytes(k, &successes.to_ne_bytes());
+    }
+    for k in 16..=19u16 {
+        tech = tech.bytes(k, &1000u64.to_ne_bytes());
+    }
+    tech = tech.bytes(
+        3 | 0x8000,
+        &Writer::new().bytes(1, &5u64.to_ne_bytes()).finish(),
+    );
+    let inner = Writer::new().bytes(2 | 0x8000, &tech.finish());
+    dump(
+        0x1e,
+        &[genl(7, Writer::new().bytes(7 | 0x8000, &inner.finish()))],
+    )
+}
+
+fn synthetic_smcr() -> Files {
+    let mut f = Files::new();
+    f.insert(
+        "sock_diag_ext0".into(),
+        dump(
+            20,
+            &[
+                diag(0, PORT, 40001, (0, 0)),
+                diag(0, PORT, 40002, (0, 0)),
+                diag(0, 40001, PORT, (0, 0)),
+                diag(0, 40002, PORT, (0, 0)),
+            ],
+        ),
+    );
+    f.insert("smc_GET_STATS".into(), stats(3));
+    f.insert(
+        "smc_DUMP_UEID".into(),
+        dump(
+            0x1e,
+            &[genl(
+                9,
+                Writer::new().string(1, "SMCRUN-TEST                     "),
+            )],
+        ),
+    );
+    f.insert("unrelated_file".into(), vec![1, 2, 3]);
+    f
+}
+
+#[test]
+fn smcr_checks_accept_a_good_capture_and_catch_bad_ones() {
+    let good = synthetic_smcr();
+    assert_eq!(check_smcr(&good), Ok(6)); // 3 files parsed + 3 scenario checks
+
+    let mut few = good.clone();
+    few.insert(
+        "sock_diag_ext0".into(),
+        dump(20, &[diag(0, PORT, 40001, (0, 0))]),
+    );
+    assert!(check_smcr(&few)
+        .unwrap_err()
+        .contains("expected at least 4"));
+
+    let mut idle = good.clone();
+    idle.insert("smc_GET_STATS".into(), stats(0));
+    assert!(check_smcr(&idle).unwrap_err().contains("successes"));
+
+    let mut truncated = good.clone();
+    let raw = truncated["smc_GET_STATS"].clone();
+    truncated.insert("smc_GET_STATS".into(), raw[..raw.len() - 30].to_vec());
+    assert!(check_smcr(&truncated)
+        .unwrap_err()
+        .starts_with("smc_GET_STATS.bin"));
+
+    let mut no_ueid = good;
+    no_ueid.insert("smc_DUMP_UEID".into(), dump(0x1e, &[]));
+    assert!(check_smcr(&no_ueid)
+        .unwrap_err()
+        .contains("SMCRUN-TEST missing"));
+}
+
+#[test]
+fn fallback_checks_accept_a_good_capture_and_catch_bad_ones() {
+    let socks = |server_reason| {
+        dump(
+            20,
+            &[
+                diag(1, 40001, PORT, (0x0303_0000, 0)),
+                diag(1, PORT, 40001, (0x0500_0000, 0x0303_0000)),
+                diag(1, PORT, 40002, (server_reason, 0)),
+            ],
+        )
+    };
+    let mut good = Files::new();
+    good.insert("sock_diag_ext0".into(), socks(0x0301_0000));
+    assert_eq!(check_fallback(&good), Ok(2)); // 1 file parsed + 1 scenario check
+    let mut bad = Files::new();
+    bad.insert("sock_diag_ext0".into(), socks(0x0303_0000));
+    assert!(check_fallback(&bad).unwrap_err().contains("PEERNOSMC"));
+}
