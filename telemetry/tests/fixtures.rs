@@ -219,7 +219,7 @@ fn fallback_with(socks: &[SmcSocket], local: bool, reason: u32, peer: Option<u32
             && on_port(s)
             && (s.local.port() == PORT) == local
             && s.fallback
-                .is_some_and(|(r, p)| r == reason && peer.map_or(true, |want| want == p))
+                .is_some_and(|(r, p)| r == reason && (peer.is_none() || peer == Some(p)))
     })
 }
 

@@ -25,7 +25,7 @@ impl Rng {
         let mut w = Writer::new();
         for _ in 0..(self.next() % 12) {
             let kind = (self.next() % 24) as u16;
-            if depth > 0 && self.next() % 3 == 0 {
+            if depth > 0 && self.next() % 3 == 1 {
                 let inner = self.attrs(depth - 1);
                 w = w.bytes(kind | 0x8000, &inner);
             } else {
