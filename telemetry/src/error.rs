@@ -35,6 +35,9 @@ pub enum Error {
         /// The underlying failure.
         source: io::Error,
     },
+    /// A value was rejected before anything was sent (e.g. an invalid UEID or PNET ID); the text
+    /// names the value and what is expected.
+    InvalidInput(String),
     /// The kernel's reply did not have the shape the ABI promises.
     Malformed {
         /// Where in the reply the problem is.
@@ -114,6 +117,7 @@ impl fmt::Display for Error {
                 write!(f, "{what}: the kernel refused: {text}")
             }
             Error::Io { what, source } => write!(f, "{what}: {source}"),
+            Error::InvalidInput(text) => f.write_str(text),
             Error::Malformed { what, detail } => {
                 write!(f, "{what}: malformed kernel reply: {detail}")
             }

@@ -7,6 +7,8 @@
 //! the kernel interfaces; [`reasons`] holds the decoding tables; [`error`] the one error type.
 //! Every parser takes the raw reply bytes, so captured replies can be replayed in tests.
 
+#![warn(missing_docs)]
+
 pub mod attr;
 pub mod error;
 pub mod genl;

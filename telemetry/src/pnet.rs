@@ -60,13 +60,6 @@ pub fn normalize_pnetid(pnetid: &str) -> Result<String, String> {
     }
 }
 
-fn invalid(detail: String) -> Error {
-    Error::Kernel {
-        what: detail,
-        errno: libc::EINVAL,
-    }
-}
-
 impl Pnet {
     /// Resolve the family. Without the `smc` module this is [`Error::ModuleMissing`].
     pub fn open() -> Result<Pnet, Error> {
@@ -93,7 +86,7 @@ impl Pnet {
 
     /// Put network device `netdev` into PNET `pnetid`.
     pub fn add_netdev(&self, pnetid: &str, netdev: &str) -> Result<(), Error> {
-        let id = normalize_pnetid(pnetid).map_err(invalid)?;
+        let id = normalize_pnetid(pnetid).map_err(Error::InvalidInput)?;
         let what = format!("adding {netdev} to PNET ID {id}");
         let attrs = Writer::new()
             .string(ATTR_NAME, &id)
@@ -103,7 +96,7 @@ impl Pnet {
 
     /// Put port `port` of RDMA/ISM device `ibdev` into PNET `pnetid`.
     pub fn add_ibdev(&self, pnetid: &str, ibdev: &str, port: u8) -> Result<(), Error> {
-        let id = normalize_pnetid(pnetid).map_err(invalid)?;
+        let id = normalize_pnetid(pnetid).map_err(Error::InvalidInput)?;
         let what = format!("adding {ibdev} port {port} to PNET ID {id}");
         let attrs = Writer::new()
             .string(ATTR_NAME, &id)
@@ -114,7 +107,7 @@ impl Pnet {
 
     /// Remove every row of PNET `pnetid`.
     pub fn del(&self, pnetid: &str) -> Result<(), Error> {
-        let id = normalize_pnetid(pnetid).map_err(invalid)?;
+        let id = normalize_pnetid(pnetid).map_err(Error::InvalidInput)?;
         let what = format!("deleting PNET ID {id}");
         self.request(CMD_DEL, Writer::new().string(ATTR_NAME, &id), &what)
             .map(drop)

@@ -131,22 +131,16 @@ impl SmcGenl {
         parse_ueids(&self.dump_raw(cmd::DUMP_UEID)?)
     }
 
-    /// Add a user EID (validated with [`ueid_to_wire`]). EEXIST comes back as
-    /// [`Error::Kernel`] with that errno.
+    /// Add a user EID (validated with [`ueid_to_wire`]; an invalid one is
+    /// [`Error::InvalidInput`]). EEXIST comes back as [`Error::Kernel`] with that errno.
     pub fn ueid_add(&self, ueid: &str) -> Result<(), Error> {
-        let wire = ueid_to_wire(ueid).map_err(|d| Error::Kernel {
-            what: d,
-            errno: libc::EINVAL,
-        })?;
+        let wire = ueid_to_wire(ueid).map_err(Error::InvalidInput)?;
         self.act(cmd::ADD_UEID, Writer::new().bytes(EID_TABLE_ENTRY, &wire))
     }
 
     /// Remove a user EID; ENOENT if it is not in the table.
     pub fn ueid_remove(&self, ueid: &str) -> Result<(), Error> {
-        let wire = ueid_to_wire(ueid).map_err(|d| Error::Kernel {
-            what: d,
-            errno: libc::EINVAL,
-        })?;
+        let wire = ueid_to_wire(ueid).map_err(Error::InvalidInput)?;
         self.act(
             cmd::REMOVE_UEID,
             Writer::new().bytes(EID_TABLE_ENTRY, &wire),
