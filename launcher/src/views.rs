@@ -21,8 +21,17 @@ pub struct SsArgs {
     #[arg(short = 'a', long = "all", conflicts_with = "listening")]
     all: bool,
     /// Show only listening sockets.
-    #[arg(short = 'l', long = "listening")]
+    #[arg(short = 'l', long = "listening", conflicts_with_all = ["debug", "smcr", "smcd"])]
     listening: bool,
+    /// Add connection details: shutdown, token, buffer sizes and ring cursors.
+    #[arg(short = 'd', long = "debug")]
+    debug: bool,
+    /// Only SMC-R sockets, with their RDMA link (role, device, port, link id, GIDs).
+    #[arg(short = 'R', long = "smcr", conflicts_with = "smcd")]
+    smcr: bool,
+    /// Only SMC-D sockets, with their DMB (GIDs, tokens, link id).
+    #[arg(short = 'D', long = "smcd")]
+    smcd: bool,
     /// Do not shorten addresses.
     #[arg(short = 'W', long = "wide")]
     wide: bool,
@@ -57,8 +66,11 @@ fn print_json(v: &impl Serialize) -> ExitCode {
     }
 }
 
-/// Which sockets a listing shows (smcss: default hides LISTEN and INIT).
+/// Which sockets a listing shows (smcss: default hides LISTEN and INIT; -R/-D keep one mode).
 fn shown(s: &SmcSocket, a: &SsArgs) -> bool {
+    if (a.smcr && s.mode != Mode::SmcR) || (a.smcd && s.mode != Mode::SmcD) {
+        return false;
+    }
     if a.listening {
         s.state == state::LISTEN
     } else {
@@ -77,9 +89,10 @@ fn reason_json(code: u32) -> Value {
     })
 }
 
-/// The JSON object of one socket.
+/// The JSON object of one socket; `conninfo`, `lgrinfo` and `dmbinfo` appear when asked for
+/// (-d, -R, -D) and the kernel has them.
 fn socket_json(s: &SmcSocket) -> Value {
-    json!({
+    let mut v = json!({
         "state": reasons::socket_state(s.state),
         "state_code": s.state,
         "family": s.family,
@@ -96,7 +109,74 @@ fn socket_json(s: &SmcSocket) -> Value {
             "reason_decoded": reason_json(reason),
             "peer_diagnosis_decoded": reason_json(peer),
         })),
-    })
+    });
+    for (key, detail) in [
+        ("conninfo", s.conninfo.as_ref().map(|c| json!(c))),
+        ("lgrinfo", s.lgrinfo.as_ref().map(|l| json!(l))),
+        ("dmbinfo", s.dmbinfo.as_ref().map(|d| json!(d))),
+    ] {
+        if let Some(d) = detail {
+            v[key] = d;
+        }
+    }
+    v
+}
+
+fn cursor(c: &sock_diag::Cursor) -> String {
+    format!("{:04x}:{:08x}", c.wrap, c.count)
+}
+
+/// The detail columns smcss prints with -d, -R and -D ("-" where the kernel sent nothing).
+fn detail_columns(s: &SmcSocket, a: &SsArgs) -> String {
+    let mut out = String::new();
+    if a.debug {
+        out.push_str(&format!(" {:<5}", reasons::shutdown(s.shutdown)));
+        match &s.conninfo {
+            Some(c) => out.push_str(&format!(
+                " {:08x} {:>8} {:>8} {:>8} {} {} {:02x}:{:02x} {} {} {:02x}:{:02x} {} {} {}",
+                c.token,
+                c.sndbuf_size,
+                c.rmbe_size,
+                c.peer_rmbe_size,
+                cursor(&c.rx_prod),
+                cursor(&c.rx_cons),
+                c.rx_prod_flags,
+                c.rx_conn_state_flags,
+                cursor(&c.tx_prod),
+                cursor(&c.tx_cons),
+                c.tx_prod_flags,
+                c.tx_conn_state_flags,
+                cursor(&c.tx_prep),
+                cursor(&c.tx_sent),
+                cursor(&c.tx_fin),
+            )),
+            None => out.push_str(" -"),
+        }
+    }
+    if a.smcr {
+        match &s.lgrinfo {
+            Some(l) => out.push_str(&format!(
+                " {} {} {} {} {} {}",
+                reasons::role(l.role),
+                l.ibdev,
+                l.ibport,
+                l.link_id,
+                l.gid,
+                l.peer_gid
+            )),
+            None => out.push_str(" -"),
+        }
+    }
+    if a.smcd {
+        match &s.dmbinfo {
+            Some(d) => out.push_str(&format!(
+                " {:016x} {:016x} {:016x} {:016x} {}",
+                d.my_gid, d.token, d.peer_gid, d.peer_token, d.link_id
+            )),
+            None => out.push_str(" -"),
+        }
+    }
+    out
 }
 
 fn mode_column(s: &SmcSocket) -> String {
@@ -153,7 +233,17 @@ fn socket_row(s: &SmcSocket, wide: bool) -> String {
 
 /// Run `smcrun ss`.
 pub fn ss(a: &SsArgs) -> ExitCode {
-    let sockets = match sock_diag::dump(0) {
+    let mut ext = 0;
+    if a.debug {
+        ext |= sock_diag::EXT_CONNINFO;
+    }
+    if a.smcr {
+        ext |= sock_diag::EXT_LGRINFO;
+    }
+    if a.smcd {
+        ext |= sock_diag::EXT_DMBINFO;
+    }
+    let sockets = match sock_diag::dump(ext) {
         Ok(s) => s,
         Err(e) => return refused(&e),
     };
@@ -162,12 +252,28 @@ pub fn ss(a: &SsArgs) -> ExitCode {
         let list: Vec<Value> = sockets.iter().map(|s| socket_json(s)).collect();
         return print_json(&json!({ "sockets": list }));
     }
-    println!(
+    let mut header = format!(
         "{:<14} {:>5} {:>8} {:<23} {:<23} {:>4} Mode",
         "State", "UID", "Inode", "Local Address", "Peer Address", "Intf"
     );
+    if a.debug {
+        header.push_str(" Shutd Token Sndbuf Rcvbuf Peerbuf rxprod-Cursor rxcons-Cursor rxFlags txprod-Cursor txcons-Cursor txFlags txprep-Cursor txsent-Cursor txfin-Cursor");
+    }
+    if a.smcr {
+        header.push_str(" Role IB-device Port Linkid GID Peer-GID");
+    }
+    if a.smcd {
+        header.push_str(" GID Token Peer-GID Peer-Token Linkid");
+    }
+    println!("{header}");
     for s in sockets {
-        println!("{}", socket_row(s, a.wide));
+        let row = socket_row(s, a.wide);
+        // Detail columns only make sense on rows that reach the Mode column.
+        if matches!(s.state, state::INIT | state::LISTEN | state::CLOSED) {
+            println!("{row}");
+        } else {
+            println!("{row}{}", detail_columns(s, a));
+        }
     }
     ExitCode::SUCCESS
 }
@@ -327,6 +433,9 @@ mod tests {
         let args = |all, listening| SsArgs {
             all,
             listening,
+            debug: false,
+            smcr: false,
+            smcd: false,
             wide: false,
             json: true,
         };
@@ -335,6 +444,64 @@ mod tests {
         assert!(!shown(&l, &args(false, false)) && shown(&a, &args(false, false)));
         assert!(shown(&l, &args(true, false)) && shown(&l, &args(false, true)));
         assert!(!shown(&a, &args(false, true)));
+        let only_d = SsArgs {
+            smcd: true,
+            ..args(true, false)
+        };
+        assert!(!shown(&a, &only_d));
+        assert!(shown(&sock(1, Mode::SmcD, None), &only_d));
+    }
+
+    #[test]
+    fn detail_columns_show_link_and_cursors() {
+        use sock_diag::{ConnInfo, Cursor, LgrInfo};
+        let mut s = sock(1, Mode::SmcR, None);
+        let cur = Cursor {
+            wrap: 1,
+            count: 0x20,
+        };
+        s.conninfo = Some(ConnInfo {
+            token: 0xab,
+            sndbuf_size: 65536,
+            rmbe_size: 65536,
+            peer_rmbe_size: 65536,
+            rx_prod: cur,
+            rx_cons: cur,
+            tx_prod: cur,
+            tx_cons: cur,
+            rx_prod_flags: 0,
+            rx_conn_state_flags: 0,
+            tx_prod_flags: 0,
+            tx_conn_state_flags: 0,
+            tx_prep: cur,
+            tx_sent: cur,
+            tx_fin: cur,
+        });
+        s.lgrinfo = Some(LgrInfo {
+            link_id: 1,
+            ibdev: "rxe_lo".into(),
+            ibport: 1,
+            gid: "fe80::1".into(),
+            peer_gid: "fe80::2".into(),
+            role: 1,
+        });
+        let a = SsArgs {
+            all: false,
+            listening: false,
+            debug: true,
+            smcr: true,
+            smcd: false,
+            wide: false,
+            json: false,
+        };
+        let cols = detail_columns(&s, &a);
+        assert!(cols.contains("000000ab    65536"), "{cols}");
+        assert!(cols.contains("0001:00000020"), "{cols}");
+        assert!(cols.ends_with("SERV rxe_lo 1 1 fe80::1 fe80::2"), "{cols}");
+        let j = socket_json(&s);
+        assert_eq!(j["lgrinfo"]["ibdev"], "rxe_lo");
+        assert_eq!(j["conninfo"]["sndbuf_size"], 65536);
+        assert!(j.get("dmbinfo").is_none());
     }
 
     #[test]
