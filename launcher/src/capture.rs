@@ -28,6 +28,7 @@ const SMC_COMMANDS: &[u8] = &[
     cmd::GET_LGR_SMCD,
     cmd::GET_DEV_SMCD,
     cmd::DUMP_UEID,
+    cmd::DUMP_SEID,
 ];
 
 const SOCK_DIAG_EXTS: &[u8] = &[0, 1, 2, 8, 0xf];

@@ -74,6 +74,8 @@ pub fn command_name(c: u8) -> &'static str {
 const GEN_SYS_INFO: u16 = 1;
 const GEN_LGR_SMCR: u16 = 2;
 const GEN_LINK_SMCR: u16 = 3;
+const GEN_LGR_SMCD: u16 = 4;
+const GEN_DEV_SMCD: u16 = 5;
 const GEN_DEV_SMCR: u16 = 6;
 const GEN_STATS: u16 = 7;
 const GEN_FBACK_STATS: u16 = 8;
@@ -160,6 +162,21 @@ impl SmcGenl {
     /// SMC-R devices (RoCE / soft-RoCE ports SMC can use).
     pub fn devices_smcr(&self) -> Result<Vec<Device>, Error> {
         parse_devices(&self.dump_raw(cmd::GET_DEV_SMCR)?)
+    }
+
+    /// SMC-D devices (ISM; the kernel does not list loopback-ism here).
+    pub fn devices_smcd(&self) -> Result<Vec<Device>, Error> {
+        parse_devices_smcd(&self.dump_raw(cmd::GET_DEV_SMCD)?)
+    }
+
+    /// SMC-D link groups.
+    pub fn link_groups_smcd(&self) -> Result<Vec<LinkGroupSmcd>, Error> {
+        parse_link_groups_smcd(&self.dump_raw(cmd::GET_LGR_SMCD)?)
+    }
+
+    /// The system EID and whether it is offered (it is disabled while UEIDs replace it on s390).
+    pub fn seid(&self) -> Result<Seid, Error> {
+        parse_seid(&self.dump_raw(cmd::DUMP_SEID)?)
     }
 }
 
@@ -621,20 +638,7 @@ fn link_group(attrs: &[Attr<'_>], what: &str) -> Result<LinkGroup, Error> {
             4 => g.pnetid = a.string().trim_end().to_string(),
             5 => g.vlan_id = a.u8(what)?,
             6 => g.conns = a.u32(what)?,
-            7 => {
-                let mut v = LinkGroupV2::default();
-                for b in a.nested(what)? {
-                    match b.kind {
-                        0 => v.version = b.u8(what)?,
-                        1 => v.release = b.u8(what)?,
-                        2 => v.peer_os = b.u8(what)?,
-                        3 => v.negotiated_eid = b.string().trim_end().to_string(),
-                        4 => v.peer_host = b.string().trim_end().to_string(),
-                        _ => {}
-                    }
-                }
-                g.v2 = Some(v);
-            }
+            7 => g.v2 = Some(v2_common(a, what)?),
             8 => {
                 for b in a.nested(what)? {
                     match b.kind {
@@ -743,9 +747,17 @@ pub struct Device {
 
 /// Parse a raw `GET_DEV_SMCR` reply.
 pub fn parse_devices(raw: &[u8]) -> Result<Vec<Device>, Error> {
-    let what = "SMC GET_DEV_SMCR reply";
+    devices(raw, GEN_DEV_SMCR, "SMC GET_DEV_SMCR reply")
+}
+
+/// Parse a raw `GET_DEV_SMCD` reply (same layout as SMC-R devices, without an RDMA name).
+pub fn parse_devices_smcd(raw: &[u8]) -> Result<Vec<Device>, Error> {
+    devices(raw, GEN_DEV_SMCD, "SMC GET_DEV_SMCD reply")
+}
+
+fn devices(raw: &[u8], top: u16, what: &str) -> Result<Vec<Device>, Error> {
     let mut out = Vec::new();
-    for (_, attrs) in nests(raw, GEN_DEV_SMCR, what)? {
+    for (_, attrs) in nests(raw, top, what)? {
         let mut d = Device::default();
         for a in &attrs {
             match a.kind {
@@ -778,6 +790,104 @@ pub fn parse_devices(raw: &[u8]) -> Result<Vec<Device>, Error> {
         out.push(d);
     }
     Ok(out)
+}
+
+/// One SMC-D link group (`GET_LGR_SMCD`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LinkGroupSmcd {
+    /// Link group id.
+    pub id: u32,
+    /// Local ISM GID.
+    pub gid: u64,
+    /// Peer ISM GID.
+    pub peer_gid: u64,
+    /// Extended local GID (kernels with virtual ISM).
+    pub ext_gid: Option<u64>,
+    /// Extended peer GID.
+    pub peer_ext_gid: Option<u64>,
+    /// VLAN id.
+    pub vlan_id: u8,
+    /// Connections in the group.
+    pub conns: u32,
+    /// PNET ID.
+    pub pnetid: String,
+    /// Channel id.
+    pub chid: u32,
+    /// SMC v2 details, when negotiated.
+    pub v2: Option<LinkGroupV2>,
+    /// Send buffer bytes allocated.
+    pub sndbuf_alloc: Option<u64>,
+    /// DMB bytes allocated.
+    pub dmb_alloc: Option<u64>,
+}
+
+fn v2_common(a: &Attr<'_>, what: &str) -> Result<LinkGroupV2, Error> {
+    let mut v = LinkGroupV2::default();
+    for b in a.nested(what)? {
+        match b.kind {
+            0 => v.version = b.u8(what)?,
+            1 => v.release = b.u8(what)?,
+            2 => v.peer_os = b.u8(what)?,
+            3 => v.negotiated_eid = b.string().trim_end().to_string(),
+            4 => v.peer_host = b.string().trim_end().to_string(),
+            _ => {}
+        }
+    }
+    Ok(v)
+}
+
+/// Parse a raw `GET_LGR_SMCD` reply (pad attribute type 8 is skipped).
+pub fn parse_link_groups_smcd(raw: &[u8]) -> Result<Vec<LinkGroupSmcd>, Error> {
+    let what = "SMC GET_LGR_SMCD reply";
+    let mut out = Vec::new();
+    for (_, attrs) in nests(raw, GEN_LGR_SMCD, what)? {
+        let mut g = LinkGroupSmcd::default();
+        for a in &attrs {
+            match a.kind {
+                1 => g.id = a.u32(what)?,
+                2 => g.gid = a.u64(what)?,
+                3 => g.peer_gid = a.u64(what)?,
+                4 => g.vlan_id = a.u8(what)?,
+                5 => g.conns = a.u32(what)?,
+                6 => g.pnetid = a.string().trim_end().to_string(),
+                7 => g.chid = a.u16_or_u32(what)?,
+                9 => g.v2 = Some(v2_common(a, what)?),
+                10 => g.ext_gid = Some(a.u64(what)?),
+                11 => g.peer_ext_gid = Some(a.u64(what)?),
+                12 => g.sndbuf_alloc = Some(a.uint(what)?),
+                13 => g.dmb_alloc = Some(a.uint(what)?),
+                _ => {}
+            }
+        }
+        out.push(g);
+    }
+    Ok(out)
+}
+
+/// The system EID state (`DUMP_SEID`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Seid {
+    /// The system EID (empty where the platform has none).
+    pub seid: String,
+    /// Whether it is offered in handshakes.
+    pub enabled: bool,
+}
+
+/// Parse a raw `DUMP_SEID` reply (attributes at the top level: 1 entry, 2 enabled).
+pub fn parse_seid(raw: &[u8]) -> Result<Seid, Error> {
+    let what = "SMC DUMP_SEID reply";
+    let mut s = Seid::default();
+    for m in nl::data_messages(raw, what)? {
+        let (_, body) = genl::split(&m, what)?;
+        for a in attr::parse(body, what)? {
+            match a.kind {
+                1 => s.seid = a.string().trim_end().to_string(),
+                2 => s.enabled = a.u8(what)? != 0,
+                _ => {}
+            }
+        }
+    }
+    Ok(s)
 }
 
 #[cfg(test)]
@@ -1014,6 +1124,38 @@ mod tests {
             &[nest(GEN_LINK_SMCR, Writer::new()).finish()],
         );
         assert!(parse_link_groups(&orphan).is_err());
+    }
+
+    #[test]
+    fn smcd_link_groups_and_seid() {
+        let lgr = Writer::new()
+            .u32(1, 9)
+            .bytes(8, &[])
+            .bytes(2, &0x1111u64.to_ne_bytes())
+            .bytes(3, &0x2222u64.to_ne_bytes())
+            .u32(5, 2)
+            .bytes(7, &0xffffu16.to_ne_bytes())
+            .bytes(9 | 0x8000, &Writer::new().u8(0, 2).finish())
+            .u32(13, 1 << 20);
+        let raw = reply(cmd::GET_LGR_SMCD, &[nest(GEN_LGR_SMCD, lgr).finish()]);
+        let g = &parse_link_groups_smcd(&raw).unwrap()[0];
+        assert_eq!(
+            (g.id, g.gid, g.peer_gid, g.conns, g.chid),
+            (9, 0x1111, 0x2222, 2, 0xffff)
+        );
+        assert_eq!(g.v2.as_ref().unwrap().version, 2);
+        assert_eq!(g.dmb_alloc, Some(1 << 20));
+        let raw = reply(
+            cmd::DUMP_SEID,
+            &[Writer::new().string(1, "SEID-1").u8(2, 1).finish()],
+        );
+        let s = parse_seid(&raw).unwrap();
+        assert_eq!((s.seid.as_str(), s.enabled), ("SEID-1", true));
+        let raw = reply(
+            cmd::GET_DEV_SMCD,
+            &[nest(GEN_DEV_SMCD, Writer::new().u32(1, 3)).finish()],
+        );
+        assert_eq!(parse_devices_smcd(&raw).unwrap()[0].use_count, 3);
     }
 
     #[test]
