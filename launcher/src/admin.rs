@@ -82,9 +82,9 @@ pub struct PnetAddArgs {
     /// RDMA or ISM device.
     #[arg(long)]
     ibdev: Option<String>,
-    /// RDMA device port.
-    #[arg(long, requires = "ibdev", default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
-    port: u8,
+    /// RDMA device port [default: 1].
+    #[arg(long, requires = "ibdev", conflicts_with = "netdev", value_parser = clap::value_parser!(u8).range(1..=2))]
+    port: Option<u8>,
 }
 
 fn refused(e: &Error) -> ExitCode {
@@ -325,10 +325,10 @@ pub fn pnet(c: PnetCommand) -> ExitCode {
         PnetCommand::Add(a) => {
             let (result, target) = match (&a.netdev, &a.ibdev) {
                 (Some(n), _) => (client.add_netdev(&id, n), n.clone()),
-                (None, Some(d)) => (
-                    client.add_ibdev(&id, d, a.port),
-                    format!("{d} port {}", a.port),
-                ),
+                (None, Some(d)) => {
+                    let port = a.port.unwrap_or(1);
+                    (client.add_ibdev(&id, d, port), format!("{d} port {port}"))
+                }
                 (None, None) => return usage("pnet add needs --netdev or --ibdev"),
             };
             match result {
