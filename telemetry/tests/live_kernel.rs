@@ -1,0 +1,71 @@
+//! Against the running kernel: the plumbing must work with a real netlink peer (nlctrl exists on
+//! every Linux), and the SMC/RDMA interfaces must either answer or say which module is missing —
+//! never time out, never report a malformed reply.
+
+use smcrun_telemetry::genl::{self, GENL_HEADER_LEN};
+use smcrun_telemetry::nl::{self, Protocol};
+use smcrun_telemetry::{attr, rdma, smc_genl, sock_diag, Error};
+
+#[test]
+fn resolves_nlctrl_itself() {
+    let f = genl::resolve("nlctrl", "genetlink").expect("nlctrl must resolve on any Linux");
+    assert_eq!(f.id, 16);
+    assert!(f.version >= 1);
+}
+
+#[test]
+fn unknown_family_is_reported_as_missing_module() {
+    let e = genl::resolve("SMCRUN_NOFAM", "smcrun_test_mod").unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ModuleMissing {
+                module: "smcrun_test_mod",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("modprobe smcrun_test_mod"));
+}
+
+#[test]
+fn multi_message_dump_of_all_families() {
+    // CTRL_CMD_GETFAMILY as a dump: one message per registered family, then NLMSG_DONE.
+    let body = genl::body(3, 1, attr::Writer::new());
+    let raw = nl::dump_raw(Protocol::Generic, 16, &body, "nlctrl family dump").unwrap();
+    let messages = nl::data_messages(&raw, "nlctrl family dump").unwrap();
+    assert!(!messages.is_empty());
+    let mut names = Vec::new();
+    for m in &messages {
+        let attrs = attr::parse(&m.payload[GENL_HEADER_LEN..], "family").unwrap();
+        if let Some(a) = attrs.iter().find(|a| a.kind == 2) {
+            names.push(a.string());
+        }
+    }
+    assert!(names.iter().any(|n| n == "nlctrl"), "{names:?}");
+}
+
+fn answered_or_missing<T: std::fmt::Debug>(r: Result<T, Error>, module: &str) {
+    match r {
+        Ok(_) => {}
+        Err(Error::ModuleMissing { module: m, .. }) => assert_eq!(m, module),
+        Err(e @ Error::NotPermitted { .. }) => eprintln!("not permitted here: {e}"),
+        Err(e) => panic!("expected an answer or `{module}` missing, got: {e}"),
+    }
+}
+
+#[test]
+fn smc_interfaces_answer_or_name_the_missing_module() {
+    answered_or_missing(sock_diag::dump(0xf), "smc_diag");
+    match smc_genl::SmcGenl::open() {
+        Ok(c) => {
+            c.stats().unwrap();
+            c.fallback_stats().unwrap();
+            c.sys_info().unwrap();
+        }
+        Err(e) => answered_or_missing::<()>(Err(e), "smc"),
+    }
+    answered_or_missing(smcrun_telemetry::pnet::Pnet::open().map(drop), "smc");
+    answered_or_missing(rdma::devices(), "ib_core");
+}
