@@ -96,9 +96,13 @@ impl Error {
     }
 }
 
-/// The C library's text for an errno, e.g. "File exists".
+/// The C library's text for an errno without Rust's "(os error N)" suffix, e.g. "File exists".
 pub fn strerror(errno: i32) -> String {
-    io::Error::from_raw_os_error(errno).to_string()
+    let text = io::Error::from_raw_os_error(errno).to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
 }
 
 impl fmt::Display for Error {
@@ -113,8 +117,7 @@ impl fmt::Display for Error {
                 "{what}: not permitted; this needs CAP_NET_ADMIN (run as root)"
             ),
             Error::Kernel { what, errno } => {
-                let text = io::Error::from_raw_os_error(*errno);
-                write!(f, "{what}: the kernel refused: {text}")
+                write!(f, "{what}: the kernel refused: {}", strerror(*errno))
             }
             Error::Io { what, source } => write!(f, "{what}: {source}"),
             Error::InvalidInput(text) => f.write_str(text),
@@ -155,6 +158,13 @@ mod tests {
         assert!(e.to_string().contains("modprobe smc_diag"), "{e}");
         let e = Error::from_errno("dump", libc::EINVAL).missing_on(libc::ENOENT, "smc_diag");
         assert!(!e.is_module_missing());
+    }
+
+    #[test]
+    fn kernel_error_text_is_the_plain_strerror() {
+        assert_eq!(strerror(libc::EEXIST), "File exists");
+        let e = Error::from_errno("ADD_UEID", libc::EEXIST);
+        assert_eq!(e.to_string(), "ADD_UEID: the kernel refused: File exists");
     }
 
     #[test]

@@ -102,6 +102,9 @@ fn open(protocol: Protocol, what: &str) -> Result<Socket, Error> {
     socket.bind_auto().map_err(|e| os_error(what, e))?;
     // Dumps of many sockets arrive in several datagrams; a larger buffer avoids ENOBUFS.
     let _ = socket.set_rx_buf_sz(1 << 20);
+    // Ask for the kernel's own words on refusals (extended ack), without echoing our request.
+    let _ = socket.set_ext_ack(true);
+    let _ = socket.set_cap_ack(true);
     set_receive_timeout(&socket, REPLY_TIMEOUT);
     Ok(socket)
 }
@@ -217,9 +220,8 @@ pub fn exchange(request: &Request<'_>) -> Result<Vec<u8>, Error> {
             match control(&message) {
                 Control::Data => {}
                 Control::Done(0) | Control::Ack => finished = true,
-                Control::Done(code) | Control::Error(code) => {
-                    return Err(Error::from_errno(what, code.saturating_abs()))
-                }
+                Control::Done(code) => return Err(Error::from_errno(what, code.saturating_abs())),
+                Control::Error(code, text) => return Err(refusal(what, code, text)),
                 Control::Bad(detail) => return Err(Error::malformed(what, detail)),
             }
         }
@@ -236,8 +238,46 @@ enum Control {
     Data,
     Done(i32),
     Ack,
-    Error(i32),
+    Error(i32, Option<String>),
     Bad(String),
+}
+
+/// NLMSGERR_ATTR_MSG: the kernel's text explaining an error.
+const NLMSGERR_ATTR_MSG: u16 = 1;
+/// NLM_F_CAPPED: the error message echoes only the request's header.
+const NLM_F_CAPPED: u16 = 0x100;
+/// NLM_F_ACK_TLVS: extended ack attributes follow.
+const NLM_F_ACK_TLVS: u16 = 0x200;
+
+/// The extended-ack message text of an NLMSG_ERROR, if the kernel sent one.
+fn ext_ack_text(message: &Message<'_>) -> Option<String> {
+    if message.flags & NLM_F_ACK_TLVS == 0 {
+        return None;
+    }
+    let p = message.payload;
+    // error code, then the echoed request: its header only when capped, else all of it
+    let echoed = p
+        .get(4..8)
+        .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize)?;
+    let skip = 4 + if message.flags & NLM_F_CAPPED != 0 {
+        HEADER_LEN
+    } else {
+        echoed.div_ceil(4) * 4
+    };
+    let tlvs = p.get(skip..)?;
+    crate::attr::parse(tlvs, "extended ack")
+        .ok()?
+        .into_iter()
+        .find(|a| a.kind == NLMSGERR_ATTR_MSG)
+        .map(|a| a.string())
+        .filter(|t| !t.is_empty())
+}
+
+fn refusal(what: &str, code: i32, text: Option<String>) -> Error {
+    match text {
+        Some(t) => Error::from_errno(format!("{what} (kernel: {t})"), code.saturating_abs()),
+        None => Error::from_errno(what, code.saturating_abs()),
+    }
 }
 
 fn control(message: &Message<'_>) -> Control {
@@ -254,7 +294,7 @@ fn control(message: &Message<'_>) -> Control {
         NLMSG_ERROR => {
             match ErrorBuffer::new_checked(&message.payload).and_then(|b| ErrorMessage::parse(&b)) {
                 Ok(err) if err.raw_code() == 0 => Control::Ack,
-                Ok(err) => Control::Error(err.raw_code()),
+                Ok(err) => Control::Error(err.raw_code(), ext_ack_text(message)),
                 Err(e) => Control::Bad(format!("NLMSG_ERROR: {e}")),
             }
         }
@@ -319,9 +359,8 @@ pub fn data_messages<'a>(buf: &'a [u8], what: &str) -> Result<Vec<Message<'a>>, 
             Control::Data => out.push(message),
             Control::Ack => {}
             Control::Done(0) => break,
-            Control::Done(code) | Control::Error(code) => {
-                return Err(Error::from_errno(what, code.saturating_abs()))
-            }
+            Control::Done(code) => return Err(Error::from_errno(what, code.saturating_abs())),
+            Control::Error(code, text) => return Err(refusal(what, code, text)),
             Control::Bad(detail) => return Err(Error::malformed(what, detail)),
         }
     }
@@ -364,6 +403,43 @@ mod tests {
         let buf = frame(NLMSG_ERROR, 0, 1, &body);
         let e = data_messages(&buf, "dump").unwrap_err();
         assert_eq!(e.errno(), Some(libc::ENOENT));
+    }
+
+    #[test]
+    fn extended_ack_text_is_kept() {
+        let mut body = (-libc::EINVAL).to_ne_bytes().to_vec();
+        body.extend(frame(0x1e, 0x5, 1, &[]));
+        body.extend(
+            crate::attr::Writer::new()
+                .string(NLMSGERR_ATTR_MSG, "bad UEID")
+                .finish(),
+        );
+        let buf = frame(NLMSG_ERROR, NLM_F_CAPPED | NLM_F_ACK_TLVS, 1, &body);
+        let e = data_messages(&buf, "ADD_UEID").unwrap_err();
+        assert_eq!(e.errno(), Some(libc::EINVAL));
+        assert!(e.to_string().contains("(kernel: bad UEID)"), "{e}");
+        // uncapped: the whole request is echoed before the attributes
+        let mut body = (-libc::EINVAL).to_ne_bytes().to_vec();
+        body.extend(frame(0x1e, 0x5, 1, &[1, 2, 3, 4, 5]));
+        body.extend([0, 0, 0]);
+        body.extend(
+            crate::attr::Writer::new()
+                .string(NLMSGERR_ATTR_MSG, "why")
+                .finish(),
+        );
+        let buf = frame(NLMSG_ERROR, NLM_F_ACK_TLVS, 1, &body);
+        assert!(data_messages(&buf, "x")
+            .unwrap_err()
+            .to_string()
+            .contains("(kernel: why)"));
+        // flags claim TLVs but the bytes are short: still the plain errno
+        let buf = frame(
+            NLMSG_ERROR,
+            NLM_F_ACK_TLVS,
+            1,
+            &(-libc::EPERM).to_ne_bytes(),
+        );
+        assert!(data_messages(&buf, "x").unwrap_err().is_not_permitted());
     }
 
     #[test]

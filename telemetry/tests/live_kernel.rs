@@ -69,3 +69,11 @@ fn smc_interfaces_answer_or_name_the_missing_module() {
     answered_or_missing(smcrun_telemetry::pnet::Pnet::open().map(drop), "smc");
     answered_or_missing(rdma::devices(), "ib_core");
 }
+
+#[test]
+fn kernel_refusal_keeps_errno_and_explanation() {
+    // Family names are at most 15 characters: nlctrl's policy refuses longer ones with EINVAL.
+    let e = genl::resolve("SMCRUN_FAR_TOO_LONG_NAME", "x").unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
+    eprintln!("kernel said: {e}");
+}
