@@ -97,6 +97,39 @@ fn usage(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// How to report one kernel errno of a change: its exit code and sentence.
+struct Known {
+    errno: i32,
+    exit: u8,
+    message: String,
+}
+
+fn known(errno: i32, exit: u8, message: String) -> Known {
+    Known {
+        errno,
+        exit,
+        message,
+    }
+}
+
+/// Report a change: `done` on stdout when it worked; an errno listed in `known` with its own
+/// sentence and exit code (0 for "already so"); anything else as the kernel's refusal.
+fn report(result: Result<(), Error>, done: &str, known: &[Known]) -> ExitCode {
+    match result {
+        Ok(()) => {
+            println!("{done}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => match known.iter().find(|k| e.errno() == Some(k.errno)) {
+            Some(k) if !e.is_not_permitted() => {
+                eprintln!("smcrun: {}", k.message);
+                ExitCode::from(k.exit)
+            }
+            _ => refused(&e),
+        },
+    }
+}
+
 /// Run `smcrun setup`.
 pub fn setup(c: SetupCommand) -> ExitCode {
     match c {
@@ -144,13 +177,11 @@ fn soft_roce(a: &SoftRoceArgs) -> ExitCode {
             eprintln!("smcrun: no RDMA device named {name}; nothing to remove");
             return ExitCode::SUCCESS;
         };
-        return match rdma::del_link(dev.index, &name) {
-            Ok(()) => {
-                println!("removed RDMA device {name}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => refused(&e),
-        };
+        return report(
+            rdma::del_link(dev.index, &name),
+            &format!("removed RDMA device {name}"),
+            &[],
+        );
     }
     if let Some(dev) = devices.iter().find(|d| d.name == name) {
         if on_netdev(dev) || dev.ports.is_empty() {
@@ -175,40 +206,39 @@ fn soft_roce(a: &SoftRoceArgs) -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    match rdma::add_link(&name, "rxe", &a.netdev) {
-        Ok(()) => {
-            println!("created soft-RoCE RDMA device {name} on {}", a.netdev);
-            ExitCode::SUCCESS
-        }
-        Err(e) => match e.errno() {
-            Some(libc::EEXIST) => {
-                eprintln!(
-                    "smcrun: an RDMA device named {name} or on {} already exists; nothing to do",
-                    a.netdev
-                );
-                ExitCode::SUCCESS
-            }
-            Some(libc::ENODEV) => {
-                eprintln!("smcrun: no network interface named {}", a.netdev);
-                ExitCode::from(1)
-            }
-            Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) if !e.is_not_permitted() => {
-                eprintln!(
-                    "smcrun: the kernel refused to create rxe device {name} on {} ({}): load soft-RoCE with `modprobe rdma_rxe` (as root) and check the interface is up",
-                    a.netdev,
-                    strerror(e.errno().unwrap_or(libc::EINVAL))
-                );
-                ExitCode::from(1)
-            }
-            _ if e.is_module_missing() => {
-                eprintln!(
-                    "smcrun: the kernel has no RDMA support loaded; load soft-RoCE with `modprobe rdma_rxe` (as root)"
-                );
-                ExitCode::from(1)
-            }
-            _ => refused(&e),
-        },
+    let result = rdma::add_link(&name, "rxe", &a.netdev);
+    if result.as_ref().is_err_and(Error::is_module_missing) {
+        eprintln!("smcrun: the kernel has no RDMA support loaded; load soft-RoCE with `modprobe rdma_rxe` (as root)");
+        return ExitCode::from(1);
     }
+    let refused_rxe = |errno| {
+        format!(
+            "the kernel refused to create rxe device {name} on {} ({}): load soft-RoCE with `modprobe rdma_rxe` (as root) and check the interface is up",
+            a.netdev,
+            strerror(errno)
+        )
+    };
+    report(
+        result,
+        &format!("created soft-RoCE RDMA device {name} on {}", a.netdev),
+        &[
+            known(
+                libc::EEXIST,
+                0,
+                format!(
+                    "an RDMA device named {name} or on {} already exists; nothing to do",
+                    a.netdev
+                ),
+            ),
+            known(
+                libc::ENODEV,
+                1,
+                format!("no network interface named {}", a.netdev),
+            ),
+            known(libc::EINVAL, 1, refused_rxe(libc::EINVAL)),
+            known(libc::EOPNOTSUPP, 1, refused_rxe(libc::EOPNOTSUPP)),
+        ],
+    )
 }
 
 /// Run `smcrun ueid`.
@@ -247,46 +277,40 @@ pub fn ueid(c: UeidCommand) -> ExitCode {
             }
             Err(e) => refused(&e),
         },
-        UeidCommand::Add { .. } => match client.ueid_add(&value) {
-            Ok(()) => {
-                println!("added UEID {value}");
-                ExitCode::SUCCESS
-            }
-            Err(e) if e.errno() == Some(libc::EEXIST) => {
-                eprintln!("smcrun: UEID {value} is already set; nothing to do");
-                ExitCode::SUCCESS
-            }
-            Err(e) if e.errno() == Some(libc::ERANGE) => {
-                eprintln!(
-                    "smcrun: cannot add UEID {value}: the kernel's table is full (at most 8); remove one first"
-                );
-                ExitCode::from(1)
-            }
-            Err(e) => refused(&e),
-        },
-        UeidCommand::Del { .. } => match client.ueid_remove(&value) {
-            Ok(()) => {
-                println!("removed UEID {value}");
-                ExitCode::SUCCESS
-            }
-            Err(e) if e.errno() == Some(libc::ENOENT) => {
-                eprintln!("smcrun: UEID {value} is not set; nothing to remove");
-                ExitCode::SUCCESS
-            }
-            // s390 kernels report "removed the last UEID and re-enabled the SEID" as EAGAIN.
-            Err(e) if e.errno() == Some(libc::EAGAIN) => {
-                println!("removed UEID {value} (the system EID is enabled again)");
-                ExitCode::SUCCESS
-            }
-            Err(e) => refused(&e),
-        },
-        UeidCommand::Flush => match client.ueid_flush() {
-            Ok(()) => {
-                println!("removed all user EIDs");
-                ExitCode::SUCCESS
-            }
-            Err(e) => refused(&e),
-        },
+        UeidCommand::Add { .. } => report(
+            client.ueid_add(&value),
+            &format!("added UEID {value}"),
+            &[
+                known(
+                    libc::EEXIST,
+                    0,
+                    format!("UEID {value} is already set; nothing to do"),
+                ),
+                known(
+                    libc::ERANGE,
+                    1,
+                    format!("cannot add UEID {value}: the kernel's table is full (at most 8); remove one first"),
+                ),
+            ],
+        ),
+        UeidCommand::Del { .. } => report(
+            client.ueid_remove(&value),
+            &format!("removed UEID {value}"),
+            &[
+                known(
+                    libc::ENOENT,
+                    0,
+                    format!("UEID {value} is not set; nothing to remove"),
+                ),
+                // s390 kernels report "removed the last UEID, the SEID is offered again" as EAGAIN.
+                known(
+                    libc::EAGAIN,
+                    0,
+                    format!("removed UEID {value} (the system EID is enabled again)"),
+                ),
+            ],
+        ),
+        UeidCommand::Flush => report(client.ueid_flush(), "removed all user EIDs", &[]),
     }
 }
 
@@ -331,41 +355,64 @@ pub fn pnet(c: PnetCommand) -> ExitCode {
                 }
                 (None, None) => return usage("pnet add needs --netdev or --ibdev"),
             };
-            match result {
-                Ok(()) => {
-                    println!("added {target} to PNET ID {id}");
-                    ExitCode::SUCCESS
-                }
-                Err(e) if e.errno() == Some(libc::EEXIST) => {
-                    eprintln!("smcrun: {target} is already in PNET ID {id}; nothing to do");
-                    ExitCode::SUCCESS
-                }
-                Err(e) if e.errno() == Some(libc::EINVAL) => {
-                    eprintln!(
-                        "smcrun: the kernel refused to add {target} to PNET ID {id}: check that the device exists and has no other PNET ID"
-                    );
-                    ExitCode::from(1)
-                }
-                Err(e) => refused(&e),
-            }
+            report(
+                result,
+                &format!("added {target} to PNET ID {id}"),
+                &[
+                    known(
+                        libc::EEXIST,
+                        0,
+                        format!("{target} is already in PNET ID {id}; nothing to do"),
+                    ),
+                    known(
+                        libc::EINVAL,
+                        1,
+                        format!("the kernel refused to add {target} to PNET ID {id}: check that the device exists and has no other PNET ID"),
+                    ),
+                ],
+            )
         }
-        PnetCommand::Del { .. } => match client.del(&id) {
-            Ok(()) => {
-                println!("removed PNET ID {id}");
-                ExitCode::SUCCESS
-            }
-            Err(e) if e.errno() == Some(libc::ENOENT) => {
-                eprintln!("smcrun: PNET ID {id} is not in the table; nothing to remove");
-                ExitCode::SUCCESS
-            }
-            Err(e) => refused(&e),
-        },
-        PnetCommand::Flush => match client.flush() {
-            Ok(()) => {
-                println!("emptied the PNET table");
-                ExitCode::SUCCESS
-            }
-            Err(e) => refused(&e),
-        },
+        PnetCommand::Del { .. } => report(
+            client.del(&id),
+            &format!("removed PNET ID {id}"),
+            &[known(
+                libc::ENOENT,
+                0,
+                format!("PNET ID {id} is not in the table; nothing to remove"),
+            )],
+        ),
+        PnetCommand::Flush => report(client.flush(), "emptied the PNET table", &[]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_maps_known_errnos_and_keeps_refusals() {
+        let exists = || Err(Error::from_errno("ADD_UEID", libc::EEXIST));
+        let table = [
+            known(libc::EEXIST, 0, "already set".into()),
+            known(libc::ERANGE, 1, "full".into()),
+        ];
+        assert_eq!(report(Ok(()), "done", &table), ExitCode::SUCCESS);
+        assert_eq!(report(exists(), "done", &table), ExitCode::SUCCESS);
+        let full = Err(Error::from_errno("ADD_UEID", libc::ERANGE));
+        assert_eq!(report(full, "done", &table), ExitCode::from(1));
+        let other = Err(Error::from_errno("ADD_UEID", libc::EIO));
+        assert_eq!(report(other, "done", &table), ExitCode::from(1));
+        // EPERM is never "already so", even if a table lists it.
+        let eperm = Err(Error::from_errno("ADD_UEID", libc::EPERM));
+        let lenient = [known(libc::EPERM, 0, "fine".into())];
+        assert_eq!(report(eperm, "done", &lenient), ExitCode::from(1));
+    }
+
+    #[test]
+    fn interface_names_are_checked() {
+        assert!(valid_ifname("lo") && valid_ifname("eth0.100"));
+        for bad in ["", "a/b", "has space", "sixteen-chars-xx", "..", "a:b"] {
+            assert!(!valid_ifname(bad), "{bad}");
+        }
     }
 }

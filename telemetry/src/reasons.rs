@@ -302,57 +302,49 @@ pub mod state {
     pub const LISTEN: u8 = 10;
 }
 
+/// Name `value` from `names` (indexed from 0), or `PREFIX_value` when the table has no entry.
+fn named(names: &[&'static str], value: u64, prefix: &str) -> Cow<'static, str> {
+    match usize::try_from(value).ok().and_then(|i| names.get(i)) {
+        Some(name) => Cow::Borrowed(name),
+        None => Cow::Owned(format!("{prefix}_{value}")),
+    }
+}
+
 /// SMC-R link state (`SMC_NLA_LINK_STATE`).
 pub fn link_state(state: u32) -> Cow<'static, str> {
-    Cow::Borrowed(match state {
-        0 => "UNUSED",
-        1 => "INACTIVE",
-        2 => "ACTIVATING",
-        3 => "ACTIVE",
-        other => return Cow::Owned(format!("LINK_STATE_{other}")),
-    })
+    named(
+        &["UNUSED", "INACTIVE", "ACTIVATING", "ACTIVE"],
+        state.into(),
+        "LINK_STATE",
+    )
 }
 
 /// SMC-R link group type (`SMC_NLA_LGR_R_TYPE`).
 pub fn lgr_type(t: u8) -> Cow<'static, str> {
-    Cow::Borrowed(match t {
-        0 => "NONE",
-        1 => "SINGLE",
-        2 => "SYM",
-        3 => "ASYMP",
-        4 => "ASYML",
-        other => return Cow::Owned(format!("TYPE_{other}")),
-    })
+    named(
+        &["NONE", "SINGLE", "SYM", "ASYMP", "ASYML"],
+        t.into(),
+        "TYPE",
+    )
 }
 
 /// Link group role (`SMC_NLA_LGR_R_ROLE`, sock_diag lgrinfo role).
 pub fn role(r: u8) -> Cow<'static, str> {
-    Cow::Borrowed(match r {
-        0 => "CLNT",
-        1 => "SERV",
-        other => return Cow::Owned(format!("ROLE_{other}")),
-    })
+    named(&["CLNT", "SERV"], r.into(), "ROLE")
 }
 
 /// Peer operating system (`SMC_NLA_LGR_V2_OS`).
 pub fn peer_os(os: u8) -> Cow<'static, str> {
-    Cow::Borrowed(match os {
-        0 => "unknown",
-        1 => "ZOS",
-        2 => "LINUX",
-        3 => "AIX",
-        other => return Cow::Owned(format!("OS_{other}")),
-    })
+    named(&["unknown", "ZOS", "LINUX", "AIX"], os.into(), "OS")
 }
 
 /// SMC-R buffer type (`SMC_NLA_LGR_R_BUF_TYPE`, matches `net.smc.smcr_buf_type`).
 pub fn buf_type(t: u8) -> Cow<'static, str> {
-    Cow::Borrowed(match t {
-        0 => "physically-contiguous",
-        1 => "virtually-contiguous",
-        2 => "mixed",
-        other => return Cow::Owned(format!("BUF_TYPE_{other}")),
-    })
+    named(
+        &["physically-contiguous", "virtually-contiguous", "mixed"],
+        t.into(),
+        "BUF_TYPE",
+    )
 }
 
 /// smcss's shutdown column: `R-W` style from the mask (1 = receive, 2 = send).
@@ -419,6 +411,8 @@ mod tests {
         assert_eq!(role(1), "SERV");
         assert_eq!(peer_os(2), "LINUX");
         assert_eq!(buf_type(2), "mixed");
+        assert_eq!(lgr_type(5), "TYPE_5");
+        assert_eq!(link_state(u32::MAX), "LINK_STATE_4294967295");
         assert_eq!(shutdown(0), "<->");
         assert_eq!(shutdown(3), "R-W");
     }

@@ -234,12 +234,7 @@ fn address(family: u8, is_v4: bool, words: &[u8], port: u16) -> SocketAddr {
 }
 
 fn parse_one(p: &[u8], what: &str) -> Result<SmcSocket, Error> {
-    if p.len() < MSG_LEN {
-        return Err(Error::malformed(
-            what,
-            format!("smc_diag_msg needs {MSG_LEN} bytes, got {}", p.len()),
-        ));
-    }
+    need(p, MSG_LEN, "smc_diag_msg", what)?;
     let family = p[0];
     let id = &p[4..52];
     let (src, dst) = (&id[4..20], &id[20..36]);
@@ -266,12 +261,7 @@ fn parse_one(p: &[u8], what: &str) -> Result<SmcSocket, Error> {
             ATTR_SHUTDOWN => s.shutdown = a.u8(what)?,
             ATTR_FALLBACK => {
                 let v = a.value;
-                if v.len() < 8 {
-                    return Err(Error::malformed(
-                        what,
-                        format!("SMC_DIAG_FALLBACK needs 8 bytes, got {}", v.len()),
-                    ));
-                }
+                need(v, 8, "SMC_DIAG_FALLBACK", what)?;
                 let (reason, peer) = (ne32(&v[0..4]), ne32(&v[4..8]));
                 if s.mode == Mode::Fallback || reason != 0 {
                     s.fallback = Some((reason, peer));
@@ -293,13 +283,19 @@ fn cursor(b: &[u8]) -> Cursor {
     }
 }
 
-fn conninfo(v: &[u8], what: &str) -> Result<ConnInfo, Error> {
-    if v.len() < 76 {
+/// Fail unless the attribute `name` holds at least `len` bytes.
+fn need(v: &[u8], len: usize, name: &str, what: &str) -> Result<(), Error> {
+    if v.len() < len {
         return Err(Error::malformed(
             what,
-            format!("SMC_DIAG_CONNINFO needs 76 bytes, got {}", v.len()),
+            format!("{name} needs {len} bytes, got {}", v.len()),
         ));
     }
+    Ok(())
+}
+
+fn conninfo(v: &[u8], what: &str) -> Result<ConnInfo, Error> {
+    need(v, 76, "SMC_DIAG_CONNINFO", what)?;
     Ok(ConnInfo {
         token: ne32(&v[0..]),
         sndbuf_size: ne32(&v[4..]),
@@ -320,12 +316,7 @@ fn conninfo(v: &[u8], what: &str) -> Result<ConnInfo, Error> {
 }
 
 fn lgrinfo(v: &[u8], what: &str) -> Result<LgrInfo, Error> {
-    if v.len() < 147 {
-        return Err(Error::malformed(
-            what,
-            format!("SMC_DIAG_LGRINFO needs 147 bytes, got {}", v.len()),
-        ));
-    }
+    need(v, 147, "SMC_DIAG_LGRINFO", what)?;
     Ok(LgrInfo {
         link_id: v[0],
         ibdev: c_string(&v[1..65]),
@@ -337,12 +328,7 @@ fn lgrinfo(v: &[u8], what: &str) -> Result<LgrInfo, Error> {
 }
 
 fn dmbinfo(v: &[u8], what: &str) -> Result<DmbInfo, Error> {
-    if v.len() < 40 {
-        return Err(Error::malformed(
-            what,
-            format!("SMC_DIAG_DMBINFO needs 40 or 56 bytes, got {}", v.len()),
-        ));
-    }
+    need(v, 40, "SMC_DIAG_DMBINFO", what)?;
     let ext = v.len() >= 56;
     Ok(DmbInfo {
         link_id: ne32(&v[0..]),
