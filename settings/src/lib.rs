@@ -40,6 +40,9 @@ pub mod var {
     pub const SNDBUF: &str = "SMCRUN_SNDBUF";
     /// Receive buffer size in bytes, `k`/`m` suffixes allowed.
     pub const RCVBUF: &str = "SMCRUN_RCVBUF";
+    /// The policy in its canonical one-line form (`smc port 6379; tcp`): which sockets get SMC
+    /// and which stay TCP. Written by the launcher after it validated `--policy` or `--config`.
+    pub const POLICY: &str = "SMCRUN_POLICY";
     /// smc_run's name for [`DEBUG`].
     pub const SMC_DEBUG: &str = "SMC_DEBUG";
     /// smc_run's name for [`SNDBUF`].
