@@ -11,7 +11,7 @@ use crate::exec::{self, RunOptions};
 use clap::Args;
 use serde::Serialize;
 use smcrun_settings::Why;
-use smcrun_telemetry::{reasons, sock_diag};
+use smcrun_telemetry::{fdinfo, reasons, sock_diag};
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -155,39 +155,6 @@ fn exchange(conn: u16, s: TcpStream, len: u64) -> std::io::Result<bool> {
     Ok(intact && got == len)
 }
 
-/// The socket's real SO_DOMAIN and SO_PROTOCOL, bypassing the shim's getsockopt hook.
-fn raw_identity(fd: i32) -> (i32, i32) {
-    let get = |opt: i32| {
-        let mut v: libc::c_int = -1;
-        let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: the value pointer and length describe a live c_int.
-        unsafe {
-            libc::syscall(
-                libc::SYS_getsockopt,
-                fd,
-                libc::SOL_SOCKET,
-                opt,
-                &mut v as *mut libc::c_int,
-                &mut l as *mut libc::socklen_t,
-            );
-        }
-        v
-    };
-    (get(libc::SO_DOMAIN), get(libc::SO_PROTOCOL))
-}
-
-fn inode_of(fd: i32) -> u64 {
-    // SAFETY: fstat into a zeroed stat buffer.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd, &mut st) == 0 {
-            st.st_ino
-        } else {
-            0
-        }
-    }
-}
-
 /// Why the kernel gives this process no SMC socket, found the way the shim finds it: the errno of
 /// `socket(AF_SMC, ...)` (raw system call, so the shim does not intercept it).
 fn why_tcp() -> String {
@@ -215,7 +182,7 @@ fn classify(
     diag: &Result<Vec<sock_diag::SmcSocket>, smcrun_telemetry::Error>,
 ) -> SocketReport {
     let fd = s.as_raw_fd();
-    let (domain, protocol) = raw_identity(fd);
+    let (domain, protocol) = fdinfo::raw_identity(fd).unwrap_or((-1, -1));
     let addr = |a: std::io::Result<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
     let mut r = SocketReport {
         connection: conn,
@@ -238,7 +205,7 @@ fn classify(
     } else {
         "IPPROTO_SMC"
     };
-    let inode = inode_of(fd);
+    let inode = fdinfo::socket_inode(fd).unwrap_or(0);
     let entry = match diag {
         Ok(list) => list.iter().find(|e| e.inode == inode),
         Err(e) => {

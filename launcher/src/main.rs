@@ -9,6 +9,7 @@ mod capture;
 mod demo;
 mod exec;
 mod preload;
+mod procs;
 mod signals;
 mod sysctl;
 mod views;
@@ -59,6 +60,10 @@ enum Command {
     Ss(views::SsArgs),
     /// SMC statistics of this network namespace, like `smcr stats`.
     Stats(views::StatsArgs),
+    /// Programs running under smcrun: their connections over SMC-R, SMC-D and TCP.
+    Ps(procs::PsArgs),
+    /// One program's connections under smcrun, each with its mode and why it was not SMC.
+    Why(procs::WhyArgs),
     /// Hidden: save the kernel's raw netlink replies as test fixtures.
     #[command(hide = true, name = "__capture")]
     Capture(capture::CaptureArgs),
@@ -98,5 +103,7 @@ fn main() -> ExitCode {
         (Some(Command::Ss(a)), None) => views::ss(&a),
         (Some(Command::Stats(a)), None) => views::stats(&a),
         (Some(Command::Capture(a)), None) => capture::run(&a),
+        (Some(Command::Ps(a)), None) => procs::ps(&a),
+        (Some(Command::Why(a)), None) => procs::why(&a),
     }
 }

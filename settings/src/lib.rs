@@ -43,6 +43,8 @@ pub mod var {
     /// The policy in its canonical one-line form (`smc port 6379; tcp`): which sockets get SMC
     /// and which stay TCP. Written by the launcher after it validated `--policy` or `--config`.
     pub const POLICY: &str = "SMCRUN_POLICY";
+    /// `1`: print a one-line summary of the program's connections on stderr when it exits.
+    pub const REPORT: &str = "SMCRUN_REPORT";
     /// smc_run's name for [`DEBUG`].
     pub const SMC_DEBUG: &str = "SMC_DEBUG";
     /// smc_run's name for [`SNDBUF`].
@@ -59,6 +61,8 @@ pub mod expected {
     pub const FALLBACK: &str = "one of tcp, strict";
     /// For [`super::parse_debug`].
     pub const DEBUG: &str = "0, 1 or 2";
+    /// For [`super::parse_bool`].
+    pub const BOOL: &str = "0 or 1";
     /// For [`super::parse_size`].
     pub const SIZE: &str =
         "a size in bytes from 1 to 2147483647, optionally with a k or m suffix (e.g. 256k, 1m)";
@@ -96,6 +100,15 @@ pub fn parse_debug(s: &str) -> Option<u8> {
         "0" => Some(0),
         "1" => Some(1),
         "2" => Some(2),
+        _ => None,
+    }
+}
+
+/// Parses an on/off switch: `0` or `1`.
+pub fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim() {
+        "0" => Some(false),
+        "1" => Some(true),
         _ => None,
     }
 }

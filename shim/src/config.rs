@@ -24,6 +24,8 @@ pub struct Config {
     pub sndbuf: Option<i32>,
     /// SO_RCVBUF for converted sockets.
     pub rcvbuf: Option<i32>,
+    /// Print a summary of the program's connections when it exits.
+    pub report: bool,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -97,5 +99,6 @@ fn load() -> Config {
             expected::SIZE,
             "the system default",
         ),
+        report: setting(&[var::REPORT], settings::parse_bool, expected::BOOL, "0").unwrap_or(false),
     }
 }

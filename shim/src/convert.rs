@@ -6,8 +6,10 @@ use crate::counters::{self, Why};
 use crate::guard::{errno, set_errno, Outcome};
 use crate::log::{errno_name, line};
 use crate::real;
+use crate::tracked;
 use libc::{c_int, c_void, socklen_t};
 use smcrun_settings::{Fallback, Mode};
+use smcrun_telemetry::sidecar::{self, Event};
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
 
 /// AF_SMC (include/linux/socket.h).
@@ -111,6 +113,14 @@ fn smc_socket(mode: Mode, domain: c_int, ty: c_int) -> Result<(c_int, Kind), i32
     Err(last)
 }
 
+/// Hands an event to the sidecar, keeping errno (starting the sidecar, on the first TCP socket,
+/// makes system calls that may set it).
+pub fn tell(ev: Event) {
+    let saved = errno();
+    sidecar::send(ev);
+    set_errno(saved);
+}
+
 fn family_name(domain: c_int) -> &'static str {
     if domain == libc::AF_INET6 {
         "AF_INET6"
@@ -137,7 +147,9 @@ fn apply_buffers(fd: c_int, cfg: &Config) {
 pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int {
     if !is_tcp(domain, ty, protocol) {
         counters::bump(&counters::UNTOUCHED);
-        return out.record(real::socket(domain, ty, protocol));
+        let fd = out.record(real::socket(domain, ty, protocol));
+        tracked::clear(fd);
+        return fd;
     }
     let cfg = config::get();
     let entry = errno();
@@ -146,6 +158,12 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
             out.record(fd);
             apply_buffers(fd, cfg);
             counters::bump(&counters::CONVERTED);
+            tracked::mark(fd);
+            tell(Event::Created {
+                fd,
+                smc: true,
+                errno: 0,
+            });
             if cfg.debug >= 1 {
                 line!(
                     "socket fd {fd}: {} stream -> SMC ({})",
@@ -173,6 +191,14 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
             }
             set_errno(entry);
             let fd = out.record(real::socket(domain, ty, protocol));
+            if fd >= 0 {
+                tracked::mark(fd);
+                tell(Event::Created {
+                    fd,
+                    smc: false,
+                    errno: e,
+                });
+            }
             if cfg.debug >= 1 {
                 line!(
                     "socket fd {fd}: {} stream stays TCP: {} ({})",

@@ -4,10 +4,7 @@
 pub use smcrun_settings::Why;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Sockets made as SMC sockets.
-pub static CONVERTED: AtomicU64 = AtomicU64::new(0);
-/// Sockets the shim does not convert (UDP, UNIX, other protocols).
-pub static UNTOUCHED: AtomicU64 = AtomicU64::new(0);
+pub use smcrun_telemetry::sidecar::{CONVERTED, TCP_AT_CREATION, UNTOUCHED};
 /// bind() calls seen.
 pub static BINDS: AtomicU64 = AtomicU64::new(0);
 /// connect() calls seen.
@@ -21,6 +18,7 @@ pub fn bump(c: &AtomicU64) {
 
 /// Counts a socket that stayed TCP.
 pub fn fell_back(why: Why) {
+    bump(&TCP_AT_CREATION);
     bump(&FELL_BACK[why as usize]);
 }
 

@@ -7,8 +7,9 @@ use crate::config;
 use crate::counters;
 use crate::guard::hook;
 use crate::log::line;
-use crate::{convert, real};
+use crate::{convert, real, tracked};
 use libc::{c_int, c_void, socklen_t};
+use smcrun_telemetry::sidecar::{self, sockaddr_to_std, Event};
 
 /// Makes TCP sockets SMC sockets; see [`convert::socket`].
 ///
@@ -52,6 +53,10 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const libc::sockaddr, len: so
         |out| {
             let ret = out.record(real::connect(fd, addr, len));
             counters::bump(&counters::CONNECTS);
+            if (ret == 0 || crate::guard::errno() == libc::EINPROGRESS) && tracked::is_marked(fd) {
+                let remote = sockaddr_to_std(addr, len);
+                convert::tell(Event::Connected { fd, remote });
+            }
             if config::get().debug >= 2 {
                 let e = crate::guard::errno();
                 line!(
@@ -63,6 +68,78 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const libc::sockaddr, len: so
                     }
                 );
             }
+            ret
+        },
+    )
+}
+
+/// After a successful accept on a tracked listener: track the new connection and tell the sidecar.
+///
+/// # Safety
+/// `addr`/`len` are the caller's accept arguments after the call returned `fd`.
+unsafe fn accepted(listener: c_int, fd: c_int, addr: *mut libc::sockaddr, len: *mut socklen_t) {
+    if config::get().debug >= 2 {
+        let e = crate::guard::errno();
+        line!(
+            "accept fd {listener}: {}",
+            if fd >= 0 {
+                "ok"
+            } else {
+                crate::log::errno_name(e)
+            }
+        );
+    }
+    if fd >= 0 && tracked::is_marked(listener) && sidecar::active() {
+        tracked::mark(fd);
+        let remote = if len.is_null() {
+            None
+        } else {
+            sockaddr_to_std(addr, *len)
+        };
+        convert::tell(Event::Accepted {
+            listener,
+            fd,
+            remote,
+        });
+    }
+}
+
+/// accept(2), telling the sidecar about connections on TCP listeners.
+///
+/// # Safety
+/// Called by C code exactly as accept(2).
+#[no_mangle]
+pub unsafe extern "C" fn accept(
+    fd: c_int,
+    addr: *mut libc::sockaddr,
+    len: *mut socklen_t,
+) -> c_int {
+    hook(
+        || real::accept(fd, addr, len),
+        |out| {
+            let ret = out.record(real::accept(fd, addr, len));
+            accepted(fd, ret, addr, len);
+            ret
+        },
+    )
+}
+
+/// accept4(2), likewise.
+///
+/// # Safety
+/// Called by C code exactly as accept4(2).
+#[no_mangle]
+pub unsafe extern "C" fn accept4(
+    fd: c_int,
+    addr: *mut libc::sockaddr,
+    len: *mut socklen_t,
+    flags: c_int,
+) -> c_int {
+    hook(
+        || real::accept4_real(fd, addr, len, flags),
+        |out| {
+            let ret = out.record(real::accept4_real(fd, addr, len, flags));
+            accepted(fd, ret, addr, len);
             ret
         },
     )

@@ -18,6 +18,7 @@ mod guard;
 mod hooks;
 mod log;
 mod real;
+mod tracked;
 
 /// Runs when the library is loaded, before the program's `main`, while it is normally still
 /// single-threaded: resolve every real symbol and read the configuration here so that the hooks
@@ -25,6 +26,24 @@ mod real;
 #[ctor::ctor]
 fn init() {
     real::resolve_all();
-    config::get();
+    let cfg = config::get();
     counters::register_exit_summary();
+    smcrun_telemetry::sidecar::set_mode(match cfg.mode {
+        smcrun_settings::Mode::Smc => "smc",
+        smcrun_settings::Mode::Inet => "inet",
+        smcrun_settings::Mode::Auto => "auto",
+    });
+    if cfg.report {
+        smcrun_telemetry::sidecar::enable_exit_summary();
+    }
+    // SAFETY: registering extern "C" fns without arguments, as pthread_atfork and atexit require.
+    unsafe {
+        libc::pthread_atfork(None, None, Some(child_after_fork));
+        libc::atexit(smcrun_telemetry::sidecar::exit_summary);
+    }
+}
+
+/// In a forked child: the sidecar thread did not survive the fork; start afresh, lazily.
+extern "C" fn child_after_fork() {
+    smcrun_telemetry::sidecar::after_fork_in_child();
 }

@@ -42,10 +42,12 @@ static SOCKET: Symbol = Symbol::new(b"socket\0");
 static BIND: Symbol = Symbol::new(b"bind\0");
 static CONNECT: Symbol = Symbol::new(b"connect\0");
 static GETSOCKOPT: Symbol = Symbol::new(b"getsockopt\0");
+static ACCEPT: Symbol = Symbol::new(b"accept\0");
+static ACCEPT4: Symbol = Symbol::new(b"accept4\0");
 
 /// Resolves every symbol now (called from the library constructor).
 pub fn resolve_all() {
-    for s in [&SOCKET, &BIND, &CONNECT, &GETSOCKOPT] {
+    for s in [&SOCKET, &BIND, &CONNECT, &GETSOCKOPT, &ACCEPT, &ACCEPT4] {
         s.get();
     }
 }
@@ -113,6 +115,50 @@ pub unsafe fn getsockopt(
         let f: unsafe extern "C" fn(c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int =
             std::mem::transmute(p);
         f(fd, level, name, val, len)
+    }
+}
+
+/// The real `accept(2)`.
+///
+/// # Safety
+/// `addr` and `len` as for accept(2); they are passed on unchanged.
+pub unsafe fn accept(fd: c_int, addr: *mut libc::sockaddr, len: *mut socklen_t) -> c_int {
+    accept4(fd, addr, len, 0, &ACCEPT)
+}
+
+/// The real `accept4(2)`.
+///
+/// # Safety
+/// `addr` and `len` as for accept4(2); they are passed on unchanged.
+pub unsafe fn accept4_real(
+    fd: c_int,
+    addr: *mut libc::sockaddr,
+    len: *mut socklen_t,
+    flags: c_int,
+) -> c_int {
+    accept4(fd, addr, len, flags, &ACCEPT4)
+}
+
+/// accept and accept4 share the fallback system call (accept4 with flags 0 is accept).
+unsafe fn accept4(
+    fd: c_int,
+    addr: *mut libc::sockaddr,
+    len: *mut socklen_t,
+    flags: c_int,
+    sym: &Symbol,
+) -> c_int {
+    let p = sym.get();
+    if p.is_null() {
+        return libc::syscall(libc::SYS_accept4, fd, addr, len, flags) as c_int;
+    }
+    if std::ptr::eq(sym, &ACCEPT) {
+        let f: unsafe extern "C" fn(c_int, *mut libc::sockaddr, *mut socklen_t) -> c_int =
+            std::mem::transmute(p);
+        f(fd, addr, len)
+    } else {
+        let f: unsafe extern "C" fn(c_int, *mut libc::sockaddr, *mut socklen_t, c_int) -> c_int =
+            std::mem::transmute(p);
+        f(fd, addr, len, flags)
     }
 }
 

@@ -151,7 +151,7 @@ impl ProcessReport {
                 .iter()
                 .map(|r| match (&r.code, &r.errno) {
                     (Some(code), _) => format!("{code} {}: {}", r.text, r.count),
-                    (None, Some(e)) => format!("{} ({e}): {}", r.text, r.count),
+                    (None, Some(e)) => format!("{e} {}: {}", r.text, r.count),
                     _ => format!("{}: {}", r.text, r.count),
                 })
                 .collect();

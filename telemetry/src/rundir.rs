@@ -9,7 +9,7 @@
 use std::ffi::CString;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The run directory for the current user (not created).
@@ -45,10 +45,17 @@ pub fn check_dir(dir: &Path) -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
     if !m.file_type().is_dir() {
-        return Err(format!("{} is not a directory (a symlink?); refusing it", dir.display()));
+        return Err(format!(
+            "{} is not a directory (a symlink?); refusing it",
+            dir.display()
+        ));
     }
     if m.uid() != uid {
-        return Err(format!("{} belongs to uid {}, not {uid}; refusing it", dir.display(), m.uid()));
+        return Err(format!(
+            "{} belongs to uid {}, not {uid}; refusing it",
+            dir.display(),
+            m.uid()
+        ));
     }
     if m.mode() & 0o077 != 0 {
         return Err(format!(
@@ -116,9 +123,18 @@ pub fn read_report(dir: &Path, pid: u32) -> Result<Vec<u8>, String> {
     let path = report_path(dir, pid);
     let c = CString::new(path.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
     // SAFETY: opening a NUL-terminated path read-only without following a final symlink.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
     if fd < 0 {
-        return Err(format!("{}: {}", path.display(), std::io::Error::last_os_error()));
+        return Err(format!(
+            "{}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
     }
     // SAFETY: fd was just opened and is owned by the File from here on.
     let f = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };

@@ -264,6 +264,85 @@ fn threads(args: &[String]) {
     println!("threads={n} good={good}");
 }
 
+/// N connections to a listener on 127.0.0.1 through std (so through the C library), with both
+/// ends kept open; from `threads` threads at once when asked.
+fn connections(n: usize, threaded: bool) -> Vec<std::net::TcpStream> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let acceptor =
+        std::thread::spawn(move || (0..n).map(|_| l.accept().unwrap().0).collect::<Vec<_>>());
+    let mut all: Vec<std::net::TcpStream> = if threaded {
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+        let hs: Vec<_> = (0..n)
+            .map(|_| {
+                let b = barrier.clone();
+                std::thread::spawn(move || {
+                    b.wait();
+                    std::net::TcpStream::connect(addr).unwrap()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    } else {
+        (0..n)
+            .map(|_| std::net::TcpStream::connect(addr).unwrap())
+            .collect()
+    };
+    all.extend(acceptor.join().unwrap());
+    all
+}
+
+fn wait_forever() -> ! {
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
+fn conns(args: &[String]) {
+    let n: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(2);
+    let then = args.get(1).map(String::as_str).unwrap_or("exit");
+    let stdin_gate = then == "stdin";
+    if stdin_gate {
+        println!("pid={}", std::process::id());
+        std::io::stdout().flush().unwrap();
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).unwrap();
+    }
+    let keep = connections(n, then == "threads");
+    match then {
+        "wait" | "stdin" => {
+            println!("ready pid={}", std::process::id());
+            std::io::stdout().flush().unwrap();
+            wait_forever();
+        }
+        "fork" => {
+            std::io::stdout().flush().unwrap();
+            // SAFETY: the child runs ordinary Rust code in a process whose other threads have
+            // finished (the acceptor was joined), then exits normally so atexit handlers run.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                let more = connections(n, false);
+                println!(
+                    "child pid={} connections={}",
+                    std::process::id(),
+                    more.len()
+                );
+                drop(more);
+                std::process::exit(0);
+            }
+            let mut status = 0;
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            println!(
+                "parent pid={} child={pid} status={}",
+                std::process::id(),
+                status
+            );
+        }
+        _ => {}
+    }
+    drop(keep);
+}
+
 fn shim_loaded() -> bool {
     std::fs::read_to_string("/proc/self/maps")
         .map(|m| m.contains("libsmcrun_shim.so"))
@@ -334,6 +413,7 @@ fn main() {
         "threads" => threads(rest),
         "maps" => println!("shim_loaded={}", shim_loaded()),
         "fork-exec" => fork_exec(),
+        "conns" => conns(rest),
         "argv" => {
             for (i, a) in std::env::args_os().enumerate() {
                 let hex: String = a.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
@@ -349,7 +429,7 @@ fn main() {
         }
         "exit" => std::process::exit(rest.first().and_then(|s| s.parse().ok()).unwrap_or(0)),
         _ => {
-            eprintln!("usage: sockcheck identity [4|6] | untouched | errno | strict | threads N | maps | fork-exec | argv ... | wait | exit N");
+            eprintln!("usage: sockcheck identity [4|6] | untouched | errno | strict | threads N | maps | fork-exec | argv ... | wait | exit N | conns N [exit|wait|stdin|fork|threads]");
             std::process::exit(2);
         }
     }

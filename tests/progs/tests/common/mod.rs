@@ -63,6 +63,11 @@ pub fn smcrun() -> Command {
     ] {
         c.env_remove(v);
     }
+    // Reports of the programs the tests run go to a directory of this test binary's own, not to
+    // the machine's run directory.
+    let run = std::env::temp_dir().join(format!("smcrun-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&run).expect("test run directory");
+    c.env("XDG_RUNTIME_DIR", run);
     c
 }
 

@@ -1,0 +1,279 @@
+//! The per-process report on this machine: the sidecar inside a program under smcrun, `smcrun ps`
+//! and `smcrun why`, fork, exec, threads, SIGKILL, and a run directory that refuses planted files.
+
+mod common;
+use common::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A private run directory per test, through XDG_RUNTIME_DIR.
+fn xdg(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("smcrun-xdg-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn with_xdg(mut c: Command, dir: &Path) -> Command {
+    c.env("XDG_RUNTIME_DIR", dir);
+    c
+}
+
+fn ps_json(dir: &Path) -> Vec<serde_json::Value> {
+    let mut c = with_xdg(smcrun(), dir);
+    c.args(["ps", "--json"]);
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "{err}");
+    serde_json::from_str::<serde_json::Value>(&out)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn expected_reason() -> &'static str {
+    if kernel_has_af_smc() {
+        "" // on an SMC kernel the reasons differ; the VM checks them
+    } else {
+        "EAFNOSUPPORT the kernel has no AF_SMC"
+    }
+}
+
+fn read_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    let out = child.stdout.as_mut().unwrap();
+    // One byte at a time, so that nothing after the line is swallowed by a buffer.
+    let mut byte = [0u8; 1];
+    while std::io::Read::read(out, &mut byte).unwrap() == 1 && byte[0] != b'\n' {
+        line.push(byte[0] as char);
+    }
+    line
+}
+
+#[test]
+fn exit_summary_counts_each_connection_and_names_the_reason() {
+    let mut c = smcrun();
+    c.env("SMCRUN_REPORT", "1")
+        .arg(bin("sockcheck"))
+        .args(["conns", "2"]);
+    let dir = xdg("summary");
+    let (_, err, o) = run(with_xdg(c, &dir));
+    assert!(o.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("smcrun: pid "))
+        .expect(&err);
+    assert!(line.contains(" sockcheck: 4 connections, "), "{line}");
+    if !kernel_has_af_smc() {
+        assert!(line.contains("0 SMC-R, 4 TCP"), "{line}");
+        assert!(line.contains(&format!("({}", expected_reason())), "{line}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn ps_and_why_show_a_running_program_then_mark_it_dead_after_sigkill() {
+    let dir = xdg("ps");
+    let mut child = with_xdg(smcrun(), &dir)
+        .arg(bin("sockcheck"))
+        .args(["conns", "2", "wait"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ready = read_line(&mut child);
+    let pid = child.id();
+    assert_eq!(ready, format!("ready pid={pid}"));
+    // The report appears within about a second of the connections.
+    let start = Instant::now();
+    let entry = loop {
+        let list = ps_json(&dir);
+        if let Some(e) = list.iter().find(|e| e["pid"] == pid) {
+            if e["report"]["connections"]["total"] == 4 {
+                break e.clone();
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no report for {pid}: {list:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(entry["state"], "running");
+    assert_eq!(entry["program"], "sockcheck");
+    if !kernel_has_af_smc() {
+        assert_eq!(entry["report"]["connections"]["tcp"], 4);
+        assert_eq!(entry["report"]["reasons"][0]["errno"], "EAFNOSUPPORT");
+    }
+    // why: each connection with its mode and reason.
+    let mut c = with_xdg(smcrun(), &dir);
+    c.args(["why", &pid.to_string()]);
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "{err}");
+    let rows: Vec<_> = out
+        .lines()
+        .filter(|l| l.starts_with("client ") || l.starts_with("server "))
+        .collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    if !kernel_has_af_smc() {
+        assert!(
+            rows.iter()
+                .all(|r| r.contains(" TCP ") && r.contains("EAFNOSUPPORT")),
+            "{out}"
+        );
+    }
+    // SIGKILL: no exit handler runs; ps says dead once and cleans up.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let list = ps_json(&dir);
+    let e = list
+        .iter()
+        .find(|e| e["pid"] == pid)
+        .expect("the dead process is still listed once");
+    assert_eq!(e["state"], "dead");
+    assert!(
+        !ps_json(&dir).iter().any(|e| e["pid"] == pid),
+        "ps must remove a dead process's report"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_forked_child_gets_its_own_report() {
+    let dir = xdg("fork");
+    let mut c = with_xdg(smcrun(), &dir);
+    c.env("SMCRUN_REPORT", "1")
+        .arg(bin("sockcheck"))
+        .args(["conns", "3", "fork"]);
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "{err}");
+    let child = value(&out, "child pid")
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    let parent = value(&out, "parent pid")
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    let summaries: Vec<_> = err
+        .lines()
+        .filter(|l| l.starts_with("smcrun: pid "))
+        .collect();
+    assert_eq!(summaries.len(), 2, "{err}");
+    for pid in [child, parent] {
+        let l = summaries
+            .iter()
+            .find(|l| l.starts_with(&format!("smcrun: pid {pid} ")))
+            .unwrap_or_else(|| panic!("no summary for {pid}: {err}"));
+        assert!(
+            l.contains(": 6 connections"),
+            "each process counts only its own: {l}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn exec_keeps_the_pid_and_the_new_program_reports() {
+    let dir = xdg("exec");
+    let mut c = with_xdg(smcrun(), &dir);
+    let script = format!("exec {} conns 2", bin("sockcheck").display());
+    c.env("SMCRUN_REPORT", "1").args(["sh", "-c", &script]);
+    let child = c.stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("smcrun: pid {pid} sockcheck: 4 connections")),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn sixty_four_threads_connecting_at_once_are_all_counted() {
+    let dir = xdg("threads");
+    let mut c = with_xdg(smcrun(), &dir);
+    c.env("SMCRUN_REPORT", "1")
+        .arg(bin("sockcheck"))
+        .args(["conns", "64", "threads"]);
+    let (_, err, o) = run(c);
+    assert!(o.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("smcrun: pid "))
+        .expect(&err);
+    assert!(line.contains(": 128 connections"), "{line}");
+    assert!(
+        !line.contains("dropped") && !line.contains("not classified"),
+        "{line}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn the_run_directory_refuses_a_planted_symlink() {
+    let dir = xdg("symlink");
+    let run_dir = dir.join("smcrun");
+    std::fs::create_dir(&run_dir).unwrap();
+    std::fs::set_permissions(
+        &run_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let victim = dir.join("victim");
+    let mut child = with_xdg(smcrun(), &dir)
+        .arg(bin("sockcheck"))
+        .args(["conns", "1", "stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert_eq!(read_line(&mut child), format!("pid={pid}"));
+    std::os::unix::fs::symlink(&victim, run_dir.join(format!("{pid}.json"))).unwrap();
+    child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    assert_eq!(read_line(&mut child), format!("ready pid={pid}"));
+    std::thread::sleep(Duration::from_millis(1500));
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!victim.exists(), "the symlink was followed");
+    assert!(
+        err.contains("refusing"),
+        "one warning naming the refusal: {err}"
+    );
+    assert_eq!(
+        err.matches("warning: no per-process report").count(),
+        1,
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_run_directory_open_to_others_is_refused() {
+    let dir = xdg("perm");
+    let run_dir = dir.join("smcrun");
+    std::fs::create_dir(&run_dir).unwrap();
+    std::fs::set_permissions(
+        &run_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let mut c = with_xdg(smcrun(), &dir);
+    c.arg(bin("sockcheck")).args(["conns", "1"]);
+    let (_, err, o) = run(c);
+    assert!(o.status.success());
+    assert!(err.contains("expected 700"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(&run_dir).unwrap().count(),
+        0,
+        "nothing may be written there"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
