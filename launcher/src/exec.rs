@@ -44,6 +44,18 @@ pub struct RunOptions {
     /// Refuse to start a program that LD_PRELOAD cannot reach (static, setuid/setgid, Go).
     #[arg(long)]
     pub require_preload: bool,
+    /// Print a one-line summary of the program's connections on stderr when it exits
+    /// (SMCRUN_REPORT=1).
+    #[arg(long)]
+    pub report: bool,
+    /// Which sockets get SMC and which stay TCP, first match wins, e.g. 'smc port 6379,3306; tcp'
+    /// (SMCRUN_POLICY; try it with `smcrun policy check`). Overrides the policy of --config.
+    #[arg(long, value_name = "POLICY")]
+    pub policy: Option<String>,
+    /// Read the settings from a TOML file (mode, fallback, debug, sndbuf, rcvbuf, report, sysctl,
+    /// policy, ...); options on the command line override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 fn size_arg(s: &str) -> Result<i32, String> {
@@ -67,6 +79,8 @@ const VALUE_OPTIONS: &[&str] = &[
     "--mode",
     "--fallback",
     "--sysctl",
+    "--policy",
+    "--config",
 ];
 
 /// Splits `smcrun [OPTIONS] -- COMMAND...` into the part clap parses and the forced command.
@@ -117,6 +131,12 @@ pub fn shim_env(opts: &RunOptions) -> Vec<(&'static str, String)> {
             Fallback::Strict => "strict",
         };
         env.push((var::FALLBACK, name.to_string()));
+    }
+    if opts.report {
+        env.push((var::REPORT, "1".to_string()));
+    }
+    if let Some(p) = &opts.policy {
+        env.push((var::POLICY, p.clone()));
     }
     env
 }

@@ -6,8 +6,10 @@
 
 mod admin;
 mod capture;
+mod config;
 mod demo;
 mod exec;
+mod policy_cmd;
 mod preload;
 mod procs;
 mod signals;
@@ -64,6 +66,9 @@ enum Command {
     Ps(procs::PsArgs),
     /// One program's connections under smcrun, each with its mode and why it was not SMC.
     Why(procs::WhyArgs),
+    /// Check a policy: which rule a program's connect or bind matches, and the action.
+    #[command(subcommand)]
+    Policy(policy_cmd::PolicyCommand),
     /// Hidden: save the kernel's raw netlink replies as test fixtures.
     #[command(hide = true, name = "__capture")]
     Capture(capture::CaptureArgs),
@@ -86,7 +91,10 @@ fn main() -> ExitCode {
         }
     };
     match (cli.command, forced) {
-        (None, Some(cmd)) | (Some(Command::Run(cmd)), None) => exec::run(&cli.run, cmd),
+        (None, Some(cmd)) | (Some(Command::Run(cmd)), None) => match config::resolve(&cli.run) {
+            Ok(opts) => exec::run(&opts, cmd),
+            Err(code) => code,
+        },
         (Some(_), Some(_)) => {
             eprintln!("smcrun: a subcommand and `-- COMMAND` cannot be combined");
             ExitCode::from(2)
@@ -95,7 +103,10 @@ fn main() -> ExitCode {
             eprintln!("smcrun: no command given\nusage: smcrun [OPTIONS] [--] COMMAND [ARGS...]\n       smcrun demo | setup | ueid | pnet ... (see smcrun --help)");
             ExitCode::from(2)
         }
-        (Some(Command::Demo(a)), None) => demo::run(&cli.run, &a),
+        (Some(Command::Demo(a)), None) => match config::resolve(&cli.run) {
+            Ok(opts) => demo::run(&opts, &a),
+            Err(code) => code,
+        },
         (Some(Command::DemoWorker(a)), None) => demo::worker(&a),
         (Some(Command::Setup(c)), None) => admin::setup(c),
         (Some(Command::Ueid(c)), None) => admin::ueid(c),
@@ -103,6 +114,7 @@ fn main() -> ExitCode {
         (Some(Command::Ss(a)), None) => views::ss(&a),
         (Some(Command::Stats(a)), None) => views::stats(&a),
         (Some(Command::Capture(a)), None) => capture::run(&a),
+        (Some(Command::Policy(c)), None) => policy_cmd::run(c),
         (Some(Command::Ps(a)), None) => procs::ps(&a),
         (Some(Command::Why(a)), None) => procs::why(&a),
     }

@@ -1,0 +1,155 @@
+//! `smcrun policy check`: which rule of a policy a given program's connect or bind would match,
+//! and whether that socket would get SMC or TCP, without running anything. The same parser and
+//! matcher as the shim's, so the answer is the one a run would get.
+
+use crate::config;
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use smcrun_policy::{Action, Policy, Role};
+use smcrun_settings::var;
+use std::net::SocketAddr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `smcrun policy ...`.
+#[derive(Subcommand, Debug)]
+pub enum PolicyCommand {
+    /// Print the rule that a program's connect or bind matches, and the action (smc or tcp).
+    Check(CheckArgs),
+}
+
+/// `smcrun policy check`.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The policy, as given to `smcrun --policy` (default: the one in --config, else
+    /// $SMCRUN_POLICY).
+    #[arg(long, value_name = "POLICY", conflicts_with = "config")]
+    pub policy: Option<String>,
+    /// A config file whose policy to check.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The program: a name (matched as a basename) or a path (also matched by path globs).
+    #[arg(long, value_name = "NAME")]
+    pub program: PathBuf,
+    /// Check a client connecting to ADDR:PORT (e.g. 10.0.0.5:6379 or [fd00::5]:6379).
+    #[arg(
+        long,
+        value_name = "ADDR:PORT",
+        required_unless_present = "bind",
+        conflicts_with = "bind"
+    )]
+    pub connect: Option<SocketAddr>,
+    /// Check a server binding ADDR:PORT (e.g. 0.0.0.0:6379).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub bind: Option<SocketAddr>,
+    /// For --connect: the address the client bound first, for rules with `local`.
+    #[arg(long, value_name = "ADDR:PORT", requires = "connect")]
+    pub local: Option<SocketAddr>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The matched rule in `--json`.
+#[derive(Serialize)]
+struct RuleJson {
+    /// 0-based, as in the policy.
+    index: usize,
+    /// 1-based, as said in the text output.
+    position: usize,
+    /// Canonical text.
+    text: String,
+}
+
+/// The answer in `--json`.
+#[derive(Serialize)]
+struct CheckJson {
+    policy: String,
+    program: String,
+    role: &'static str,
+    local: Option<String>,
+    remote: Option<String>,
+    /// The rule that matched, or null when the default applied.
+    rule: Option<RuleJson>,
+    /// The rule in words, as in the text output.
+    matched: String,
+    action: &'static str,
+}
+
+/// Where the policy comes from: --policy, --config, $SMCRUN_POLICY. The error is the line to
+/// print.
+fn policy_of(args: &CheckArgs) -> Result<Policy, String> {
+    if let Some(text) = &args.policy {
+        return Policy::parse(text).map_err(|e| format!("--policy: {e}"));
+    }
+    if let Some(path) = &args.config {
+        return Ok(config::load(path)?.policy.unwrap_or_default());
+    }
+    match std::env::var(var::POLICY) {
+        Ok(text) => Policy::parse(&text).map_err(|e| format!("{}: {e}", var::POLICY)),
+        Err(_) => Err(format!(
+            "no policy to check: give --policy POLICY or --config FILE (or set {})",
+            var::POLICY
+        )),
+    }
+}
+
+/// Runs `smcrun policy ...`.
+pub fn run(cmd: PolicyCommand) -> ExitCode {
+    match cmd {
+        PolicyCommand::Check(args) => check(&args),
+    }
+}
+
+fn check(args: &CheckArgs) -> ExitCode {
+    let policy = match policy_of(args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("smcrun: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (role, local, remote) = match (args.connect, args.bind) {
+        (Some(to), _) => (Role::Client, args.local, Some(to)),
+        (None, Some(at)) => (Role::Server, Some(at), None),
+        (None, None) => {
+            eprintln!("smcrun: policy check needs --connect ADDR:PORT or --bind ADDR:PORT");
+            return ExitCode::from(2);
+        }
+    };
+    let exe = args.program.as_os_str().as_bytes();
+    let decision = policy.for_program(exe).decide(role, local, remote);
+    let matched = policy.describe_rule(decision.rule);
+    if args.json {
+        let out = CheckJson {
+            policy: policy.to_string(),
+            program: args.program.display().to_string(),
+            role: role.as_str(),
+            local: local.map(|a| a.to_string()),
+            remote: remote.map(|a| a.to_string()),
+            rule: decision.rule.map(|index| RuleJson {
+                index,
+                position: index + 1,
+                text: policy.rule_text(index).unwrap_or_default(),
+            }),
+            matched,
+            action: decision.action.as_str(),
+        };
+        match serde_json::to_string_pretty(&out) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("smcrun: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        println!("{matched}");
+        let why = match decision.action {
+            Action::Smc => "the socket is made SMC",
+            Action::Tcp => "the socket stays TCP",
+        };
+        println!("action: {} ({why})", decision.action);
+    }
+    ExitCode::SUCCESS
+}
