@@ -77,6 +77,12 @@ impl ProgramPolicy {
         self.rules.is_empty().then_some(self.default)
     }
 
+    /// Whether some rule names a `local` address, so that a client's bound address has to be
+    /// looked up before deciding (a server's always is: its port is the service port).
+    pub fn uses_local(&self) -> bool {
+        self.rules.iter().any(|(_, r)| !r.local.is_empty())
+    }
+
     /// The action when no rule matches.
     pub fn default_action(&self) -> Action {
         self.default

@@ -6,6 +6,7 @@
 //! keeps running.
 
 use crate::log::line;
+use smcrun_policy::{Policy, ProgramPolicy};
 use smcrun_settings::{self as settings, expected, var, Fallback, Mode};
 use std::ffi::CStr;
 use std::sync::OnceLock;
@@ -26,6 +27,8 @@ pub struct Config {
     pub rcvbuf: Option<i32>,
     /// Print a summary of the program's connections when it exits.
     pub report: bool,
+    /// The policy's rules for this program (no policy: every TCP socket is SMC).
+    pub policy: ProgramPolicy,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -100,5 +103,25 @@ fn load() -> Config {
             "the system default",
         ),
         report: setting(&[var::REPORT], settings::parse_bool, expected::BOOL, "0").unwrap_or(false),
+        policy: program_policy(),
+    }
+}
+
+/// SMCRUN_POLICY, narrowed to this executable. A bad policy gets one warning and the default
+/// (every TCP socket SMC, as without a policy): the launcher refuses bad policies before exec, so
+/// this only happens when the variable is set by hand.
+fn program_policy() -> ProgramPolicy {
+    let Some((name, text)) = lookup(&[var::POLICY]) else {
+        return ProgramPolicy::default();
+    };
+    match Policy::parse(text) {
+        Ok(p) => {
+            let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+            p.for_program(exe.as_os_str().as_encoded_bytes())
+        }
+        Err(e) => {
+            line!("warning: {name} is not valid: {e}; using the default action (smc)");
+            ProgramPolicy::default()
+        }
     }
 }

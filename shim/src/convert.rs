@@ -8,6 +8,7 @@ use crate::log::{errno_name, line};
 use crate::real;
 use crate::tracked;
 use libc::{c_int, c_void, socklen_t};
+use smcrun_policy::{Action, Family};
 use smcrun_settings::{Fallback, Mode};
 use smcrun_telemetry::sidecar::{self, Event};
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
@@ -153,12 +154,35 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
     }
     let cfg = config::get();
     let entry = errno();
+    let family = if domain == libc::AF_INET6 {
+        Family::V6
+    } else {
+        Family::V4
+    };
+    if cfg.policy.likely(family) == Action::Tcp {
+        let fd = out.record(real::socket(domain, ty, protocol));
+        if fd >= 0 {
+            tracked::mark(fd, false);
+            tell(Event::Created {
+                fd,
+                smc: false,
+                errno: sidecar::BY_POLICY,
+            });
+            if cfg.debug >= 1 {
+                line!(
+                    "socket fd {fd}: {} stream stays TCP by policy",
+                    family_name(domain)
+                );
+            }
+        }
+        return fd;
+    }
     match smc_socket(cfg.mode, domain, ty) {
         Ok((fd, kind)) => {
             out.record(fd);
             apply_buffers(fd, cfg);
             counters::bump(&counters::CONVERTED);
-            tracked::mark(fd);
+            tracked::mark(fd, true);
             tell(Event::Created {
                 fd,
                 smc: true,
@@ -192,7 +216,7 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
             set_errno(entry);
             let fd = out.record(real::socket(domain, ty, protocol));
             if fd >= 0 {
-                tracked::mark(fd);
+                tracked::mark(fd, false);
                 tell(Event::Created {
                     fd,
                     smc: false,

@@ -7,7 +7,7 @@ use crate::config;
 use crate::counters;
 use crate::guard::hook;
 use crate::log::line;
-use crate::{convert, real, tracked};
+use crate::{convert, policy, real, tracked};
 use libc::{c_int, c_void, socklen_t};
 use smcrun_telemetry::sidecar::{self, sockaddr_to_std, Event};
 
@@ -51,6 +51,7 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const libc::sockaddr, len: so
     hook(
         || real::connect(fd, addr, len),
         |out| {
+            policy::at_connect(fd, addr, len);
             let ret = out.record(real::connect(fd, addr, len));
             counters::bump(&counters::CONNECTS);
             if (ret == 0 || crate::guard::errno() == libc::EINPROGRESS) && tracked::is_marked(fd) {
@@ -73,6 +74,21 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const libc::sockaddr, len: so
     )
 }
 
+/// listen(2), after the policy's decision for a server socket (see [`policy::at_listen`]).
+///
+/// # Safety
+/// Called by C code exactly as listen(2).
+#[no_mangle]
+pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
+    hook(
+        || real::listen(fd, backlog),
+        |out| {
+            policy::at_listen(fd);
+            out.record(real::listen(fd, backlog))
+        },
+    )
+}
+
 /// After a successful accept on a tracked listener: track the new connection and tell the sidecar.
 ///
 /// # Safety
@@ -90,7 +106,7 @@ unsafe fn accepted(listener: c_int, fd: c_int, addr: *mut libc::sockaddr, len: *
         );
     }
     if fd >= 0 && tracked::is_marked(listener) && sidecar::active() {
-        tracked::mark(fd);
+        tracked::mark(fd, false);
         let remote = if len.is_null() {
             None
         } else {

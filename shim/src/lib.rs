@@ -17,6 +17,7 @@ mod counters;
 mod guard;
 mod hooks;
 mod log;
+mod policy;
 mod real;
 mod tracked;
 

@@ -43,11 +43,20 @@ static BIND: Symbol = Symbol::new(b"bind\0");
 static CONNECT: Symbol = Symbol::new(b"connect\0");
 static GETSOCKOPT: Symbol = Symbol::new(b"getsockopt\0");
 static ACCEPT: Symbol = Symbol::new(b"accept\0");
+static LISTEN: Symbol = Symbol::new(b"listen\0");
 static ACCEPT4: Symbol = Symbol::new(b"accept4\0");
 
 /// Resolves every symbol now (called from the library constructor).
 pub fn resolve_all() {
-    for s in [&SOCKET, &BIND, &CONNECT, &GETSOCKOPT, &ACCEPT, &ACCEPT4] {
+    for s in [
+        &SOCKET,
+        &BIND,
+        &CONNECT,
+        &GETSOCKOPT,
+        &ACCEPT,
+        &ACCEPT4,
+        &LISTEN,
+    ] {
         s.get();
     }
 }
@@ -115,6 +124,20 @@ pub unsafe fn getsockopt(
         let f: unsafe extern "C" fn(c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int =
             std::mem::transmute(p);
         f(fd, level, name, val, len)
+    }
+}
+
+/// The real `listen(2)`.
+pub fn listen(fd: c_int, backlog: c_int) -> c_int {
+    let p = LISTEN.get();
+    // SAFETY: a non-null pointer from dlsym("listen") has listen's C signature.
+    unsafe {
+        if p.is_null() {
+            libc::syscall(libc::SYS_listen, fd, backlog) as c_int
+        } else {
+            let f: unsafe extern "C" fn(c_int, c_int) -> c_int = std::mem::transmute(p);
+            f(fd, backlog)
+        }
     }
 }
 

@@ -49,6 +49,11 @@ pub enum Event {
         /// Where to.
         remote: Option<SocketAddr>,
     },
+    /// The policy turned SMC socket `fd` to TCP before it connected or listened.
+    PolicyTcp {
+        /// The program's fd.
+        fd: i32,
+    },
     /// `accept()`/`accept4()` returned `fd` from `listener`.
     Accepted {
         /// The listening socket.
@@ -265,6 +270,10 @@ struct Sock {
     since: Instant,
 }
 
+/// The "errno" of a socket that is TCP because the policy says so (in [`Event::Created`] when
+/// the policy can never want SMC for it).
+pub const BY_POLICY: i32 = -1;
+
 /// The "errno" of a TCP connection accepted from a listener the shim never saw created (inherited,
 /// or made before the shim was loaded).
 const NOT_OURS: i32 = 0;
@@ -306,6 +315,12 @@ impl ReasonKey {
                     count,
                 }
             }
+            ReasonKey::Errno(BY_POLICY) => ReasonCount {
+                code: None,
+                errno: None,
+                text: "TCP by policy".into(),
+                count,
+            },
             ReasonKey::Errno(NOT_OURS) => ReasonCount {
                 code: None,
                 errno: None,
@@ -450,6 +465,11 @@ impl State {
                         since: Instant::now(),
                     },
                 );
+            }
+            Event::PolicyTcp { fd } => {
+                if let Some(s) = self.socks.get_mut(&fd) {
+                    s.tcp_errno = Some(BY_POLICY);
+                }
             }
             Event::Connected { fd, remote } => {
                 if let Some(s) = self.socks.get_mut(&fd) {
