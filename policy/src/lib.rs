@@ -131,11 +131,19 @@ impl Policy {
     /// start-up: this is the only place that globs. From a `Path`, pass
     /// `path.as_os_str().as_bytes()`.
     pub fn for_program(&self, exe: &[u8]) -> ProgramPolicy {
+        self.for_program_names(&[exe])
+    }
+
+    /// As [`Policy::for_program`], for a program known by several names: a rule's `program`
+    /// holds when it matches any of them. The file `/proc/self/exe` names is not always the name
+    /// the program was started by (Debian's `/usr/bin/redis-server` is a symlink to
+    /// `redis-check-rdb`): a caller that knows both should pass that path and `argv[0]`.
+    pub fn for_program_names(&self, names: &[&[u8]]) -> ProgramPolicy {
         ProgramPolicy::new(
             self.rules
                 .iter()
                 .enumerate()
-                .filter(|(_, r)| r.applies_to(exe))
+                .filter(|(_, r)| names.iter().any(|n| r.applies_to(n)))
                 .map(|(i, r)| (i, r.clone()))
                 .collect(),
             self.default_action(),
