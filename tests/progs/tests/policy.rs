@@ -49,112 +49,23 @@ fn policy_check_answers_the_readme_examples() {
     let no_loopback = "tcp remote 127.0.0.0/8,::1; smc";
     let never = "tcp remote 10.1.2.3; smc";
     let server = "smc role server port 6379; tcp";
-    for (policy, program, how, addr, matched, action) in [
-        (
-            only,
-            "redis-benchmark",
-            "--connect",
-            "10.0.0.5:6379",
-            "rule 1 of 2: smc port 6379,3306",
-            "smc",
-        ),
-        (
-            only,
-            "mysql",
-            "--connect",
-            "[fd00::5]:3306",
-            "rule 1 of 2: smc port 6379,3306",
-            "smc",
-        ),
-        (
-            only,
-            "curl",
-            "--connect",
-            "10.0.0.5:443",
-            "the default: tcp (rule 2 of 2)",
-            "tcp",
-        ),
-        (
-            only,
-            "redis-server",
-            "--bind",
-            "0.0.0.0:6379",
-            "rule 1 of 2: smc port 6379,3306",
-            "smc",
-        ),
-        (
-            no_loopback,
-            "redis-cli",
-            "--connect",
-            "127.0.0.1:6379",
-            "rule 1 of 2: tcp remote 127.0.0.0/8,::1",
-            "tcp",
-        ),
-        (
-            no_loopback,
-            "redis-cli",
-            "--connect",
-            "[::1]:6379",
-            "rule 1 of 2: tcp remote 127.0.0.0/8,::1",
-            "tcp",
-        ),
-        (
-            no_loopback,
-            "redis-cli",
-            "--connect",
-            "[::ffff:127.0.0.1]:6379",
-            "rule 1 of 2: tcp remote 127.0.0.0/8,::1",
-            "tcp",
-        ),
-        (
-            no_loopback,
-            "redis-cli",
-            "--connect",
-            "10.0.0.5:6379",
-            "the default: smc (rule 2 of 2)",
-            "smc",
-        ),
-        (
-            never,
-            "x",
-            "--connect",
-            "10.1.2.3:22",
-            "rule 1 of 2: tcp remote 10.1.2.3",
-            "tcp",
-        ),
-        (
-            never,
-            "x",
-            "--connect",
-            "10.1.2.4:22",
-            "the default: smc (rule 2 of 2)",
-            "smc",
-        ),
-        (
-            server,
-            "redis-server",
-            "--bind",
-            "[::]:6379",
-            "rule 1 of 2: smc role server port 6379",
-            "smc",
-        ),
-        (
-            server,
-            "redis-cli",
-            "--connect",
-            "10.0.0.5:6379",
-            "the default: tcp (rule 2 of 2)",
-            "tcp",
-        ),
-        (
-            server,
-            "redis-server",
-            "--bind",
-            "0.0.0.0:16379",
-            "the default: tcp (rule 2 of 2)",
-            "tcp",
-        ),
-    ] {
+    #[rustfmt::skip]
+    let cases = [
+        (only, "redis-benchmark", "--connect", "10.0.0.5:6379", "rule 1 of 2: smc port 6379,3306", "smc"),
+        (only, "mysql", "--connect", "[fd00::5]:3306", "rule 1 of 2: smc port 6379,3306", "smc"),
+        (only, "curl", "--connect", "10.0.0.5:443", "the default: tcp (rule 2 of 2)", "tcp"),
+        (only, "redis-server", "--bind", "0.0.0.0:6379", "rule 1 of 2: smc port 6379,3306", "smc"),
+        (no_loopback, "redis-cli", "--connect", "127.0.0.1:6379", "rule 1 of 2: tcp remote 127.0.0.0/8,::1", "tcp"),
+        (no_loopback, "redis-cli", "--connect", "[::1]:6379", "rule 1 of 2: tcp remote 127.0.0.0/8,::1", "tcp"),
+        (no_loopback, "redis-cli", "--connect", "[::ffff:127.0.0.1]:6379", "rule 1 of 2: tcp remote 127.0.0.0/8,::1", "tcp"),
+        (no_loopback, "redis-cli", "--connect", "10.0.0.5:6379", "the default: smc (rule 2 of 2)", "smc"),
+        (never, "x", "--connect", "10.1.2.3:22", "rule 1 of 2: tcp remote 10.1.2.3", "tcp"),
+        (never, "x", "--connect", "10.1.2.4:22", "the default: smc (rule 2 of 2)", "smc"),
+        (server, "redis-server", "--bind", "[::]:6379", "rule 1 of 2: smc role server port 6379", "smc"),
+        (server, "redis-cli", "--connect", "10.0.0.5:6379", "the default: tcp (rule 2 of 2)", "tcp"),
+        (server, "redis-server", "--bind", "0.0.0.0:16379", "the default: tcp (rule 2 of 2)", "tcp"),
+    ];
+    for (policy, program, how, addr, matched, action) in cases {
         let (first, second, code) = check(&["--policy", policy, "--program", program, how, addr]);
         assert_eq!(code, Some(0), "{policy} {program} {how} {addr}");
         assert_eq!(first, matched, "{policy} {program} {how} {addr}");
