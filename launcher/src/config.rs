@@ -188,7 +188,7 @@ fn sorted<'t, 'i>(table: &'t DeTable<'i>) -> Vec<(&'t Spanned<Cow<'i, str>>, &'t
     entries
 }
 
-/// Where in the file character `offset` of the string value `v` is: exact when the string is
+/// Where in the file byte `offset` of the string value `v` is: exact when the string is
 /// written without escapes, else the start of the value.
 fn locate(file: &str, v: &Value<'_>, offset: usize) -> usize {
     let span = v.span();
