@@ -176,6 +176,13 @@ fn fixed_when_no_rule_applies_to_the_program() {
 }
 
 #[test]
+fn uses_local_when_a_rule_of_the_program_names_a_local_address() {
+    assert!(policy("smc local 10.0.0.0/8; tcp", "x").uses_local());
+    assert!(!policy("smc port 1; tcp remote ::1", "x").uses_local());
+    assert!(!policy("smc program other local 10.0.0.0/8; tcp", "x").uses_local());
+}
+
+#[test]
 fn describing_rules() {
     let p = Policy::parse("smc port 6379,3306; tcp").unwrap();
     assert_eq!(p.describe_rule(Some(0)), "rule 1 of 2: smc port 6379,3306");
