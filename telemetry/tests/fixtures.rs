@@ -19,6 +19,8 @@ use smcrun_telemetry::rdma::{self, ResourceKind};
 use smcrun_telemetry::smc_genl;
 use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
 
+/// The redis port of the scenario; the checks use the listener's port found in the capture and
+/// fall back to this one.
 const PORT: u16 = 6379;
 const UEID: &str = "SMCRUN-TEST";
 
@@ -85,8 +87,17 @@ fn sockets(files: &Files, name: &str) -> Result<Option<Vec<SmcSocket>>, String> 
         .transpose()
 }
 
-fn on_port(s: &SmcSocket) -> bool {
-    s.local.port() != 0 && s.peer.port() != 0 && (s.local.port() == PORT || s.peer.port() == PORT)
+/// The server's port: that of the (SMC) listening socket in the dump.
+fn server_port(socks: &[SmcSocket]) -> u16 {
+    socks
+        .iter()
+        .find(|s| s.state == 10)
+        .map_or(PORT, |s| s.local.port())
+}
+
+/// A connected socket of the server or of one of its clients.
+fn on_port(s: &SmcSocket, port: u16) -> bool {
+    s.local.port() != 0 && s.peer.port() != 0 && (s.local.port() == port || s.peer.port() == port)
 }
 
 fn check_smcr(files: &Files) -> Result<usize, String> {
@@ -94,11 +105,11 @@ fn check_smcr(files: &Files) -> Result<usize, String> {
     if let Some(socks) = sockets(files, "sock_diag_ext0")? {
         let n = socks
             .iter()
-            .filter(|s| s.mode == Mode::SmcR && on_port(s))
+            .filter(|s| s.mode == Mode::SmcR && on_port(s, server_port(&socks)))
             .count();
         ensure!(
             n >= 4,
-            "sock_diag_ext0: {n} SMC-R sockets on port {PORT}, expected at least 4: {socks:?}"
+            "sock_diag_ext0: {n} SMC-R sockets on the server's port, expected at least 4: {socks:?}"
         );
         checked += 1;
     }
@@ -112,7 +123,7 @@ fn check_smcr(files: &Files) -> Result<usize, String> {
         };
         let active: Vec<_> = socks
             .iter()
-            .filter(|s| s.mode == Mode::SmcR && s.state == 1 && on_port(s))
+            .filter(|s| s.mode == Mode::SmcR && s.state == 1 && on_port(s, server_port(&socks)))
             .collect();
         ensure!(!active.is_empty(), "{name}: no active SMC-R socket");
         for s in active {
@@ -219,8 +230,8 @@ fn check_smcr(files: &Files) -> Result<usize, String> {
 fn fallback_with(socks: &[SmcSocket], local: bool, reason: u32, peer: Option<u32>) -> bool {
     socks.iter().any(|s| {
         s.mode == Mode::Fallback
-            && on_port(s)
-            && (s.local.port() == PORT) == local
+            && on_port(s, server_port(socks))
+            && (s.local.port() == server_port(socks)) == local
             && s.fallback
                 .is_some_and(|(r, p)| r == reason && (peer.is_none() || peer == Some(p)))
     })
@@ -438,4 +449,20 @@ fn fallback_checks_accept_a_good_capture_and_catch_bad_ones() {
     let mut bad = Files::new();
     bad.insert("sock_diag_ext0".into(), socks(0x0303_0000));
     assert!(check_fallback(&bad).unwrap_err().contains("PEERNOSMC"));
+
+    // The server's port comes from its listening socket, whatever it is.
+    let mut listener = diag(0, 213, 0, (0, 0));
+    listener[1] = 10;
+    let other_port = dump(
+        20,
+        &[
+            listener,
+            diag(1, 40001, 213, (0x0303_0000, 0)),
+            diag(1, 213, 40001, (0x0500_0000, 0x0303_0000)),
+            diag(1, 213, 40002, (0x0301_0000, 0)),
+        ],
+    );
+    let mut moved = Files::new();
+    moved.insert("sock_diag_ext0".into(), other_port);
+    assert_eq!(check_fallback(&moved), Ok(2));
 }
