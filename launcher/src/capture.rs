@@ -33,9 +33,13 @@ const SMC_COMMANDS: &[u8] = &[
 
 const SOCK_DIAG_EXTS: &[u8] = &[0, 1, 2, 8, 0xf];
 
-const RDMA_OPS: &[u16] = &[
-    rdma::op::GET,
-    rdma::op::RES_GET,
+/// NLDEV dumps of all devices at once.
+const RDMA_OPS: &[u16] = &[rdma::op::GET, rdma::op::RES_GET];
+
+/// NLDEV dumps the kernel answers per device only (it wants the device index), saved as
+/// `rdma_<OP>_<index>.bin`.
+const RDMA_DEVICE_OPS: &[u16] = &[
+    rdma::op::PORT_GET,
     rdma::op::RES_QP_GET,
     rdma::op::RES_CQ_GET,
     rdma::op::RES_MR_GET,
@@ -104,10 +108,12 @@ pub fn run(a: &CaptureArgs) -> ExitCode {
     }
     if let Ok(devices) = rdma::devices() {
         for d in devices {
-            c.save(
-                &format!("rdma_PORT_GET_{}", d.index),
-                rdma::dump_raw(rdma::op::PORT_GET, Some(d.index)),
-            );
+            for &op in RDMA_DEVICE_OPS {
+                c.save(
+                    &format!("rdma_{}_{}", rdma::op_name(op), d.index),
+                    rdma::dump_raw(op, Some(d.index)),
+                );
+            }
         }
     }
     if c.failed_write || c.written == 0 {

@@ -196,8 +196,104 @@ pub fn dump_raw(ext: u8) -> Result<Vec<u8>, Error> {
 /// All SMC sockets of this network namespace, with the extensions in `ext`
 /// ([`EXT_CONNINFO`] | [`EXT_LGRINFO`] | [`EXT_DMBINFO`]). Without the `smc_diag` module this is
 /// [`Error::ModuleMissing`].
+///
+/// smc_diag leaves the IP addresses zero for sockets made with IPPROTO_SMC (and for the sockets
+/// their listeners accept) on current kernels, reporting only the ports. Such addresses are filled
+/// in from the SMC socket's internal TCP socket, found through TCP sock_diag by its ports (see
+/// [`fill_addresses`]); where that is ambiguous or unavailable they stay unspecified.
 pub fn dump(ext: u8) -> Result<Vec<SmcSocket>, Error> {
-    parse(&dump_raw(ext)?)
+    let mut sockets = parse(&dump_raw(ext)?)?;
+    if sockets.iter().any(needs_address) {
+        let mut tcp = Vec::new();
+        for family in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
+            if let Ok(raw) = tcp_dump_raw(family) {
+                tcp.extend(parse_tcp(&raw).unwrap_or_default());
+            }
+        }
+        fill_addresses(&mut sockets, &tcp);
+    }
+    Ok(sockets)
+}
+
+/// A TCP socket as TCP sock_diag reports it: enough to find an SMC socket's internal one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TcpSocket {
+    /// TCP state (1 established, 10 listen, ...).
+    pub state: u8,
+    /// Local address.
+    pub local: SocketAddr,
+    /// Peer address.
+    pub peer: SocketAddr,
+}
+
+const TCP_LISTEN: u8 = 10;
+const INET_DIAG_MSG_LEN: usize = 72;
+
+/// The 56-byte `struct inet_diag_req_v2` asking for all TCP sockets of `family` in any state.
+pub fn tcp_request(family: u8) -> Vec<u8> {
+    let mut req = vec![0u8; 56];
+    req[0] = family;
+    req[1] = libc::IPPROTO_TCP as u8;
+    req[4..8].copy_from_slice(&u32::MAX.to_ne_bytes());
+    req
+}
+
+/// Raw TCP sock_diag dump of `family` (AF_INET or AF_INET6).
+pub fn tcp_dump_raw(family: u8) -> Result<Vec<u8>, Error> {
+    let what = format!("sock_diag dump of TCP sockets (family {family})");
+    nl::dump_raw(
+        Protocol::SockDiag,
+        SOCK_DIAG_BY_FAMILY,
+        &tcp_request(family),
+        &what,
+    )
+}
+
+/// Parse a raw TCP sock_diag reply (`struct inet_diag_msg` per socket).
+pub fn parse_tcp(raw: &[u8]) -> Result<Vec<TcpSocket>, Error> {
+    let what = "sock_diag TCP reply";
+    let mut out = Vec::new();
+    for m in nl::data_messages(raw, what)? {
+        let p = m.payload;
+        need(p, INET_DIAG_MSG_LEN, "inet_diag_msg", what)?;
+        let family = p[0];
+        let id = &p[4..52];
+        let v4 = family == libc::AF_INET as u8;
+        out.push(TcpSocket {
+            state: p[1],
+            local: address(family, v4, &id[4..20], be16(&id[0..2])),
+            peer: address(family, v4, &id[20..36], be16(&id[2..4])),
+        });
+    }
+    Ok(out)
+}
+
+fn needs_address(s: &SmcSocket) -> bool {
+    s.local.port() != 0 && s.local.ip().is_unspecified() && s.peer.ip().is_unspecified()
+}
+
+/// Give SMC sockets with unspecified addresses (see [`dump`]) the addresses of the one TCP
+/// socket with the same ports and the same kind (listening or not) and, for AF_INET/AF_INET6
+/// SMC sockets, the same IP family. Sockets with no or several candidates are left alone.
+pub fn fill_addresses(sockets: &mut [SmcSocket], tcp: &[TcpSocket]) {
+    for s in sockets.iter_mut().filter(|s| needs_address(s)) {
+        let listening = s.state == crate::reasons::state::LISTEN;
+        let family_ok = |t: &TcpSocket| match s.family {
+            f if f == libc::AF_INET as u8 => t.local.is_ipv4(),
+            f if f == libc::AF_INET6 as u8 => t.local.is_ipv6(),
+            _ => true,
+        };
+        let mut candidates = tcp.iter().filter(|t| {
+            t.local.port() == s.local.port()
+                && t.peer.port() == s.peer.port()
+                && (t.state == TCP_LISTEN) == listening
+                && family_ok(t)
+        });
+        if let (Some(t), None) = (candidates.next(), candidates.next()) {
+            s.local = t.local;
+            s.peer = t.peer;
+        }
+    }
 }
 
 /// Parse a raw sock_diag reply (as from [`dump_raw`]).
@@ -504,6 +600,109 @@ mod tests {
             let e = parse(&reply(&[m])).unwrap_err();
             assert!(matches!(e, Error::Malformed { .. }), "{kind}: {e}");
         }
+    }
+
+    fn tcp_msg(family: u8, state: u8, local: SocketAddr, peer: SocketAddr) -> Vec<u8> {
+        let words = |a: &SocketAddr| match a.ip() {
+            IpAddr::V4(v) => v4(v.octets()),
+            IpAddr::V6(v) => v.octets(),
+        };
+        let mut m = vec![family, state, 0, 0];
+        m.extend(local.port().to_be_bytes());
+        m.extend(peer.port().to_be_bytes());
+        m.extend(words(&local));
+        m.extend(words(&peer));
+        m.extend([0u8; 12]);
+        m.extend([0u8; 20]);
+        assert_eq!(m.len(), INET_DIAG_MSG_LEN);
+        m
+    }
+
+    #[test]
+    fn tcp_request_and_reply() {
+        let r = tcp_request(10);
+        assert_eq!((r.len(), r[0], r[1]), (56, 10, 6));
+        assert_eq!(&r[4..8], &[0xff; 4]);
+        let a: SocketAddr = "127.0.0.1:6379".parse().unwrap();
+        let b: SocketAddr = "127.0.0.2:40000".parse().unwrap();
+        let raw = reply(&[tcp_msg(2, 1, a, b)]);
+        let t = parse_tcp(&raw).unwrap();
+        assert_eq!((t[0].state, t[0].local, t[0].peer), (1, a, b));
+        assert!(parse_tcp(&reply(&[vec![2; 71]])).is_err());
+    }
+
+    #[test]
+    fn zero_addresses_are_filled_from_the_unique_tcp_match() {
+        let zero4 = |port| SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port);
+        let sock = |family, state, local, peer| SmcSocket {
+            family,
+            state,
+            mode: Mode::SmcR,
+            shutdown: 0,
+            local,
+            peer,
+            interface: 0,
+            uid: 0,
+            inode: 1,
+            fallback: None,
+            conninfo: None,
+            lgrinfo: None,
+            dmbinfo: None,
+        };
+        let srv: SocketAddr = "127.0.0.1:6379".parse().unwrap();
+        let cli: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let any6: SocketAddr = "[::]:6379".parse().unwrap();
+        let tcp = vec![
+            TcpSocket {
+                state: 1,
+                local: cli,
+                peer: srv,
+            },
+            TcpSocket {
+                state: 1,
+                local: srv,
+                peer: cli,
+            },
+            TcpSocket {
+                state: 10,
+                local: "0.0.0.0:6379".parse().unwrap(),
+                peer: zero4(0),
+            },
+            TcpSocket {
+                state: 10,
+                local: any6,
+                peer: "[::]:0".parse().unwrap(),
+            },
+            // same ports as the next SMC socket twice: ambiguous
+            TcpSocket {
+                state: 1,
+                local: "10.0.0.1:7000".parse().unwrap(),
+                peer: "10.0.0.2:80".parse().unwrap(),
+            },
+            TcpSocket {
+                state: 1,
+                local: "10.0.0.3:7000".parse().unwrap(),
+                peer: "10.0.0.4:80".parse().unwrap(),
+            },
+        ];
+        let mut socks = vec![
+            sock(2, 1, zero4(40000), zero4(6379)),
+            sock(43, 1, zero4(6379), zero4(40000)),
+            sock(10, 10, zero4(6379), zero4(0)),
+            sock(43, 1, zero4(7000), zero4(80)),
+            sock(
+                43,
+                1,
+                "127.0.0.9:1".parse().unwrap(),
+                "127.0.0.8:2".parse().unwrap(),
+            ),
+        ];
+        fill_addresses(&mut socks, &tcp);
+        assert_eq!((socks[0].local, socks[0].peer), (cli, srv));
+        assert_eq!((socks[1].local, socks[1].peer), (srv, cli));
+        assert_eq!(socks[2].local, any6);
+        assert_eq!(socks[3].local, zero4(7000));
+        assert_eq!(socks[4].local, "127.0.0.9:1".parse().unwrap());
     }
 
     #[test]

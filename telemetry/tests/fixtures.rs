@@ -66,10 +66,18 @@ fn parse_all(files: &Files) -> Result<usize, String> {
             "smc_pnetid_GET" => smcrun_telemetry::pnet::parse(raw).map(drop),
             "rdma_GET" => rdma::parse_devices(raw).map(drop),
             "rdma_RES_GET" => rdma::parse_resource_summary(raw).map(drop),
-            "rdma_RES_QP_GET" => rdma::parse_resources(raw, ResourceKind::Qp).map(drop),
-            "rdma_RES_CQ_GET" => rdma::parse_resources(raw, ResourceKind::Cq).map(drop),
-            "rdma_RES_MR_GET" => rdma::parse_resources(raw, ResourceKind::Mr).map(drop),
-            "rdma_RES_PD_GET" => rdma::parse_resources(raw, ResourceKind::Pd).map(drop),
+            n if n.starts_with("rdma_RES_QP_GET") => {
+                rdma::parse_resources(raw, ResourceKind::Qp).map(drop)
+            }
+            n if n.starts_with("rdma_RES_CQ_GET") => {
+                rdma::parse_resources(raw, ResourceKind::Cq).map(drop)
+            }
+            n if n.starts_with("rdma_RES_MR_GET") => {
+                rdma::parse_resources(raw, ResourceKind::Mr).map(drop)
+            }
+            n if n.starts_with("rdma_RES_PD_GET") => {
+                rdma::parse_resources(raw, ResourceKind::Pd).map(drop)
+            }
             n if n.starts_with("rdma_PORT_GET_") => rdma::parse_ports(raw).map(drop),
             n if n.starts_with("sock_diag_ext") => sock_diag::parse(raw).map(drop),
             _ => continue,
@@ -216,11 +224,15 @@ fn check_smcr(files: &Files) -> Result<usize, String> {
         );
         checked += 1;
     }
-    if let Some(raw) = files.get("rdma_RES_QP_GET") {
+    for (name, raw) in files
+        .iter()
+        .filter(|(n, _)| n.starts_with("rdma_RES_QP_GET"))
+    {
         let qps = rdma::parse_resources(raw, ResourceKind::Qp).map_err(|e| e.to_string())?;
+        // SMC-R's queue pairs are the kernel's own: named after the creating module, no pid.
         ensure!(
-            !qps.is_empty(),
-            "rdma_RES_QP_GET: no queue pairs while SMC-R is in use"
+            qps.iter().any(|q| q.pid.is_none() && q.kern_name.is_some()),
+            "{name}: no kernel-owned queue pair while SMC-R is in use: {qps:?}"
         );
         checked += 1;
     }

@@ -40,6 +40,7 @@ impl Rng {
 fn all_parsers(raw: &[u8]) -> Vec<Result<(), Error>> {
     vec![
         sock_diag::parse(raw).map(drop),
+        sock_diag::parse_tcp(raw).map(drop),
         smc_genl::parse_sys_info(raw).map(drop),
         smc_genl::parse_stats(raw).map(drop),
         smc_genl::parse_fallback_stats(raw).map(drop),

@@ -77,3 +77,24 @@ fn kernel_refusal_keeps_errno_and_explanation() {
     assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
     eprintln!("kernel said: {e}");
 }
+
+#[test]
+fn tcp_sock_diag_finds_our_listener_and_connection() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let cport = client.local_addr().unwrap().port();
+    let raw = sock_diag::tcp_dump_raw(libc::AF_INET as u8).unwrap();
+    let tcp = sock_diag::parse_tcp(&raw).unwrap();
+    assert!(
+        tcp.iter()
+            .any(|t| t.state == 10 && t.local == listener.local_addr().unwrap()),
+        "listener on {port} not in {tcp:?}"
+    );
+    assert!(
+        tcp.iter().any(|t| t.state == 1
+            && t.local == client.local_addr().unwrap()
+            && t.peer.port() == port),
+        "connection from {cport} not in {tcp:?}"
+    );
+}
