@@ -116,8 +116,13 @@ fn program_policy() -> ProgramPolicy {
     };
     match Policy::parse(text) {
         Ok(p) => {
+            // Both the executable (symlinks resolved) and the name it was started as: Debian's
+            // redis-server is a symlink to redis-check-rdb, and a rule naming redis-server must
+            // match it.
             let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
-            p.for_program(exe.as_os_str().as_encoded_bytes())
+            let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+            let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+            p.for_program_names(&[exe.as_os_str().as_encoded_bytes(), argv0])
         }
         Err(e) => {
             line!("warning: {name} is not valid: {e}; using the default action (smc)");

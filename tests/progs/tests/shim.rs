@@ -182,3 +182,34 @@ fn buffer_sizes_apply_to_converted_sockets_only_and_never_break_the_program() {
     assert!(o.status.success(), "{err}");
     assert_eq!(value(&out, "data_ok"), "true");
 }
+
+#[test]
+fn policy_program_rules_match_the_name_a_program_was_started_as() {
+    // Like Debian's redis-server, a symlink to another executable.
+    let dir = std::env::temp_dir().join(format!("smcrun-policy-name-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("renamed-prog");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(bin("sockcheck"), &link).unwrap();
+    // `smc program NAME; tcp`: a program the rule names may get SMC sockets; any other gets TCP
+    // sockets from the start, "by policy".
+    for (name, by_policy) in [
+        ("renamed-prog", false),
+        ("sockcheck", false),
+        ("other", true),
+    ] {
+        let mut c = smcrun();
+        c.args(["-d", "--policy", &format!("smc program {name}; tcp")])
+            .arg(&link)
+            .arg("identity");
+        let (out, err, o) = run(c);
+        assert!(o.status.success(), "{err}");
+        assert_eq!(value(&out, "data_ok"), "true");
+        assert_eq!(
+            err.contains("stream stays TCP by policy"),
+            by_policy,
+            "rule for {name}:\n{err}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
