@@ -36,10 +36,9 @@ const SOCK_DIAG_EXTS: &[u8] = &[0, 1, 2, 8, 0xf];
 /// NLDEV dumps of all devices at once.
 const RDMA_OPS: &[u16] = &[rdma::op::GET, rdma::op::RES_GET];
 
-/// NLDEV dumps the kernel answers per device only (it wants the device index), saved as
-/// `rdma_<OP>_<index>.bin`.
+/// NLDEV dumps the kernel answers per device only (it wants the device index): the dumps of all
+/// devices are saved one after the other in `rdma_<OP>.bin` (ports: `rdma_PORT_GET_<index>.bin`).
 const RDMA_DEVICE_OPS: &[u16] = &[
-    rdma::op::PORT_GET,
     rdma::op::RES_QP_GET,
     rdma::op::RES_CQ_GET,
     rdma::op::RES_MR_GET,
@@ -106,15 +105,29 @@ pub fn run(a: &CaptureArgs) -> ExitCode {
             rdma::dump_raw(op, None),
         );
     }
-    if let Ok(devices) = rdma::devices() {
-        for d in devices {
-            for &op in RDMA_DEVICE_OPS {
+    match rdma::devices() {
+        Ok(devices) if devices.is_empty() => {
+            eprintln!("smcrun __capture: skipped per-device RDMA dumps: no RDMA devices")
+        }
+        Ok(devices) => {
+            for d in &devices {
                 c.save(
-                    &format!("rdma_{}_{}", rdma::op_name(op), d.index),
-                    rdma::dump_raw(op, Some(d.index)),
+                    &format!("rdma_PORT_GET_{}", d.index),
+                    rdma::dump_raw(rdma::op::PORT_GET, Some(d.index)),
+                );
+            }
+            for &op in RDMA_DEVICE_OPS {
+                let all: Result<Vec<Vec<u8>>, Error> = devices
+                    .iter()
+                    .map(|d| rdma::dump_raw(op, Some(d.index)))
+                    .collect();
+                c.save(
+                    &format!("rdma_{}", rdma::op_name(op)),
+                    all.map(|v| v.concat()),
                 );
             }
         }
+        Err(e) => eprintln!("smcrun __capture: skipped per-device RDMA dumps: {e}"),
     }
     if c.failed_write || c.written == 0 {
         eprintln!(

@@ -348,8 +348,9 @@ impl<'a> Iterator for Messages<'a> {
     }
 }
 
-/// The data messages of a reply buffer, in order: stops at NLMSG_DONE, turns NLMSG_ERROR with a
-/// non-zero code into [`Error::Kernel`], skips acks and NOOPs. `what` names the reply for errors.
+/// The data messages of a reply buffer, in order: skips NLMSG_DONE (so several dumps saved one
+/// after the other, e.g. one per RDMA device, read as one), acks and NOOPs, and turns
+/// NLMSG_ERROR with a non-zero code into [`Error::Kernel`]. `what` names the reply for errors.
 pub fn data_messages<'a>(buf: &'a [u8], what: &str) -> Result<Vec<Message<'a>>, Error> {
     let mut out = Vec::new();
     for message in Messages::new(buf) {
@@ -358,7 +359,7 @@ pub fn data_messages<'a>(buf: &'a [u8], what: &str) -> Result<Vec<Message<'a>>, 
             Control::Data if message.message_type == NLMSG_NOOP => {}
             Control::Data => out.push(message),
             Control::Ack => {}
-            Control::Done(0) => break,
+            Control::Done(0) => {}
             Control::Done(code) => return Err(Error::from_errno(what, code.saturating_abs())),
             Control::Error(code, text) => return Err(refusal(what, code, text)),
             Control::Bad(detail) => return Err(Error::malformed(what, detail)),
@@ -389,11 +390,14 @@ mod tests {
     }
 
     #[test]
-    fn messages_after_done_are_ignored() {
+    fn concatenated_dumps_read_as_one() {
         let mut buf = frame(20, 2, 1, &[9; 4]);
         buf.extend(done(1));
-        buf.extend(frame(20, 2, 1, &[8; 4]));
-        assert_eq!(data_messages(&buf, "t").unwrap().len(), 1);
+        buf.extend(frame(20, 2, 2, &[8; 4]));
+        buf.extend(done(2));
+        let msgs = data_messages(&buf, "t").unwrap();
+        assert_eq!(msgs.len(), 2);
+        assert_eq!((msgs[0].sequence, msgs[1].sequence), (1, 2));
     }
 
     #[test]
