@@ -474,6 +474,15 @@ fx_expect() { # fx_expect PHASE [NAME:MIN-BYTES...]: every FX_WANT file present,
     done
     return 0
 }
+fx_what() { # what request a capture file answers
+    case ${1%.bin} in
+    smc_pnetid_*) echo "SMC_PNETID generic netlink ${1#smc_pnetid_} (dump)" ;;
+    smc_*) echo "SMC_GEN_NETLINK ${1#smc_} (NLM_F_DUMP)" ;;
+    sock_diag_ext*) n=${1#sock_diag_ext}; echo "SOCK_DIAG_BY_FAMILY AF_SMC dump, diag_ext=${n%.bin}" ;;
+    rdma_*) echo "RDMA netlink (NLDEV) ${1#rdma_} dump" ;;
+    *) echo "see smcrun __capture" ;;
+    esac | sed 's/\.bin//'
+}
 check_fixtures() {
     need_setup
     need_prog redis-server redis-benchmark redis-cli
@@ -509,7 +518,7 @@ check_fixtures() {
         echo
         echo "- Kernel: Debian \`linux-image-$(uname -r)\` ($(uname -v)), qemu TCG, 2 vCPUs."
         echo "- Set-up: \`smcrun setup soft-roce --netdev lo --name rxe_lo\`, \`smcrun ueid add SMCRUN-TEST\` (SMC-Rv2 on 127.0.0.1)."
-        echo "- smcrun: $(smcrun --version 2>&1 | head -n1)"
+        echo "- smcrun: $(smcrun --version 2>&1 | head -n1), commit $SRC_REV."
         echo
         echo "## smcr/"
         echo
@@ -517,7 +526,7 @@ check_fixtures() {
         echo "\`smcrun redis-benchmark -I -c 2\` holding 2 SMC-R connections open (4 SMC-R sockets, 1 listener):"
         echo "\`smcrun __capture smcr\`."
         echo
-        for f in $(cd /tmp/fx/smcr && ls); do echo "- \`$f\` ($(wc -c < "/tmp/fx/smcr/$f") bytes)"; done
+        for f in $(cd /tmp/fx/smcr && ls); do echo "- \`$f\` ($(wc -c < "/tmp/fx/smcr/$f") bytes): $(fx_what "$f")"; done
         echo
         echo "## fallback/"
         echo
@@ -527,7 +536,7 @@ check_fixtures() {
         echo "\`redis-benchmark -I -c 1\` connection (server fallback 0x03010000 PEERNOSMC), all open:"
         echo "\`smcrun __capture fallback\`. The statistics also still hold the SMC-R traffic of smcr/."
         echo
-        for f in $(cd /tmp/fx/fallback && ls); do echo "- \`$f\` ($(wc -c < "/tmp/fx/fallback/$f") bytes)"; done
+        for f in $(cd /tmp/fx/fallback && ls); do echo "- \`$f\` ($(wc -c < "/tmp/fx/fallback/$f") bytes): $(fx_what "$f")"; done
     } > /tmp/fx/README.md
     for f in $(cd /tmp/fx && find . -type f | sed 's|^\./||' | sort); do
         send_file "fixtures/$f" "/tmp/fx/$f"
