@@ -1,12 +1,16 @@
-# shellcheck shell=sh
+# shellcheck shell=dash
 # Checks of the smcrun VM test bed, sourced by /init (busybox sh) in the guest. Each check_NAME runs in
 # a subshell under a watchdog; it ends with `ok` or `fail "one-line reason"`. Nothing here mocks the
 # kernel: every check asserts behaviour the guest's real SMC kernel showed, and can fail.
 # Needs from init: say, vmlog, $role.
+#
+# shellcheck disable=SC2015,SC2086,SC2016,SC2013,SC2154
+# (SC2015: `[ a ] && [ b ] || fail` means "fail unless both", as intended; SC2086: prefixes such as
+# $clipre (empty or "smcrun") and `set -- $summary` are split on purpose, other unquoted values are
+# fixed words; SC2016: jq programs in single quotes; SC2013: pid/word lists; SC2154: $role is set by init.)
 
 SETUP_ERR=
 RXE=
-SMCR_PORT=6379
 
 # ------------------------------------------------------------------ plumbing
 fail() {
