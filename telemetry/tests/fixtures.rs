@@ -312,8 +312,10 @@ fn captured_smcr_fixtures() {
         );
         return;
     }
+    // every captured file has a parser, and the scenario checks ran on top of the parsing
+    assert_eq!(parse_all(&files), Ok(files.len()));
     let n = check_smcr(&files).unwrap();
-    assert!(n > 0);
+    assert!(n > files.len(), "only {n} checks");
 }
 
 #[test]
@@ -323,8 +325,9 @@ fn captured_fallback_fixtures() {
         eprintln!("no fixtures in {}", fixtures_dir("fallback").display());
         return;
     }
+    assert_eq!(parse_all(&files), Ok(files.len()));
     let n = check_fallback(&files).unwrap();
-    assert!(n > 0);
+    assert!(n > files.len(), "only {n} checks");
 }
 
 // ---- the checks above, exercised on synthetic captures -------------------------------------
