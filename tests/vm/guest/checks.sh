@@ -142,6 +142,10 @@ stat() {
     v=$(jq -r "$STATS_JQ | .$2" "$1" 2>&1) || fail "cannot read $2 from smcrun stats --json: $(first "$v")"
     echo "$v"
 }
+# fb_count FILE clnt|srv HEXCODE: the kernel's fallback count for one reason code
+fb_count() {
+    jq -r --arg c "$3" "[.fallback.$2_reasons[] | select(.hex == \$c) | .count] | add // 0" "$1"
+}
 # stats_delta BEFORE AFTER KEY
 stats_delta() {
     local a b
@@ -300,8 +304,9 @@ check_redis() {
 #   under smcrun) and asserts the fallback reasons sock_diag reports for each SMC side ("-" = that side is
 #   a plain TCP program with no SMC socket) and that the data came back intact.
 fallback_case() {
-    local name srvpre clipre host p bind want_c want_s val r1 r2 cf sf got
+    local name srvpre clipre host p bind want_c want_s val r1 r2 cf sf got code d
     name=$1 srvpre=$2 clipre=$3 host=$4 p=$5 bind=$6 want_c=$7 want_s=$8
+    stats_snap "/tmp/fb.$name.s0"
     [ "$srvpre" = plain ] && srvpre=
     [ "$clipre" = plain ] && clipre=
     bg $srvpre redis-server --port "$p" --bind "$bind" --save '' --appendonly no > /tmp/redis.log 2>&1
@@ -322,6 +327,18 @@ fallback_case() {
         ss_wait "/tmp/fb.$name" "$sf" 1 -a || fail "$name: smcrun ss -a --json shows no server socket on port $p"
         got=$(jq -s -r "[.[] | select($sf)][0] | \"\(.mode) \(.reason)\" + (if .peer_reason and .peer_reason != \"0x00000000\" then \"/\(.peer_reason)\" else \"\" end) + \" \(.reason_name)\" + (if .peer_reason and .peer_reason != \"0x00000000\" then \"/\(.peer_name)\" else \"\" end)" "/tmp/fb.$name")
         [ "$got" = "TCP $want_s" ] || fail "$name: server socket is '$got', expected 'TCP $want_s'"
+    fi
+    # the kernel's fallback statistics (GET_FBACK_STATS) counted the same reasons
+    stats_snap "/tmp/fb.$name.s1"
+    if [ "$want_c" != - ]; then
+        code=${want_c%% *}
+        d=$(( $(fb_count "/tmp/fb.$name.s1" clnt "$code") - $(fb_count "/tmp/fb.$name.s0" clnt "$code") ))
+        [ "$d" -ge 1 ] || fail "$name: smcrun stats --json: client fallback reason $code grew by $d"
+    fi
+    if [ "$want_s" != - ]; then
+        code=${want_s%%[/ ]*}
+        d=$(( $(fb_count "/tmp/fb.$name.s1" srv "$code") - $(fb_count "/tmp/fb.$name.s0" srv "$code") ))
+        [ "$d" -ge 1 ] || fail "$name: smcrun stats --json: server fallback reason $code grew by $d"
     fi
     echo "fallback $name: ok ($(ss_show "/tmp/fb.$name" ".lport == $p or .rport == $p"))"
     cleanup_procs
