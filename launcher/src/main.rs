@@ -9,11 +9,17 @@ mod capture;
 mod config;
 mod demo;
 mod exec;
+mod lgr_view;
+mod monitor;
+mod owners;
 mod policy_cmd;
 mod preload;
 mod procs;
+mod rdma_view;
 mod signals;
+mod stats_view;
 mod sysctl;
+mod viewfmt;
 mod views;
 
 use clap::{Parser, Subcommand};
@@ -61,7 +67,19 @@ enum Command {
     /// SMC sockets on this host, like smcss: state, addresses, mode, and why a fallback happened.
     Ss(views::SsArgs),
     /// SMC statistics of this network namespace, like `smcr stats`.
-    Stats(views::StatsArgs),
+    Stats(stats_view::StatsArgs),
+    /// SMC-R link groups, like `smcr linkgroup`.
+    Linkgroup(lgr_view::LinkGroupArgs),
+    /// SMC-R links, like `smcr linkgroup link-show`.
+    Link(lgr_view::JsonArgs),
+    /// SMC devices and their ports, like `smcr device`.
+    Device(lgr_view::JsonArgs),
+    /// What this kernel's SMC can do: version, v2 support, host name, EIDs.
+    Info(lgr_view::JsonArgs),
+    /// RDMA resources per device (used counts) and the objects with owner and state.
+    Rdma(rdma_view::RdmaArgs),
+    /// Live SMC rates, connections and buffer memory, one line per interval (smc_monitor_ex).
+    Monitor(monitor::MonitorArgs),
     /// Programs running under smcrun: their connections over SMC-R, SMC-D and TCP.
     Ps(procs::PsArgs),
     /// One program's connections under smcrun, each with its mode and why it was not SMC.
@@ -112,7 +130,13 @@ fn main() -> ExitCode {
         (Some(Command::Ueid(c)), None) => admin::ueid(c),
         (Some(Command::Pnet(c)), None) => admin::pnet(c),
         (Some(Command::Ss(a)), None) => views::ss(&a),
-        (Some(Command::Stats(a)), None) => views::stats(&a),
+        (Some(Command::Stats(a)), None) => stats_view::stats(&a),
+        (Some(Command::Linkgroup(a)), None) => lgr_view::linkgroup(&a),
+        (Some(Command::Link(a)), None) => lgr_view::link(&a),
+        (Some(Command::Device(a)), None) => lgr_view::device(&a),
+        (Some(Command::Info(a)), None) => lgr_view::info(&a),
+        (Some(Command::Rdma(a)), None) => rdma_view::rdma(&a),
+        (Some(Command::Monitor(a)), None) => monitor::monitor(&a),
         (Some(Command::Capture(a)), None) => capture::run(&a),
         (Some(Command::Policy(c)), None) => policy_cmd::run(c),
         (Some(Command::Ps(a)), None) => procs::ps(&a),

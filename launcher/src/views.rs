@@ -1,18 +1,21 @@
-//! Operator views over the telemetry crate: `smcrun ss` (like smcss) and `smcrun stats` (like
-//! `smcr stats`), as text or as JSON with stable snake_case keys for scripts and the VM tests.
+//! `smcrun ss` (like smcss, plus `-p`: the owning processes), as text or as JSON with stable
+//! snake_case keys for scripts and the VM tests. (`smcrun stats` is in stats_view.rs.)
 //!
-//! Without SMC in the kernel each prints one line naming the missing module and the `modprobe`
-//! that loads it, and exits 1. Exit 0 means the kernel answered (possibly with nothing).
+//! Without SMC in the kernel it prints one line naming the missing module and the `modprobe`
+//! that loads it, and exits 1 ([`crate::viewfmt`]). Exit 0 means the kernel answered (possibly
+//! with nothing).
 
+use std::collections::{HashMap, HashSet};
 use std::process::ExitCode;
 
 use clap::Args;
-use serde::Serialize;
 use serde_json::{json, Value};
 use smcrun_telemetry::reasons::{self, state};
-use smcrun_telemetry::smc_genl::{FallbackStats, ReasonCount, SmcGenl, Stats, TechStats};
 use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
-use smcrun_telemetry::Error;
+
+use crate::owners::{self, Owner};
+use crate::stats_view::reason_json;
+use crate::viewfmt::{print_json, refused};
 
 /// `smcrun ss` arguments.
 #[derive(Args, Debug)]
@@ -35,35 +38,12 @@ pub struct SsArgs {
     /// Do not shorten addresses.
     #[arg(short = 'W', long = "wide")]
     wide: bool,
+    /// Show the processes owning each socket (pid, name, fd), from /proc/*/fd.
+    #[arg(short = 'p', long = "processes")]
+    processes: bool,
     /// Print JSON: {"sockets": [...]}.
     #[arg(long)]
     json: bool,
-}
-
-/// `smcrun stats` arguments.
-#[derive(Args, Debug)]
-pub struct StatsArgs {
-    /// Print JSON.
-    #[arg(long)]
-    json: bool,
-}
-
-fn refused(e: &Error) -> ExitCode {
-    eprintln!("smcrun: {e}");
-    ExitCode::from(1)
-}
-
-fn print_json(v: &impl Serialize) -> ExitCode {
-    match serde_json::to_string_pretty(v) {
-        Ok(s) => {
-            println!("{s}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("smcrun: cannot encode JSON: {e}");
-            ExitCode::from(1)
-        }
-    }
 }
 
 /// Which sockets a listing shows (smcss: default hides LISTEN and INIT; -R/-D keep one mode).
@@ -76,17 +56,6 @@ fn shown(s: &SmcSocket, a: &SsArgs) -> bool {
     } else {
         a.all || (s.state != state::LISTEN && s.state != state::INIT)
     }
-}
-
-fn reason_json(code: u32) -> Value {
-    let r = reasons::describe(code);
-    json!({
-        "code": code,
-        "hex": format!("0x{code:08x}"),
-        "name": r.name,
-        "description": r.description,
-        "category": r.category,
-    })
 }
 
 /// The JSON object of one socket; `conninfo`, `lgrinfo` and `dmbinfo` appear when asked for
@@ -248,8 +217,23 @@ pub fn ss(a: &SsArgs) -> ExitCode {
         Err(e) => return refused(&e),
     };
     let sockets: Vec<&SmcSocket> = sockets.iter().filter(|s| shown(s, a)).collect();
+    let owned: HashMap<u64, Vec<Owner>> = if a.processes {
+        owners::owners(&sockets.iter().map(|s| s.inode).collect::<HashSet<u64>>())
+    } else {
+        HashMap::new()
+    };
+    let owners_of = |s: &SmcSocket| owned.get(&s.inode).map(Vec::as_slice).unwrap_or(&[]);
     if a.json {
-        let list: Vec<Value> = sockets.iter().map(|s| socket_json(s)).collect();
+        let list: Vec<Value> = sockets
+            .iter()
+            .map(|s| {
+                let mut v = socket_json(s);
+                if a.processes {
+                    v["processes"] = json!(owners_of(s));
+                }
+                v
+            })
+            .collect();
         return print_json(&json!({ "sockets": list }));
     }
     let mut header = format!(
@@ -265,119 +249,24 @@ pub fn ss(a: &SsArgs) -> ExitCode {
     if a.smcd {
         header.push_str(" GID Token Peer-GID Peer-Token Linkid");
     }
+    if a.processes {
+        header.push_str("  Process");
+    }
     println!("{header}");
     for s in sockets {
         let row = socket_row(s, a.wide);
         // Detail columns only make sense on rows that reach the Mode column.
-        if matches!(s.state, state::INIT | state::LISTEN | state::CLOSED) {
-            println!("{row}");
+        let details = if matches!(s.state, state::INIT | state::LISTEN | state::CLOSED) {
+            String::new()
         } else {
-            println!("{row}{}", detail_columns(s, a));
+            detail_columns(s, a)
+        };
+        if a.processes {
+            println!("{row}{details}  {}", owners::owners_text(owners_of(s)));
+        } else {
+            println!("{row}{details}");
         }
     }
-    ExitCode::SUCCESS
-}
-
-/// Summary counters of one technology, named after smc-tools' JSON keys (lower case), plus the
-/// full typed counters under "detail".
-fn tech_json(t: &TechStats) -> Value {
-    json!({
-        "clnt_v1_succ_cnt": t.client_v1_success,
-        "clnt_v2_succ_cnt": t.client_v2_success,
-        "srv_v1_succ_cnt": t.server_v1_success,
-        "srv_v2_succ_cnt": t.server_v2_success,
-        "succ_cnt": t.successes(),
-        "rx_bytes": t.rx_bytes,
-        "tx_bytes": t.tx_bytes,
-        "rx_cnt": t.rx_count,
-        "tx_cnt": t.tx_count,
-        "detail": t,
-    })
-}
-
-fn reasons_json(list: &[ReasonCount]) -> Vec<Value> {
-    list.iter()
-        .map(|rc| {
-            let mut v = reason_json(rc.code);
-            v["count"] = json!(rc.count);
-            v
-        })
-        .collect()
-}
-
-fn stats_json(s: &Stats, f: &FallbackStats) -> Value {
-    json!({
-        "smcr": tech_json(&s.smcr),
-        "smcd": tech_json(&s.smcd),
-        "clnt_hs_err_cnt": s.client_handshake_errors,
-        "srv_hs_err_cnt": s.server_handshake_errors,
-        "fallback": {
-            "clnt_cnt": f.client_total,
-            "srv_cnt": f.server_total,
-            "clnt_reasons": reasons_json(&f.client),
-            "srv_reasons": reasons_json(&f.server),
-        },
-    })
-}
-
-fn print_tech(title: &str, t: &TechStats) {
-    println!("{title}");
-    println!(
-        "  Connections        client v1 {:>10}  v2 {:>10}",
-        t.client_v1_success, t.client_v2_success
-    );
-    println!(
-        "                     server v1 {:>10}  v2 {:>10}",
-        t.server_v1_success, t.server_v2_success
-    );
-    println!(
-        "  RX                 {:>14} bytes {:>12} calls",
-        t.rx_bytes, t.rx_count
-    );
-    println!(
-        "  TX                 {:>14} bytes {:>12} calls",
-        t.tx_bytes, t.tx_count
-    );
-}
-
-fn print_reasons(side: &str, list: &[ReasonCount]) {
-    let mut sorted: Vec<&ReasonCount> = list.iter().filter(|r| r.count > 0).collect();
-    sorted.sort_by_key(|r| std::cmp::Reverse(r.count));
-    for rc in sorted {
-        println!(
-            "    {side:<6} {:>6}  {}",
-            rc.count,
-            reasons::describe(rc.code)
-        );
-    }
-}
-
-/// Run `smcrun stats`.
-pub fn stats(a: &StatsArgs) -> ExitCode {
-    let client = match SmcGenl::open() {
-        Ok(c) => c,
-        Err(e) => return refused(&e),
-    };
-    let (s, f) = match (client.stats(), client.fallback_stats()) {
-        (Ok(s), Ok(f)) => (s, f),
-        (Err(e), _) | (_, Err(e)) => return refused(&e),
-    };
-    if a.json {
-        return print_json(&stats_json(&s, &f));
-    }
-    println!("SMC statistics of this network namespace (since the smc module was loaded)");
-    print_tech("SMC-R", &s.smcr);
-    print_tech("SMC-D", &s.smcd);
-    println!(
-        "Handshake errors     client {:>10}  server {:>10}",
-        s.client_handshake_errors, s.server_handshake_errors
-    );
-    println!(
-        "TCP fallbacks        client {:>10}  server {:>10}",
-        f.client_total, f.server_total
-    );
-    print_reasons("client", &f.client);
-    print_reasons("server", &f.server);
     ExitCode::SUCCESS
 }
 
@@ -437,6 +326,7 @@ mod tests {
             smcr: false,
             smcd: false,
             wide: false,
+            processes: false,
             json: true,
         };
         let l = sock(10, Mode::SmcR, None);
@@ -492,6 +382,7 @@ mod tests {
             smcr: true,
             smcd: false,
             wide: false,
+            processes: false,
             json: false,
         };
         let cols = detail_columns(&s, &a);
@@ -510,30 +401,5 @@ mod tests {
         assert_eq!(shorten(long.clone(), false).chars().count(), 23);
         assert!(shorten(long.clone(), false).starts_with(".."));
         assert_eq!(shorten(long.clone(), true), long);
-    }
-
-    #[test]
-    fn stats_json_shape() {
-        let mut s = Stats::default();
-        s.smcr.client_v2_success = 3;
-        s.smcr.rx_bytes = 100;
-        s.client_handshake_errors = 1;
-        let f = FallbackStats {
-            client_total: 2,
-            client: vec![ReasonCount {
-                code: 0x0303_0000,
-                count: 2,
-            }],
-            ..FallbackStats::default()
-        };
-        let j = stats_json(&s, &f);
-        assert_eq!(j["smcr"]["clnt_v2_succ_cnt"], 3);
-        assert_eq!(j["smcr"]["succ_cnt"], 3);
-        assert_eq!(j["smcr"]["rx_bytes"], 100);
-        assert_eq!(j["smcr"]["detail"]["client_v2_success"], 3);
-        assert_eq!(j["clnt_hs_err_cnt"], 1);
-        assert_eq!(j["fallback"]["clnt_cnt"], 2);
-        assert_eq!(j["fallback"]["clnt_reasons"][0]["hex"], "0x03030000");
-        assert_eq!(j["fallback"]["clnt_reasons"][0]["count"], 2);
     }
 }

@@ -4,8 +4,16 @@
 /// The inode of the socket behind `fd`, from /proc/self/fd (None if `fd` is not a socket now).
 pub fn socket_inode(fd: i32) -> Option<u64> {
     let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
-    let s = link.to_str()?;
-    s.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+    socket_link_inode(link.to_str()?)
+}
+
+/// The inode in a `/proc/PID/fd/N` link target of the form `socket:[INODE]`.
+pub fn socket_link_inode(target: &str) -> Option<u64> {
+    target
+        .strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
 }
 
 /// The socket's real SO_DOMAIN and SO_PROTOCOL (raw system calls: the shim's getsockopt hook

@@ -30,6 +30,12 @@ pub mod op {
     pub const RES_MR_GET: u16 = 13;
     /// Protection domains (dump).
     pub const RES_PD_GET: u16 = 14;
+    /// RDMA CM identifiers (dump).
+    pub const RES_CM_ID_GET: u16 = 11;
+    /// User contexts (dump).
+    pub const RES_CTX_GET: u16 = 22;
+    /// Shared receive queues (dump).
+    pub const RES_SRQ_GET: u16 = 23;
 }
 
 const ATTR_DEV_INDEX: u16 = 1;
@@ -120,6 +126,9 @@ pub fn op_name(op: u16) -> &'static str {
         op::RES_CQ_GET => "RES_CQ_GET",
         op::RES_MR_GET => "RES_MR_GET",
         op::RES_PD_GET => "RES_PD_GET",
+        op::RES_CM_ID_GET => "RES_CM_ID_GET",
+        op::RES_CTX_GET => "RES_CTX_GET",
+        op::RES_SRQ_GET => "RES_SRQ_GET",
         _ => "NLDEV",
     }
 }
@@ -178,6 +187,12 @@ pub enum ResourceKind {
     Mr,
     /// Protection domain.
     Pd,
+    /// RDMA connection manager identifier.
+    CmId,
+    /// User verbs context.
+    Ctx,
+    /// Shared receive queue.
+    Srq,
 }
 
 impl ResourceKind {
@@ -188,7 +203,39 @@ impl ResourceKind {
             ResourceKind::Cq => (35, 36, 61),
             ResourceKind::Mr => (40, 41, 62),
             ResourceKind::Pd => (46, 47, 60),
+            ResourceKind::CmId => (30, 31, 63),
+            ResourceKind::Ctx => (86, 87, 64),
+            ResourceKind::Srq => (88, 89, 90),
         }
+    }
+
+    /// Every kind, in `rdma res show`'s order.
+    pub const ALL: [ResourceKind; 7] = [
+        ResourceKind::Pd,
+        ResourceKind::Cq,
+        ResourceKind::Qp,
+        ResourceKind::CmId,
+        ResourceKind::Mr,
+        ResourceKind::Ctx,
+        ResourceKind::Srq,
+    ];
+
+    /// The name the kernel's resource summary uses ("qp", "cm_id", ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            ResourceKind::Qp => "qp",
+            ResourceKind::Cq => "cq",
+            ResourceKind::Mr => "mr",
+            ResourceKind::Pd => "pd",
+            ResourceKind::CmId => "cm_id",
+            ResourceKind::Ctx => "ctx",
+            ResourceKind::Srq => "srq",
+        }
+    }
+
+    /// The kind named `name` (as [`ResourceKind::name`] spells it).
+    pub fn from_name(name: &str) -> Option<ResourceKind> {
+        ResourceKind::ALL.into_iter().find(|k| k.name() == name)
     }
 
     /// The dump operation listing this kind.
@@ -198,6 +245,9 @@ impl ResourceKind {
             ResourceKind::Cq => op::RES_CQ_GET,
             ResourceKind::Mr => op::RES_MR_GET,
             ResourceKind::Pd => op::RES_PD_GET,
+            ResourceKind::CmId => op::RES_CM_ID_GET,
+            ResourceKind::Ctx => op::RES_CTX_GET,
+            ResourceKind::Srq => op::RES_SRQ_GET,
         }
     }
 }
@@ -206,6 +256,8 @@ const ATTR_RES_SUMMARY: u16 = 15;
 const ATTR_RES_SUMMARY_ENTRY: u16 = 16;
 const ATTR_RES_SUMMARY_NAME: u16 = 17;
 const ATTR_RES_SUMMARY_CURR: u16 = 18;
+const ATTR_RES_TYPE: u16 = 26;
+const ATTR_RES_STATE: u16 = 27;
 const ATTR_RES_PID: u16 = 28;
 const ATTR_RES_KERN_NAME: u16 = 29;
 
@@ -225,6 +277,71 @@ pub struct Resource {
     pub pid: Option<u32>,
     /// Creating kernel module, for kernel objects.
     pub kern_name: Option<String>,
+    /// Object type (`RES_TYPE`: the QP type for QPs, the SRQ type for SRQs, the port space
+    /// is not this).
+    pub object_type: Option<u8>,
+    /// State (`RES_STATE`): a QP state ([`qp_state`]) or an RDMA CM state ([`cm_state`]).
+    pub state: Option<u8>,
+}
+
+/// Name of a QP state (`enum ib_qp_state`).
+pub fn qp_state(state: u8) -> &'static str {
+    match state {
+        0 => "RESET",
+        1 => "INIT",
+        2 => "RTR",
+        3 => "RTS",
+        4 => "SQD",
+        5 => "SQE",
+        6 => "ERR",
+        _ => "UNKNOWN",
+    }
+}
+
+/// Name of a QP type (`enum ib_qp_type`).
+pub fn qp_type(t: u8) -> &'static str {
+    match t {
+        0 => "SMI",
+        1 => "GSI",
+        2 => "RC",
+        3 => "UC",
+        4 => "UD",
+        5 => "RAW_IPV6",
+        6 => "RAW_ETHERTYPE",
+        8 => "RAW_PACKET",
+        9 => "XRC_INI",
+        10 => "XRC_TGT",
+        _ => "UNKNOWN",
+    }
+}
+
+/// Name of an RDMA CM identifier state (`enum rdma_cm_state`).
+pub fn cm_state(state: u8) -> &'static str {
+    match state {
+        0 => "IDLE",
+        1 => "ADDR_QUERY",
+        2 => "ADDR_RESOLVED",
+        3 => "ROUTE_QUERY",
+        4 => "ROUTE_RESOLVED",
+        5 => "CONNECT",
+        6 => "DISCONNECT",
+        7 => "ADDR_BOUND",
+        8 => "LISTEN",
+        9 => "DEVICE_REMOVAL",
+        10 => "DESTROYING",
+        _ => "UNKNOWN",
+    }
+}
+
+impl Resource {
+    /// The object's state by name: QP and CM identifier states; `None` for kinds without one.
+    pub fn state_name(&self) -> Option<&'static str> {
+        match self.kind {
+            ResourceKind::Qp => self.state.map(qp_state),
+            ResourceKind::CmId => self.state.map(cm_state),
+            _ => None,
+        }
+    }
 }
 
 /// Per-device resource counts (`RES_GET`).
@@ -297,12 +414,16 @@ pub fn parse_resources(raw: &[u8], kind: ResourceKind) -> Result<Vec<Resource>, 
                     number: None,
                     pid: None,
                     kern_name: None,
+                    object_type: None,
+                    state: None,
                 };
                 for f in e.nested(what)? {
                     match f.kind {
                         k if k == number => r.number = Some(f.u32(what)?),
                         ATTR_RES_PID => r.pid = Some(f.u32(what)?),
                         ATTR_RES_KERN_NAME => r.kern_name = Some(f.string()),
+                        ATTR_RES_TYPE => r.object_type = Some(f.u8(what)?),
+                        ATTR_RES_STATE => r.state = Some(f.u8(what)?),
                         _ => {}
                     }
                 }

@@ -1,0 +1,595 @@
+//! `smcrun linkgroup [-d]`, `smcrun link`, `smcrun device` and `smcrun info`: the link groups,
+//! links and devices SMC uses, and what this kernel's SMC can do, in `smcr`'s columns (and
+//! `smcd`'s where SMC-D has any), or as JSON with the stable keys documented in the README.
+//!
+//! The kernel's SMC-R link group list is global; the views keep the groups of this network
+//! namespace (by its cookie) as smc-tools does not.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::{json, Value};
+use smcrun_telemetry::reasons;
+use smcrun_telemetry::smc_genl::{Device, Link, LinkGroup, LinkGroupSmcd, SmcGenl};
+use smcrun_telemetry::Error;
+
+use crate::viewfmt::{self, ifname, Align, Table};
+
+/// `smcrun linkgroup` arguments.
+#[derive(Args, Debug)]
+pub struct LinkGroupArgs {
+    /// One block per link group with the peer, the EID, buffer memory and the links.
+    #[arg(short = 'd', long = "details")]
+    details: bool,
+    /// Print JSON: {"link_groups": [...], "smcd_link_groups": [...]}.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `smcrun link`, `smcrun device` and `smcrun info`.
+#[derive(Args, Debug)]
+pub struct JsonArgs {
+    /// Print JSON (stable snake_case keys, see the README).
+    #[arg(long)]
+    json: bool,
+}
+
+fn open() -> Result<SmcGenl, Error> {
+    SmcGenl::open()
+}
+
+fn lgr_id(id: u32) -> String {
+    format!("{id:08x}")
+}
+
+fn blank(s: &str) -> String {
+    if s.is_empty() {
+        "-".to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// The SMC-R link groups of this network namespace (all of them when the kernel does not say
+/// whose they are, or this kernel cannot tell our namespace's cookie).
+pub fn local_groups(all: Vec<LinkGroup>, cookie: Option<u64>) -> Vec<LinkGroup> {
+    all.into_iter()
+        .filter(|g| match (g.net_cookie, cookie) {
+            (Some(theirs), Some(ours)) => theirs == ours,
+            _ => true,
+        })
+        .collect()
+}
+
+fn link_json(g: &LinkGroup, l: &Link) -> Value {
+    json!({
+        "lgr_id": lgr_id(g.id),
+        "lgr_role": reasons::role(g.role),
+        "lgr_type": reasons::lgr_type(g.lgr_type),
+        "link_id": l.id,
+        "state": reasons::link_state(l.state),
+        "state_code": l.state,
+        "conns": l.conn_count,
+        "net_dev": ifname(l.net_dev),
+        "net_dev_index": l.net_dev,
+        "ib_dev": l.ib_dev,
+        "ib_port": l.ib_port,
+        "uid": l.uid,
+        "peer_uid": l.peer_uid,
+        "gid": l.gid,
+        "peer_gid": l.peer_gid,
+    })
+}
+
+/// The JSON of one SMC-R link group.
+pub fn group_json(g: &LinkGroup) -> Value {
+    let v2 = g.v2.as_ref();
+    json!({
+        "id": lgr_id(g.id),
+        "role": reasons::role(g.role),
+        "type": reasons::lgr_type(g.lgr_type),
+        "vlan": g.vlan_id,
+        "conns": g.conns,
+        "pnet_id": g.pnetid,
+        "version": v2.map(|v| v.version),
+        "peer_release": v2.map(|v| v.release),
+        "peer_host": v2.map(|v| v.peer_host.clone()),
+        "peer_os": v2.map(|v| reasons::peer_os(v.peer_os)),
+        "eid": v2.map(|v| v.negotiated_eid.clone()),
+        "direct": g.direct,
+        "max_conns": g.max_conns,
+        "max_links": g.max_links,
+        "buf_type": g.buf_type.map(reasons::buf_type),
+        "sndbuf_bytes": g.sndbuf_alloc,
+        "rmb_bytes": g.rmb_alloc,
+        "net_cookie": g.net_cookie,
+        "links": g.links.iter().map(|l| link_json(g, l)).collect::<Vec<_>>(),
+    })
+}
+
+fn smcd_group_json(g: &LinkGroupSmcd) -> Value {
+    json!({
+        "id": lgr_id(g.id),
+        "vlan": g.vlan_id,
+        "conns": g.conns,
+        "pnet_id": g.pnetid,
+        "gid": format!("{:016x}", g.gid),
+        "peer_gid": format!("{:016x}", g.peer_gid),
+        "chid": g.chid,
+        "version": g.v2.as_ref().map(|v| v.version),
+        "peer_os": g.v2.as_ref().map(|v| reasons::peer_os(v.peer_os)),
+        "sndbuf_bytes": g.sndbuf_alloc,
+        "dmb_bytes": g.dmb_alloc,
+    })
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+/// `smcr linkgroup` columns.
+pub fn groups_table(groups: &[LinkGroup]) -> Table {
+    let mut t = Table::new(&[
+        ("LG-ID", Align::Left),
+        ("LG-Role", Align::Left),
+        ("LG-Type", Align::Left),
+        ("VLAN", Align::Right),
+        ("#Conns", Align::Right),
+        ("PNET-ID", Align::Left),
+    ]);
+    for g in groups {
+        t.row(vec![
+            lgr_id(g.id),
+            reasons::role(g.role).into_owned(),
+            reasons::lgr_type(g.lgr_type).into_owned(),
+            g.vlan_id.to_string(),
+            g.conns.to_string(),
+            blank(&g.pnetid),
+        ]);
+    }
+    t
+}
+
+/// `smcr -d linkgroup`: one block per group.
+pub fn group_details(g: &LinkGroup) -> Vec<String> {
+    let v2 = g.v2.as_ref();
+    let yes_no = |b: bool| if b { "Yes" } else { "No" }.to_string();
+    let bytes = |b: Option<u64>| b.map_or_else(|| "-".to_string(), |b| format!("{b} B"));
+    let mut out: Vec<String> = [
+        ("LG-ID", lgr_id(g.id)),
+        ("LG-Role", reasons::role(g.role).into_owned()),
+        ("LG-Type", reasons::lgr_type(g.lgr_type).into_owned()),
+        ("VLAN", g.vlan_id.to_string()),
+        ("PNET-ID", blank(&g.pnetid)),
+        ("Version", opt(v2.map(|v| v.version))),
+        ("Peer-Rel", opt(v2.map(|v| v.release))),
+        ("Peer-Host", blank(v2.map_or("", |v| v.peer_host.as_str()))),
+        ("Peer-OS", opt(v2.map(|v| reasons::peer_os(v.peer_os)))),
+        ("Direct", g.direct.map_or_else(|| "-".to_string(), yes_no)),
+        ("EID", blank(v2.map_or("", |v| v.negotiated_eid.as_str()))),
+        ("Max-Conns", opt(g.max_conns)),
+        ("Max-Links", opt(g.max_links)),
+        ("Buf-Type", opt(g.buf_type.map(reasons::buf_type))),
+        ("#Conns", g.conns.to_string()),
+        ("Sndbuf", bytes(g.sndbuf_alloc)),
+        ("RMB", bytes(g.rmb_alloc)),
+    ]
+    .into_iter()
+    .map(|(k, v)| format!("{k:<10}: {v}"))
+    .collect();
+    for l in &g.links {
+        out.push(format!(
+            "  Link {}: {} {} port {} on {}, {} conns, GID {} peer {}",
+            l.id,
+            reasons::link_state(l.state),
+            l.ib_dev,
+            l.ib_port,
+            ifname(l.net_dev),
+            l.conn_count,
+            l.gid,
+            l.peer_gid
+        ));
+    }
+    out
+}
+
+fn smcd_table(groups: &[LinkGroupSmcd]) -> Table {
+    let mut t = Table::new(&[
+        ("LG-ID", Align::Left),
+        ("VLAN", Align::Right),
+        ("#Conns", Align::Right),
+        ("PNET-ID", Align::Left),
+        ("Sndbuf", Align::Right),
+        ("DMB", Align::Right),
+    ]);
+    for g in groups {
+        t.row(vec![
+            lgr_id(g.id),
+            g.vlan_id.to_string(),
+            g.conns.to_string(),
+            blank(&g.pnetid),
+            opt(g.sndbuf_alloc),
+            opt(g.dmb_alloc),
+        ]);
+    }
+    t
+}
+
+/// Run `smcrun linkgroup`.
+pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
+    let read = || -> Result<(Vec<LinkGroup>, Vec<LinkGroupSmcd>), Error> {
+        let c = open()?;
+        Ok((
+            local_groups(c.link_groups()?, viewfmt::netns_cookie()),
+            c.link_groups_smcd()?,
+        ))
+    };
+    let (groups, smcd) = match read() {
+        Ok(v) => v,
+        Err(e) => return viewfmt::refused(&e),
+    };
+    if a.json {
+        return viewfmt::print_json(&json!({
+            "link_groups": groups.iter().map(group_json).collect::<Vec<_>>(),
+            "smcd_link_groups": smcd.iter().map(smcd_group_json).collect::<Vec<_>>(),
+        }));
+    }
+    if groups.is_empty() && smcd.is_empty() {
+        println!("no SMC link groups");
+        return ExitCode::SUCCESS;
+    }
+    if a.details {
+        for (i, g) in groups.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            for l in group_details(g) {
+                println!("{l}");
+            }
+        }
+    } else if !groups.is_empty() {
+        groups_table(&groups).print();
+    }
+    if !smcd.is_empty() {
+        println!("\nSMC-D link groups");
+        smcd_table(&smcd).print();
+    }
+    ExitCode::SUCCESS
+}
+
+/// `smcr linkgroup link-show` columns: one row per link.
+pub fn links_table(groups: &[LinkGroup]) -> Table {
+    let mut t = Table::new(&[
+        ("LG-ID", Align::Left),
+        ("LG-Role", Align::Left),
+        ("LG-Type", Align::Left),
+        ("Net-Dev", Align::Left),
+        ("Link-State", Align::Left),
+        ("#Conns", Align::Right),
+        ("Link-UID", Align::Left),
+        ("Peer-UID", Align::Left),
+        ("IB-Dev", Align::Left),
+        ("IB-P", Align::Right),
+        ("Local-GID", Align::Left),
+        ("Peer-GID", Align::Left),
+    ]);
+    for g in groups {
+        for l in &g.links {
+            t.row(vec![
+                lgr_id(g.id),
+                reasons::role(g.role).into_owned(),
+                reasons::lgr_type(g.lgr_type).into_owned(),
+                ifname(l.net_dev),
+                reasons::link_state(l.state).into_owned(),
+                l.conn_count.to_string(),
+                l.uid.clone(),
+                l.peer_uid.clone(),
+                l.ib_dev.clone(),
+                l.ib_port.to_string(),
+                l.gid.clone(),
+                l.peer_gid.clone(),
+            ]);
+        }
+    }
+    t
+}
+
+/// Run `smcrun link`.
+pub fn link(a: &JsonArgs) -> ExitCode {
+    let groups = match open().and_then(|c| c.link_groups()) {
+        Ok(g) => local_groups(g, viewfmt::netns_cookie()),
+        Err(e) => return viewfmt::refused(&e),
+    };
+    if a.json {
+        let links: Vec<Value> = groups
+            .iter()
+            .flat_map(|g| g.links.iter().map(move |l| link_json(g, l)))
+            .collect();
+        return viewfmt::print_json(&json!({ "links": links }));
+    }
+    let t = links_table(&groups);
+    if t.is_empty() {
+        println!("no SMC-R links");
+    } else {
+        t.print();
+    }
+    ExitCode::SUCCESS
+}
+
+fn device_json(d: &Device) -> Value {
+    json!({
+        "ib_dev": d.ib_name,
+        "pci_id": d.pci_id,
+        "pci_vendor": format!("0x{:04x}", d.pci_vendor),
+        "pci_device": format!("0x{:04x}", d.pci_device),
+        "pci_fid": d.pci_fid,
+        "pci_chid": d.pci_chid,
+        "critical": d.critical,
+        "use_count": d.use_count,
+        "ports": d.ports.iter().enumerate().map(|(i, p)| json!({
+            "port": i + 1,
+            "net_dev": ifname(p.netdev),
+            "net_dev_index": p.netdev,
+            "state": if p.state != 0 { "ACTIVE" } else { "INACTIVE" },
+            "valid": p.valid,
+            "links": p.link_count,
+            "pnet_id": p.pnetid,
+            "pnet_id_by_user": p.pnetid_by_user,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `smcr device` columns: one row per usable port of each device (a port SMC marks invalid,
+/// such as a second port the device does not have, is left out).
+pub fn devices_table(devs: &[Device]) -> Table {
+    let mut t = Table::new(&[
+        ("Net-Dev", Align::Left),
+        ("IB-Dev", Align::Left),
+        ("IB-P", Align::Right),
+        ("IB-State", Align::Left),
+        ("Type", Align::Left),
+        ("Crit", Align::Left),
+        ("#Links", Align::Right),
+        ("PNET-ID", Align::Left),
+    ]);
+    for d in devs {
+        for (i, p) in d.ports.iter().enumerate().filter(|(_, p)| p.valid) {
+            t.row(vec![
+                ifname(p.netdev),
+                d.ib_name.clone(),
+                (i + 1).to_string(),
+                if p.state != 0 { "ACTIVE" } else { "INACTIVE" }.to_string(),
+                format!("0x{:x}", d.pci_device),
+                if d.critical { "Yes" } else { "No" }.to_string(),
+                p.link_count.to_string(),
+                blank(&p.pnetid),
+            ]);
+        }
+    }
+    t
+}
+
+fn smcd_devices_table(devs: &[Device]) -> Table {
+    let mut t = Table::new(&[
+        ("FID", Align::Left),
+        ("Type", Align::Left),
+        ("PCI-ID", Align::Left),
+        ("PCHID", Align::Left),
+        ("InUse", Align::Left),
+        ("#LGs", Align::Right),
+        ("PNET-ID", Align::Left),
+    ]);
+    for d in devs {
+        t.row(vec![
+            format!("{:04x}", d.pci_fid),
+            format!("0x{:x}", d.pci_device),
+            blank(&d.pci_id),
+            format!("{:04x}", d.pci_chid),
+            if d.use_count > 0 { "Yes" } else { "No" }.to_string(),
+            d.use_count.to_string(),
+            blank(
+                &d.ports
+                    .first()
+                    .map(|p| p.pnetid.clone())
+                    .unwrap_or_default(),
+            ),
+        ]);
+    }
+    t
+}
+
+/// Run `smcrun device`.
+pub fn device(a: &JsonArgs) -> ExitCode {
+    let read = || -> Result<(Vec<Device>, Vec<Device>), Error> {
+        let c = open()?;
+        Ok((c.devices_smcr()?, c.devices_smcd()?))
+    };
+    let (smcr, smcd) = match read() {
+        Ok(v) => v,
+        Err(e) => return viewfmt::refused(&e),
+    };
+    if a.json {
+        return viewfmt::print_json(&json!({
+            "smcr_devices": smcr.iter().map(device_json).collect::<Vec<_>>(),
+            "smcd_devices": smcd.iter().map(device_json).collect::<Vec<_>>(),
+        }));
+    }
+    let r = devices_table(&smcr);
+    if r.is_empty() {
+        println!("no SMC-R devices (add one with `smcrun setup soft-roce` on a host without RDMA hardware)");
+    } else {
+        r.print();
+    }
+    if !smcd.is_empty() {
+        println!("\nSMC-D devices");
+        smcd_devices_table(&smcd).print();
+    }
+    ExitCode::SUCCESS
+}
+
+/// Run `smcrun info`.
+pub fn info(a: &JsonArgs) -> ExitCode {
+    let read = || -> Result<Value, Error> {
+        let c = open()?;
+        let s = c.sys_info()?;
+        let seid = c.seid().ok();
+        let ueids = c.ueid_dump().unwrap_or_default();
+        let smcr = c.devices_smcr()?.len();
+        let smcd = c.devices_smcd()?.len();
+        Ok(json!({
+            "smc_version": format!("{}.{}", s.version, s.release),
+            "version": s.version,
+            "release": s.release,
+            "host": s.local_host,
+            "seid": s.seid,
+            "seid_enabled": seid.map(|x| x.enabled),
+            "ueids": ueids,
+            "smcr_v2": s.smcr_v2,
+            "smcd_v2": s.ism_v2,
+            "smcr_devices": smcr,
+            "smcd_devices": smcd,
+        }))
+    };
+    let v = match read() {
+        Ok(v) => v,
+        Err(e) => return viewfmt::refused(&e),
+    };
+    if a.json {
+        return viewfmt::print_json(&v);
+    }
+    for l in info_text(&v) {
+        println!("{l}");
+    }
+    ExitCode::SUCCESS
+}
+
+/// The text of `smcrun info` from its JSON.
+pub fn info_text(v: &Value) -> Vec<String> {
+    let s = |k: &str| match &v[k] {
+        Value::String(x) if x.is_empty() => "-".to_string(),
+        Value::String(x) => x.clone(),
+        Value::Null => "-".to_string(),
+        other => other.to_string(),
+    };
+    let yes = |k: &str| if v[k] == true { "Yes" } else { "No" };
+    let ueids: Vec<String> = v["ueids"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|u| u.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    vec![
+        format!("SMC Version   : {}", s("smc_version")),
+        format!("SMC Hostname  : {}", s("host")),
+        format!(
+            "SMC-R         : v1 Yes, v2 {} ({} device(s))",
+            yes("smcr_v2"),
+            s("smcr_devices")
+        ),
+        format!(
+            "SMC-D         : v1 Yes, v2 {} ({} device(s))",
+            yes("smcd_v2"),
+            s("smcd_devices")
+        ),
+        format!(
+            "SEID          : {}{}",
+            s("seid"),
+            match v["seid_enabled"].as_bool() {
+                Some(false) => " (disabled)",
+                _ => "",
+            }
+        ),
+        format!(
+            "UEIDs         : {}",
+            if ueids.is_empty() {
+                "- (SMC-Rv2 needs one: smcrun ueid add NAME)".to_string()
+            } else {
+                ueids.join(", ")
+            }
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smcrun_telemetry::smc_genl::{parse_devices, parse_link_groups, parse_sys_info};
+
+    fn fixture(name: &str) -> Vec<u8> {
+        crate::viewfmt::fixture("smcr", name)
+    }
+
+    #[test]
+    fn captured_link_groups_in_smcr_columns() {
+        let groups = parse_link_groups(&fixture("smc_GET_LINK_SMCR")).unwrap();
+        assert!(!groups.is_empty());
+        // Both ends of the loopback connections are on this host: a client and a server group.
+        let roles: Vec<String> = groups
+            .iter()
+            .map(|g| reasons::role(g.role).into())
+            .collect();
+        assert!(roles.contains(&"CLNT".to_string()) && roles.contains(&"SERV".to_string()));
+        let lines = groups_table(&groups).render();
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["LG-ID", "LG-Role", "LG-Type", "VLAN", "#Conns", "PNET-ID"]
+        );
+        assert_eq!(lines.len(), groups.len() + 1);
+        let g = &groups[0];
+        assert!(lines[1].starts_with(&format!("{:08x}", g.id)), "{lines:?}");
+        let j = group_json(g);
+        assert_eq!(j["conns"], g.conns);
+        assert_eq!(j["version"], 2);
+        assert_eq!(j["eid"], "SMCRUN-TEST");
+        assert_eq!(j["peer_os"], "LINUX");
+        assert_eq!(j["links"][0]["ib_dev"], "rxe_lo");
+        assert_eq!(j["links"][0]["state"], "ACTIVE");
+        let d = group_details(g).join("\n");
+        assert!(d.contains("EID       : SMCRUN-TEST"), "{d}");
+        assert!(d.contains("Link 1: ACTIVE rxe_lo port 1"), "{d}");
+        let links = links_table(&groups).render();
+        assert!(
+            links[1].contains("ACTIVE") && links[1].contains("rxe_lo"),
+            "{links:?}"
+        );
+    }
+
+    #[test]
+    fn groups_of_other_namespaces_are_left_out() {
+        let mut groups = parse_link_groups(&fixture("smc_GET_LGR_SMCR")).unwrap();
+        let n = groups.len();
+        let cookie = groups[0].net_cookie.expect("6.12 sends the netns cookie");
+        groups[0].net_cookie = Some(cookie + 1);
+        assert_eq!(local_groups(groups.clone(), Some(cookie)).len(), n - 1);
+        assert_eq!(local_groups(groups, None).len(), n);
+    }
+
+    #[test]
+    fn captured_device_and_info() {
+        let devs = parse_devices(&fixture("smc_GET_DEV_SMCR")).unwrap();
+        let lines = devices_table(&devs).render();
+        assert!(lines[0].starts_with("Net-Dev  IB-Dev"), "{lines:?}");
+        assert!(lines[1].starts_with("lo "), "{lines:?}");
+        assert!(
+            lines[1].contains("rxe_lo") && lines[1].contains("ACTIVE"),
+            "{lines:?}"
+        );
+        assert_eq!(device_json(&devs[0])["ports"][0]["state"], "ACTIVE");
+        let s = parse_sys_info(&fixture("smc_GET_SYS_INFO")).unwrap();
+        let v = json!({
+            "smc_version": format!("{}.{}", s.version, s.release),
+            "host": s.local_host, "seid": s.seid, "seid_enabled": true,
+            "ueids": ["SMCRUN-TEST"], "smcr_v2": s.smcr_v2, "smcd_v2": s.ism_v2,
+            "smcr_devices": devs.len(), "smcd_devices": 0,
+        });
+        let text = info_text(&v).join("\n");
+        assert!(
+            text.contains("SMC-R         : v1 Yes, v2 Yes (1 device(s))"),
+            "{text}"
+        );
+        assert!(text.contains("UEIDs         : SMCRUN-TEST"), "{text}");
+        assert!(text.starts_with("SMC Version   : 2."), "{text}");
+    }
+}

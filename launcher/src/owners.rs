@@ -1,0 +1,120 @@
+//! Which processes own a socket: `/proc/PID/fd/*` links read `socket:[INODE]`, and the inode is
+//! what sock_diag reports for an SMC socket. smcss cannot show this; `smcrun ss -p` can.
+//! Processes that vanish or whose fds are not readable (other users' without privilege) are
+//! skipped: the answer covers what this user may see.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::path::Path;
+
+use serde::Serialize;
+use smcrun_telemetry::fdinfo::socket_link_inode;
+
+/// One owner of a socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Owner {
+    /// Process id.
+    pub pid: u32,
+    /// Its command name (`/proc/PID/comm`).
+    pub name: String,
+    /// The file descriptor.
+    pub fd: u32,
+}
+
+/// Owners of the sockets in `wanted`, by inode, read from the proc file system at `proc_root`.
+pub fn owners_in(proc_root: &Path, wanted: &HashSet<u64>) -> HashMap<u64, Vec<Owner>> {
+    let mut out: HashMap<u64, Vec<Owner>> = HashMap::new();
+    if wanted.is_empty() {
+        return out;
+    }
+    let Ok(procs) = fs::read_dir(proc_root) else {
+        return out;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(fds) = fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        let mut name: Option<String> = None;
+        for f in fds.flatten() {
+            let Some(fd) = f.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(target) = fs::read_link(f.path()) else {
+                continue;
+            };
+            let Some(inode) = target.to_str().and_then(socket_link_inode) else {
+                continue;
+            };
+            if !wanted.contains(&inode) {
+                continue;
+            }
+            let name = name
+                .get_or_insert_with(|| {
+                    fs::read_to_string(p.path().join("comm"))
+                        .map(|s| s.trim_end_matches('\n').to_string())
+                        .unwrap_or_else(|_| "?".to_string())
+                })
+                .clone();
+            out.entry(inode).or_default().push(Owner { pid, name, fd });
+        }
+    }
+    for v in out.values_mut() {
+        v.sort_by_key(|o| (o.pid, o.fd));
+    }
+    out
+}
+
+/// Owners of the sockets in `wanted`, from `/proc`.
+pub fn owners(wanted: &HashSet<u64>) -> HashMap<u64, Vec<Owner>> {
+    owners_in(Path::new("/proc"), wanted)
+}
+
+/// smcss-like text of a socket's owners: `users:(("redis-server",pid=42,fd=6))`.
+pub fn owners_text(list: &[Owner]) -> String {
+    if list.is_empty() {
+        return "-".to_string();
+    }
+    let inner: Vec<String> = list
+        .iter()
+        .map(|o| format!("(\"{}\",pid={},fd={})", o.name, o.pid, o.fd))
+        .collect();
+    format!("users:({})", inner.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn parses_socket_links_only() {
+        assert_eq!(socket_link_inode("socket:[12345]"), Some(12345));
+        assert_eq!(socket_link_inode("pipe:[12345]"), None);
+        assert_eq!(socket_link_inode("socket:[x]"), None);
+        assert_eq!(socket_link_inode("/dev/null"), None);
+    }
+
+    #[test]
+    fn finds_this_process_as_owner_of_its_socket() {
+        let s = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let inode = smcrun_telemetry::fdinfo::socket_inode(s.as_raw_fd()).unwrap();
+        let found = owners(&HashSet::from([inode]));
+        let me = std::process::id();
+        let list = &found[&inode];
+        assert!(
+            list.iter()
+                .any(|o| o.pid == me && o.fd == s.as_raw_fd() as u32),
+            "{list:?}"
+        );
+        assert!(
+            owners_text(list).starts_with("users:((\""),
+            "{}",
+            owners_text(list)
+        );
+        // An inode nobody has is not found.
+        assert!(owners(&HashSet::from([u64::MAX])).is_empty());
+    }
+}

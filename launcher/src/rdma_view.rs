@@ -1,0 +1,393 @@
+//! `smcrun rdma [DEV] [qp|cq|mr|pd|cm_id|ctx|srq] [--pid N] [--state S] [--json]`: RDMA resources
+//! per device, like `rdma res show`: without a type the used count of every type per device,
+//! with a type (or a filter) the objects themselves with their owner (a process, or the kernel
+//! module that made them: SMC-R's QPs, CQs, MRs and PDs belong to "smc") and state.
+//!
+//! The kernel's RDMA netlink reports used counts but no maximums (those are device attributes
+//! only the verbs interface answers), so the maximum is shown as unknown rather than guessed.
+//! Without RDMA devices the view says "no RDMA devices" in one line and exits 1.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use serde::Serialize;
+use serde_json::json;
+use smcrun_telemetry::rdma::{self, Device, Resource, ResourceKind, ResourceSummary};
+use smcrun_telemetry::Error;
+
+use crate::viewfmt::{self, Align, Table, EXIT_KERNEL};
+
+/// `smcrun rdma` arguments.
+#[derive(Args, Debug)]
+pub struct RdmaArgs {
+    /// A device name (e.g. rxe_lo) and/or a resource type: qp, cq, mr, pd, cm_id, ctx, srq.
+    #[arg(value_name = "DEV|TYPE", num_args = 0..=2)]
+    words: Vec<String>,
+    /// Only objects created by this process.
+    #[arg(long, value_name = "N")]
+    pid: Option<u32>,
+    /// Only objects in this state (QP: RESET INIT RTR RTS SQD SQE ERR; CM id: LISTEN, CONNECT, ...).
+    #[arg(long, value_name = "S")]
+    state: Option<String>,
+    /// Print JSON: {"max_known": false, "devices": [...], "objects": [...]}.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What the positional words asked for.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Device name.
+    pub device: Option<String>,
+    /// Resource type.
+    pub kind: Option<ResourceKind>,
+}
+
+/// Split the words into a device and a type (a word that names a type is the type).
+pub fn select(words: &[String]) -> Result<Selection, String> {
+    let mut s = Selection::default();
+    for w in words {
+        match ResourceKind::from_name(w) {
+            Some(k) if s.kind.is_none() => s.kind = Some(k),
+            Some(_) => {
+                return Err(format!(
+                    "\"{w}\": a second resource type; give one of qp, cq, mr, pd, cm_id, ctx, srq"
+                ))
+            }
+            None if s.device.is_none() => s.device = Some(w.clone()),
+            None => {
+                return Err(format!(
+                "\"{w}\" is not a resource type; expected one of qp, cq, mr, pd, cm_id, ctx, srq"
+            ))
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// One object as the view shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Object {
+    /// Device name.
+    pub device: String,
+    /// "qp", "cq", ...
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// QP number / CQ, MR, PD, CM id, context, SRQ id.
+    pub id: Option<u32>,
+    /// State by name (QPs and CM ids).
+    pub state: Option<&'static str>,
+    /// QP type (RC, UD, GSI, ...), for QPs.
+    pub qp_type: Option<&'static str>,
+    /// Creating process.
+    pub pid: Option<u32>,
+    /// Its command name, when the process still exists.
+    pub comm: Option<String>,
+    /// Creating kernel module ("smc", "ib_core", "rdma_cm"), for kernel objects.
+    pub kernel_owner: Option<String>,
+}
+
+fn comm(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim_end().to_string())
+}
+
+/// The view of one parsed resource.
+pub fn object(r: &Resource, comm_of: impl Fn(u32) -> Option<String>) -> Object {
+    Object {
+        device: r.device.clone(),
+        kind: r.kind.name(),
+        id: r.number,
+        state: r.state_name(),
+        qp_type: match r.kind {
+            ResourceKind::Qp => r.object_type.map(rdma::qp_type),
+            _ => None,
+        },
+        pid: r.pid,
+        comm: r.pid.and_then(comm_of),
+        kernel_owner: r.kern_name.clone(),
+    }
+}
+
+/// Whether an object passes `--pid` and `--state` (states compare without case).
+pub fn keep(o: &Object, pid: Option<u32>, state: Option<&str>) -> bool {
+    let pid_ok = pid.is_none_or(|want| o.pid == Some(want));
+    let state_ok = state.is_none_or(|want| o.state.is_some_and(|s| s.eq_ignore_ascii_case(want)));
+    pid_ok && state_ok
+}
+
+fn owner_text(o: &Object) -> String {
+    match (&o.kernel_owner, o.pid) {
+        (Some(k), _) => format!("[{k}]"),
+        (None, Some(pid)) => format!("pid {pid} {}", o.comm.as_deref().unwrap_or("(gone)")),
+        (None, None) => "-".to_string(),
+    }
+}
+
+/// The objects table.
+pub fn objects_table(objects: &[Object]) -> Table {
+    let mut t = Table::new(&[
+        ("Dev", Align::Left),
+        ("Type", Align::Left),
+        ("Id", Align::Right),
+        ("State", Align::Left),
+        ("QP-Type", Align::Left),
+        ("Owner", Align::Left),
+    ]);
+    for o in objects {
+        t.row(vec![
+            o.device.clone(),
+            o.kind.to_string(),
+            o.id.map_or_else(|| "-".to_string(), |i| i.to_string()),
+            o.state.unwrap_or("-").to_string(),
+            o.qp_type.unwrap_or("-").to_string(),
+            owner_text(o),
+        ]);
+    }
+    t
+}
+
+/// The used count of `kind` in a summary (0 when the kernel did not list the type).
+pub fn used(s: &ResourceSummary, kind: ResourceKind) -> Option<u64> {
+    s.counts
+        .iter()
+        .find(|(name, _)| name == kind.name())
+        .map(|(_, n)| *n)
+}
+
+/// `rdma res show`'s summary line of one device: `rxe_lo: pd 3/? cq 3/? ...`.
+pub fn summary_line(s: &ResourceSummary) -> String {
+    let mut out = format!("{}:", s.device);
+    for k in ResourceKind::ALL {
+        if let Some(n) = used(s, k) {
+            out.push_str(&format!(" {} {n}/?", k.name()));
+        }
+    }
+    out
+}
+
+fn port_text(d: &Device) -> String {
+    d.ports
+        .iter()
+        .map(|p| {
+            format!(
+                "port {} {}{}",
+                p.index,
+                p.state.map_or("?", rdma::port_state),
+                p.netdev
+                    .as_ref()
+                    .map_or_else(String::new, |n| format!(" on {n}"))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn no_devices(e: Option<&Error>) -> ExitCode {
+    match e {
+        Some(e) => eprintln!("smcrun: no RDMA devices ({e})"),
+        None => eprintln!(
+            "smcrun: no RDMA devices (without RDMA hardware: smcrun setup soft-roce --netdev IF)"
+        ),
+    }
+    ExitCode::from(EXIT_KERNEL)
+}
+
+/// Run `smcrun rdma`.
+pub fn rdma(a: &RdmaArgs) -> ExitCode {
+    let sel = match select(&a.words) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("smcrun rdma: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let devices = match rdma::devices() {
+        Ok(d) if d.is_empty() => return no_devices(None),
+        Ok(d) => d,
+        Err(e) if e.is_module_missing() => return no_devices(Some(&e)),
+        Err(e) => return viewfmt::refused(&e),
+    };
+    let devices: Vec<Device> = match &sel.device {
+        None => devices,
+        Some(name) => {
+            let names: Vec<String> = devices.iter().map(|d| d.name.clone()).collect();
+            let found: Vec<Device> = devices.into_iter().filter(|d| &d.name == name).collect();
+            if found.is_empty() {
+                eprintln!(
+                    "smcrun rdma: no RDMA device named \"{name}\"; the devices are: {}",
+                    names.join(", ")
+                );
+                return ExitCode::from(EXIT_KERNEL);
+            }
+            found
+        }
+    };
+    let summaries = match rdma::dump_raw(rdma::op::RES_GET, None)
+        .and_then(|raw| rdma::parse_resource_summary(&raw))
+    {
+        Ok(s) => s,
+        Err(e) => return viewfmt::refused(&e),
+    };
+    let list_objects = a.json || sel.kind.is_some() || a.pid.is_some() || a.state.is_some();
+    let mut objects = Vec::new();
+    if list_objects {
+        let kinds: Vec<ResourceKind> = match sel.kind {
+            Some(k) => vec![k],
+            None => ResourceKind::ALL.to_vec(),
+        };
+        for d in &devices {
+            for &k in &kinds {
+                // A kind this kernel cannot dump (older kernels lack ctx and srq) has no objects
+                // to show; the summary still counts what the kernel counts.
+                let Ok(raw) = rdma::dump_raw(k.op(), Some(d.index)) else {
+                    continue;
+                };
+                match rdma::parse_resources(&raw, k) {
+                    Ok(rs) => objects.extend(
+                        rs.iter()
+                            .map(|r| object(r, comm))
+                            .filter(|o| keep(o, a.pid, a.state.as_deref())),
+                    ),
+                    Err(e) => return viewfmt::refused(&e),
+                }
+            }
+        }
+    }
+    let shown: Vec<&ResourceSummary> = summaries
+        .iter()
+        .filter(|s| devices.iter().any(|d| d.index == s.device_index))
+        .collect();
+    if a.json {
+        let devs: Vec<_> = devices
+            .iter()
+            .map(|d| {
+                let s = shown.iter().find(|s| s.device_index == d.index);
+                let mut res = serde_json::Map::new();
+                for k in ResourceKind::ALL {
+                    res.insert(
+                        k.name().to_string(),
+                        json!({ "used": s.and_then(|s| used(s, k)), "max": null }),
+                    );
+                }
+                json!({
+                    "name": d.name,
+                    "index": d.index,
+                    "protocol": d.protocol,
+                    "ports": d.ports.iter().map(|p| json!({
+                        "port": p.index,
+                        "state": p.state.map(rdma::port_state),
+                        "net_dev": p.netdev,
+                    })).collect::<Vec<_>>(),
+                    "resources": res,
+                })
+            })
+            .collect();
+        return viewfmt::print_json(&json!({
+            "max_known": false,
+            "devices": devs,
+            "objects": objects,
+        }));
+    }
+    if sel.kind.is_none() && a.pid.is_none() && a.state.is_none() {
+        for d in &devices {
+            match shown.iter().find(|s| s.device_index == d.index) {
+                Some(s) => println!("{}  ({})", summary_line(s), port_text(d)),
+                None => println!("{}: no resource summary  ({})", d.name, port_text(d)),
+            }
+        }
+        println!("(used/max; max unknown: the kernel's RDMA netlink does not report maximums)");
+        return ExitCode::SUCCESS;
+    }
+    if objects.is_empty() {
+        println!("no matching RDMA objects");
+    } else {
+        objects_table(&objects).print();
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        crate::viewfmt::fixture("smcr", name)
+    }
+
+    #[test]
+    fn words_pick_a_device_and_a_type() {
+        let w = |v: &[&str]| select(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            w(&["rxe_lo", "qp"]).unwrap(),
+            Selection {
+                device: Some("rxe_lo".into()),
+                kind: Some(ResourceKind::Qp)
+            }
+        );
+        assert_eq!(w(&["cm_id"]).unwrap().kind, Some(ResourceKind::CmId));
+        assert!(w(&["qp", "cq"]).is_err());
+        assert!(w(&["rxe_lo", "nonsense"])
+            .unwrap_err()
+            .contains("\"nonsense\""));
+    }
+
+    #[test]
+    fn captured_summary_counts_smc_r_resources() {
+        let s = rdma::parse_resource_summary(&fixture("rdma_RES_GET")).unwrap();
+        assert_eq!(
+            summary_line(&s[0]),
+            "rxe_lo: pd 3/? cq 3/? qp 3/? cm_id 0/? mr 4/? ctx 0/? srq 0/?"
+        );
+        assert_eq!(used(&s[0], ResourceKind::Qp), Some(3));
+    }
+
+    #[test]
+    fn captured_qps_show_owner_and_state() {
+        let qps = rdma::parse_resources(&fixture("rdma_RES_QP_GET"), ResourceKind::Qp).unwrap();
+        let objs: Vec<Object> = qps.iter().map(|r| object(r, |_| None)).collect();
+        // Two RC QPs of SMC-R's loopback link (client and server ends), ready to send, and
+        // ib_core's GSI QP 1.
+        let smc: Vec<&Object> = objs
+            .iter()
+            .filter(|o| o.kernel_owner.as_deref() == Some("smc"))
+            .collect();
+        assert_eq!(smc.len(), 2);
+        assert!(smc
+            .iter()
+            .all(|o| o.state == Some("RTS") && o.qp_type == Some("RC")));
+        let gsi = objs.iter().find(|o| o.id == Some(1)).unwrap();
+        assert_eq!(gsi.qp_type, Some("GSI"));
+        assert_eq!(gsi.kernel_owner.as_deref(), Some("ib_core"));
+        assert!(objs.iter().all(|o| keep(o, None, Some("rts"))));
+        assert!(!keep(&objs[0], Some(1), None));
+        assert!(!keep(&objs[0], None, Some("ERR")));
+        let lines = objects_table(&objs).render();
+        assert!(
+            lines[1].contains("RTS") && lines[1].ends_with("[smc]"),
+            "{lines:?}"
+        );
+        let j = serde_json::to_value(&objs[0]).unwrap();
+        assert_eq!(j["type"], "qp");
+        assert_eq!(j["kernel_owner"], "smc");
+    }
+
+    #[test]
+    fn user_objects_name_their_process() {
+        let r = Resource {
+            kind: ResourceKind::Mr,
+            device_index: 0,
+            device: "rxe_lo".into(),
+            number: Some(7),
+            pid: Some(42),
+            kern_name: None,
+            object_type: None,
+            state: None,
+        };
+        let o = object(&r, |p| (p == 42).then(|| "ib_send_bw".to_string()));
+        assert_eq!(owner_text(&o), "pid 42 ib_send_bw");
+        assert!(keep(&o, Some(42), None));
+        assert!(!keep(&o, None, Some("RTS")), "an MR has no state to match");
+    }
+}
