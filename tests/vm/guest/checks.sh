@@ -544,7 +544,7 @@ check_fixtures() {
         echo "## smcr/"
         echo
         echo "After \`smcrun redis-server --port 6379\` served \`smcrun redis-benchmark -t set,get -n 200 -c 2\`, with"
-        echo "\`smcrun redis-benchmark -I -c 2\` holding 2 SMC-R connections open (4 SMC-R sockets, 1 listener):"
+        echo "\`smcrun redis-benchmark -I -c 2\` holding 2 SMC-R connections open (4 active SMC-R sockets; listeners on 0.0.0.0 and [::]):"
         echo "\`smcrun __capture smcr\`."
         echo
         for f in $(cd /tmp/fx/smcr && ls); do echo "- \`$f\` ($(wc -c < "/tmp/fx/smcr/$f") bytes): $(fx_what "$f")"; done
