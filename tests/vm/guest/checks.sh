@@ -555,6 +555,8 @@ check_fixtures() {
         echo "\`smcrun redis-server --port 6379\` with one idle \`smcrun redis-benchmark -I -c 1\` connection (client"
         echo "fallback 0x03030000 NOSMCDEV, server 0x05000000 PEERDECL / peer 0x03030000) and one plain"
         echo "\`redis-benchmark -I -c 1\` connection (server fallback 0x03010000 PEERNOSMC), all open:"
+        echo "(smcrun in its default auto mode: the sockets are IPPROTO_SMC, accepted ones PF_SMC; smc_diag"
+        echo "leaves the addresses of IPPROTO_SMC-created sockets zero on this kernel, ports are right)."
         echo "\`smcrun __capture fallback\`. The statistics also still hold the SMC-R traffic of smcr/."
         echo
         for f in $(cd /tmp/fx/fallback && ls); do echo "- \`$f\` ($(wc -c < "/tmp/fx/fallback/$f") bytes): $(fx_what "$f")"; done
@@ -631,5 +633,115 @@ check_two_vms() {
     echo "two-vms client: client succ +$dc fallback +$dfc"
     [ "$dfc" = 0 ] || fail "client fallback counter grew by $dfc"
     [ "$dc" -ge 4 ] || fail "client SMC-R successes grew by $dc, expected >= 4"
+    ok
+}
+
+# 8. views: after known traffic the operator's views show its numbers. `smcrun demo` with N connections of B
+#    bytes each way: stats --json (new layout keys too) grew by N SMC-R successes per side and >= 2*N*B bytes
+#    each way; with K idle redis connections open: ss --json has 2K ACTIVE SMCR sockets, -p names redis-server
+#    and redis-benchmark as their owners, linkgroup --json counts as many connections as ss shows SMC-R
+#    sockets, rdma --json lists one RTS QP owned by "smc" per SMC-R link and a qp used count equal to its QPs;
+#    a plain client's fallback shows up decoded in stats -d --json; monitor base -i 1 --count 3 --json shows
+#    non-zero rates while redis-benchmark runs, and stats --interval shows that traffic as a delta.
+check_views() {
+    need_setup
+    need_prog redis-server redis-benchmark redis-cli
+    n=3 b=262144 k=3 p=6380
+    stats_snap /tmp/views.s0
+    out=$(smcrun demo --json --connections $n --bytes $b 2> /tmp/views.demo.err)
+    rc=$?
+    printf '%s\n' "$out" > /tmp/views.demo
+    [ $rc = 0 ] && [ "$(jq -r .data_intact /tmp/views.demo 2>&1)" = true ] ||
+        fail "smcrun demo --connections $n failed (rc $rc): $(lastl "$(cat /tmp/views.demo.err)")"
+    stats_snap /tmp/views.s1
+    # the summary figures of the new layout, before and after
+    sj='[.smcr.summary.smc_connections, .smcr.rx.bytes, .smcr.tx.bytes, .smcr.rx_bytes, .smcr.rx.requests, .smcr.rx_cnt] | map(tostring) | join(" ")'
+    v=$(jq -r "$sj" /tmp/views.s0)
+    set -- $v
+    c0=$1 rx0=$2 tx0=$3
+    v=$(jq -r "$sj" /tmp/views.s1)
+    set -- $v
+    c1=$1 rx1=$2 tx1=$3
+    [ "$2" = "$4" ] && [ "$5" = "$6" ] || fail "stats --json: .smcr.rx.bytes/.requests ($2/$5) differ from .smcr.rx_bytes/.rx_cnt ($4/$6)"
+    dconn=$((c1 - c0)) drx=$((rx1 - rx0)) dtx=$((tx1 - tx0))
+    echo "views: demo $n x $b B: stats smc_connections +$dconn rx +$drx tx +$dtx"
+    [ "$dconn" = $((2 * n)) ] || fail "stats .smcr.summary.smc_connections grew by $dconn, expected $((2 * n)) ($n connections, both ends)"
+    [ "$drx" -ge $((2 * n * b)) ] && [ "$dtx" -ge $((2 * n * b)) ] ||
+        fail "stats .smcr.rx.bytes +$drx / .tx.bytes +$dtx, expected >= $((2 * n * b)) each ($n connections echoing $b B)"
+    smcrun stats -m smcr | head -n 12
+
+    # K idle connections held open
+    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
+    redis_wait $p
+    bg smcrun redis-benchmark -p $p -I -c $k > /tmp/idle.log 2>&1
+    filt="(.rport == $p or .lport == $p) and .state == \"ACTIVE\" and .mode == \"SMCR\""
+    ss_wait /tmp/views.ss "$filt" $((2 * k)) || fail "smcrun ss --json shows $(ss_count /tmp/views.ss "$filt") active SMCR sockets on port $p, expected $((2 * k)): $(ss_show /tmp/views.ss 'true')"
+    # -p: the owners, from /proc/*/fd
+    o=$(smcrun ss -p --json 2>&1) || fail "smcrun ss -p --json failed: $(first "$o")"
+    srv=$(printf '%s\n' "$o" | jq "[.sockets[] | select((.local | endswith(\":$p\")) and .state == \"ACTIVE\") | select(any(.processes[]; .name == \"redis-server\"))] | length")
+    cli=$(printf '%s\n' "$o" | jq "[.sockets[] | select((.peer | endswith(\":$p\")) and .state == \"ACTIVE\") | select(any(.processes[]; .name == \"redis-benchmark\"))] | length")
+    echo "views: ss -p: $srv sockets owned by redis-server, $cli by redis-benchmark"
+    [ "$srv" -ge $k ] && [ "$cli" -ge $k ] || fail "smcrun ss -p --json names redis-server as owner of $srv and redis-benchmark of $cli sockets, expected $k each"
+    smcrun ss -p | grep ":$p" | head -n 2
+    # linkgroup: its connection counts are the SMC-R sockets with a connection (the same moment: retry)
+    i=0
+    while :; do
+        smcrun linkgroup --json > /tmp/views.lg 2> /tmp/views.lg.err || fail "smcrun linkgroup --json failed: $(first "$(cat /tmp/views.lg.err)")"
+        ss_snap /tmp/views.ss
+        lgc=$(jq '[.link_groups[].conns] | add // 0' /tmp/views.lg)
+        ssc=$(ss_count /tmp/views.ss '.mode == "SMCR" and .state != "LISTEN" and .state != "INIT" and .state != "CLOSED"')
+        [ "$lgc" = "$ssc" ] && break
+        i=$((i + 1))
+        [ $i -lt 10 ] || fail "smcrun linkgroup --json counts $lgc connections, smcrun ss --json shows $ssc SMC-R sockets"
+        sleep 0.5
+    done
+    roles=$(jq -r '[.link_groups[] | select(.conns > 0) | .role] | unique | join(",")' /tmp/views.lg)
+    links=$(jq '[.link_groups[].links[]] | length' /tmp/views.lg)
+    eid=$(jq -r '[.link_groups[] | select(.conns > 0) | .eid] | unique | join(",")' /tmp/views.lg)
+    echo "views: linkgroup: $lgc connections (ss: $ssc), roles $roles, $links links, eid $eid"
+    [ "$roles" = "CLNT,SERV" ] || fail "linkgroup --json: groups with connections have roles '$roles', expected CLNT,SERV"
+    [ "$eid" = SMCRUN-TEST ] || fail "linkgroup --json: negotiated EID '$eid', expected SMCRUN-TEST"
+    smcrun linkgroup
+    smcrun link | head -n 3
+    smcrun device
+    # rdma: one RTS RC QP of "smc" per link, and the summary's used count is the QPs it lists
+    smcrun rdma --json > /tmp/views.rdma 2> /tmp/views.rdma.err || fail "smcrun rdma --json failed: $(first "$(cat /tmp/views.rdma.err)")"
+    v=$(jq -r --arg d "$RXE" '[
+        ([.objects[] | select(.type == "qp" and .kernel_owner == "smc" and .state == "RTS" and .qp_type == "RC")] | length),
+        ([.objects[] | select(.type == "qp" and .device == $d)] | length),
+        (.devices[] | select(.name == $d) | .resources.qp.used),
+        ([.objects[] | select(.type == "mr" and .kernel_owner == "smc")] | length)
+        ] | map(tostring) | join(" ")' /tmp/views.rdma)
+    set -- $v
+    echo "views: rdma: $1 smc RTS QPs for $links links; $RXE qp used $3, $2 listed; $4 smc MRs"
+    [ "$1" = "$links" ] || fail "smcrun rdma --json lists $1 RTS RC QPs owned by smc, linkgroup --json has $links links"
+    [ "$2" = "$3" ] || fail "smcrun rdma --json: $RXE qp used $3 but $2 QPs listed"
+    [ "$4" -ge 1 ] || fail "smcrun rdma --json lists no MR owned by smc"
+    smcrun rdma
+    smcrun rdma "$RXE" qp
+    # a plain client falls back (server 0x03010000 PEERNOSMC), decoded in stats -d --json
+    stats_snap /tmp/views.s2
+    redis-cli -p $p ping > /dev/null 2>&1
+    stats_snap /tmp/views.s3
+    pn() { jq '[.fallback.srv_reasons[] | select(.hex == "0x03010000" and .name == "PEERNOSMC") | .count] | add // 0' "$1"; }
+    dpn=$(($(pn /tmp/views.s3) - $(pn /tmp/views.s2)))
+    [ "$dpn" = 1 ] || fail "after one plain client, stats --json server reason 0x03010000 PEERNOSMC grew by $dpn, expected 1"
+    smcrun stats -d | tail -n 8
+
+    # traffic: monitor and stats --interval while redis-benchmark runs
+    bg smcrun redis-benchmark -p $p -t set -d 4096 -n 10000000 -c 2 -q > /dev/null 2>&1
+    sleep 1
+    smcrun monitor base -i 1 --count 3 --json > /tmp/views.mon 2> /tmp/views.mon.err || fail "smcrun monitor base --json failed: $(first "$(cat /tmp/views.mon.err)")"
+    cat /tmp/views.mon
+    lines=$(jq -s 'length' /tmp/views.mon)
+    busy=$(jq -s '[.[] | select(.rx_rate_bytes_per_sec > 0 and .tx_rate_bytes_per_sec > 0 and .rx_requests_per_sec > 0 and .conns >= 2 and .rx_bufs_bytes > 0)] | length' /tmp/views.mon)
+    [ "$lines" = 3 ] || fail "smcrun monitor --count 3 printed $lines lines"
+    [ "$busy" -ge 1 ] || fail "smcrun monitor base showed no line with non-zero rx/tx rates, connections and buffers while redis-benchmark ran: $(lastl "$(cat /tmp/views.mon)")"
+    smcrun monitor base -m smcr -i 1 --count 2
+    smcrun stats --interval 1 --json > /tmp/views.iv || fail "smcrun stats --interval 1 --json failed"
+    ivrx=$(jq '.smcr.rx.bytes' /tmp/views.iv)
+    ivs=$(jq '.interval_seconds' /tmp/views.iv)
+    echo "views: stats --interval 1: rx +$ivrx bytes"
+    [ "$ivs" = 1 ] && [ "$ivrx" -gt 0 ] || fail "smcrun stats --interval 1 --json: interval_seconds $ivs, .smcr.rx.bytes $ivrx during traffic"
     ok
 }
