@@ -343,6 +343,201 @@ fn conns(args: &[String]) {
     drop(keep);
 }
 
+/// `serve PORT`: an echo server on 127.0.0.1:PORT (0: any), a thread per connection, forever.
+fn serve(args: &[String]) {
+    let port: u16 = args.first().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let host = args.get(1).map(String::as_str).unwrap_or("127.0.0.1");
+    let l = std::net::TcpListener::bind((host, port)).unwrap();
+    println!("listening={}", l.local_addr().unwrap());
+    std::io::stdout().flush().unwrap();
+    for s in l.incoming() {
+        let Ok(mut s) = s else { continue };
+        std::thread::spawn(move || {
+            let mut r = s.try_clone().unwrap();
+            let _ = std::io::copy(&mut r, &mut s);
+        });
+    }
+}
+
+fn parse_addr(a: Option<&String>) -> std::net::SocketAddr {
+    a.and_then(|a| a.parse().ok()).unwrap_or_else(|| {
+        eprintln!("expected HOST:PORT, e.g. 127.0.0.1:6379");
+        std::process::exit(2)
+    })
+}
+
+/// Sends `len` bytes through an echo connection and checks what comes back.
+fn echo_check(s: &mut std::net::TcpStream, len: usize) -> bool {
+    use std::io::Read;
+    let data: Vec<u8> = (0..len).map(|i| (i * 7 + i / 251) as u8).collect();
+    let mut w = s.try_clone().unwrap();
+    let sent = data.clone();
+    let h = std::thread::spawn(move || w.write_all(&sent));
+    let mut back = vec![0u8; len];
+    let ok = s.read_exact(&mut back).is_ok();
+    h.join().unwrap().is_ok() && ok && back == data
+}
+
+/// `client HOST:PORT [BYTES]`: one connection to an echo server, data checked.
+fn client(args: &[String]) {
+    let addr = parse_addr(args.first());
+    let len: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(65536);
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    println!("echo_ok={}", echo_check(&mut s, len));
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
+    println!(
+        "raw_domain={} raw_protocol={}",
+        raw_opt(fd, libc::SO_DOMAIN),
+        raw_opt(fd, libc::SO_PROTOCOL)
+    );
+}
+
+/// A std address as a C sockaddr.
+fn to_sockaddr(addr: std::net::SocketAddr) -> (libc::sockaddr_storage, socklen_t) {
+    // SAFETY: a zeroed sockaddr_storage is valid; we fill the variant of the address's family.
+    unsafe {
+        match addr {
+            std::net::SocketAddr::V4(a) => {
+                let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+                let sin = &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in);
+                sin.sin_family = libc::AF_INET as u16;
+                sin.sin_port = a.port().to_be();
+                sin.sin_addr.s_addr = u32::from_ne_bytes(a.ip().octets());
+                (ss, std::mem::size_of::<libc::sockaddr_in>() as socklen_t)
+            }
+            std::net::SocketAddr::V6(a) => {
+                let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+                let sin6 = &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in6);
+                sin6.sin6_family = libc::AF_INET6 as u16;
+                sin6.sin6_port = a.port().to_be();
+                sin6.sin6_addr.s6_addr = a.ip().octets();
+                (ss, std::mem::size_of::<libc::sockaddr_in6>() as socklen_t)
+            }
+        }
+    }
+}
+
+/// `epoll-connect HOST:PORT`: a nonblocking socket registered in epoll before connect(); the
+/// connection must still report EPOLLOUT and carry data.
+fn epoll_connect(args: &[String]) {
+    let addr = parse_addr(args.first());
+    let family = if addr.is_ipv6() {
+        libc::AF_INET6
+    } else {
+        libc::AF_INET
+    };
+    // SAFETY: socket, epoll and connect calls on fds owned here, with live buffers.
+    unsafe {
+        let fd = libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        );
+        let ep = libc::epoll_create1(libc::EPOLL_CLOEXEC);
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLOUT as u32,
+            u64: 7,
+        };
+        assert_eq!(libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev), 0);
+        let (sa, len) = to_sockaddr(addr);
+        let r = libc::connect(fd, &sa as *const _ as *const libc::sockaddr, len);
+        println!(
+            "connect={} errno={}",
+            r,
+            errno_name(if r == 0 { 0 } else { errno() })
+        );
+        let mut out = [libc::epoll_event { events: 0, u64: 0 }; 1];
+        let n = libc::epoll_wait(ep, out.as_mut_ptr(), 1, 20_000);
+        let events = out[0].events;
+        println!(
+            "epoll_n={n} epollout={} data={}",
+            events & libc::EPOLLOUT as u32 != 0,
+            { out[0].u64 }
+        );
+        let mut err: c_int = -1;
+        let mut l = std::mem::size_of::<c_int>() as socklen_t;
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut err as *mut c_int).cast(),
+            &mut l,
+        );
+        println!("so_error={err}");
+        // Back to blocking for the data check.
+        libc::fcntl(
+            fd,
+            libc::F_SETFL,
+            libc::fcntl(fd, libc::F_GETFL) & !libc::O_NONBLOCK,
+        );
+        let mut s = <std::net::TcpStream as std::os::fd::FromRawFd>::from_raw_fd(fd);
+        println!("echo_ok={}", echo_check(&mut s, 65536));
+    }
+}
+
+/// `opts-connect HOST:PORT`: options set before connect() must still be set after it.
+fn opts_connect(args: &[String]) {
+    let addr = parse_addr(args.first());
+    let family = if addr.is_ipv6() {
+        libc::AF_INET6
+    } else {
+        libc::AF_INET
+    };
+    let set = |fd: c_int, level: c_int, name: c_int, v: c_int| {
+        // SAFETY: setsockopt with a live c_int.
+        let r = unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                (&v as *const c_int).cast(),
+                std::mem::size_of::<c_int>() as socklen_t,
+            )
+        };
+        assert_eq!(r, 0, "setsockopt {level}/{name}");
+    };
+    let get = |fd: c_int, level: c_int, name: c_int| -> c_int {
+        let mut v: c_int = -1;
+        let mut l = std::mem::size_of::<c_int>() as socklen_t;
+        // SAFETY: getsockopt into a live c_int.
+        unsafe { libc::getsockopt(fd, level, name, (&mut v as *mut c_int).cast(), &mut l) };
+        v
+    };
+    // SAFETY: a socket owned here, handed to TcpStream after connect.
+    let fd = unsafe { libc::socket(family, libc::SOCK_STREAM, 0) };
+    set(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+    set(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, 65536);
+    set(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1);
+    if family == libc::AF_INET {
+        set(fd, libc::IPPROTO_IP, libc::IP_TOS, 0x10);
+    }
+    let before = get(fd, libc::SOL_SOCKET, libc::SO_RCVBUF);
+    let (sa, len) = to_sockaddr(addr);
+    // SAFETY: connect on our fd with a valid address.
+    let r = unsafe { libc::connect(fd, &sa as *const _ as *const libc::sockaddr, len) };
+    println!("connect={r}");
+    println!("nodelay={}", get(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY));
+    println!(
+        "keepalive={}",
+        get(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE)
+    );
+    println!(
+        "rcvbuf_kept={}",
+        get(fd, libc::SOL_SOCKET, libc::SO_RCVBUF) == before
+    );
+    println!(
+        "reuseaddr={}",
+        get(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR)
+    );
+    if family == libc::AF_INET {
+        println!("tos={}", get(fd, libc::IPPROTO_IP, libc::IP_TOS));
+    }
+    // SAFETY: fd is connected and owned; the stream takes it over.
+    let mut st = unsafe { <std::net::TcpStream as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    println!("echo_ok={}", echo_check(&mut st, 65536));
+}
+
 fn shim_loaded() -> bool {
     std::fs::read_to_string("/proc/self/maps")
         .map(|m| m.contains("libsmcrun_shim.so"))
@@ -414,6 +609,10 @@ fn main() {
         "maps" => println!("shim_loaded={}", shim_loaded()),
         "fork-exec" => fork_exec(),
         "conns" => conns(rest),
+        "serve" => serve(rest),
+        "client" => client(rest),
+        "epoll-connect" => epoll_connect(rest),
+        "opts-connect" => opts_connect(rest),
         "argv" => {
             for (i, a) in std::env::args_os().enumerate() {
                 let hex: String = a.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
@@ -429,7 +628,7 @@ fn main() {
         }
         "exit" => std::process::exit(rest.first().and_then(|s| s.parse().ok()).unwrap_or(0)),
         _ => {
-            eprintln!("usage: sockcheck identity [4|6] | untouched | errno | strict | threads N | maps | fork-exec | argv ... | wait | exit N | conns N [exit|wait|stdin|fork|threads]");
+            eprintln!("usage: sockcheck identity [4|6] | untouched | errno | strict | threads N | maps | fork-exec | argv ... | wait | exit N | conns N [exit|wait|stdin|fork|threads] | serve PORT [HOST] | client ADDR [BYTES] | epoll-connect ADDR | opts-connect ADDR");
             std::process::exit(2);
         }
     }
