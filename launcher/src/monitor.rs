@@ -19,6 +19,7 @@ use serde_json::{json, Map, Value};
 use smcrun_telemetry::reasons::state;
 use smcrun_telemetry::smc_genl::{SmcGenl, Stats, TechStats};
 use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
+
 use smcrun_telemetry::Error;
 
 use crate::viewfmt::{self, bytes, rate};
@@ -109,7 +110,7 @@ pub struct Sample {
     /// GET_STATS, for rates and the kernel's buffer usage.
     pub stats: Option<Stats>,
     /// sock_diag, for connections and (on kernels without usage counters) buffers.
-    pub sockets: Option<Vec<SmcSocket>>,
+    pub sockets: Option<Vec<Sock>>,
 }
 
 /// The counters of `mode` (smc: SMC-R and SMC-D added).
@@ -145,8 +146,29 @@ fn counters(s: &Stats, mode: MonMode) -> (u64, u64, u64, u64, Option<u64>, Optio
     }
 }
 
+/// What the monitor needs of one socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sock {
+    /// sock_diag state.
+    pub state: u8,
+    /// SMC-R, SMC-D or fallback.
+    pub mode: Mode,
+    /// (receive buffer, send buffer) bytes, when the buffers were asked for.
+    pub bufs: Option<(u32, u32)>,
+}
+
+impl Sock {
+    fn of(s: &SmcSocket) -> Sock {
+        Sock {
+            state: s.state,
+            mode: s.mode,
+            bufs: s.conninfo.as_ref().map(|c| (c.rmbe_size, c.sndbuf_size)),
+        }
+    }
+}
+
 /// Sockets with a connection: not listening, not yet connected, not closed.
-fn connected(s: &SmcSocket) -> bool {
+fn connected(s: &Sock) -> bool {
     !matches!(s.state, state::LISTEN | state::INIT | state::CLOSED)
 }
 
@@ -214,9 +236,9 @@ pub fn line(view: View, mode: MonMode, a: &Sample, b: &Sample, dt: f64) -> Line 
                     let mut rx = 0u64;
                     let mut tx = 0u64;
                     for s in socks.iter().filter(|s| connected(s) && mode.counts(s.mode)) {
-                        if let Some(c) = &s.conninfo {
-                            rx += u64::from(c.rmbe_size);
-                            tx += u64::from(c.sndbuf_size);
+                        if let Some((r, t)) = s.bufs {
+                            rx += u64::from(r);
+                            tx += u64::from(t);
                         }
                     }
                     l.rx_bufs = Some(rx);
@@ -347,10 +369,24 @@ fn take(client: &SmcGenl, needs: &Needs) -> Result<Sample, Error> {
         .as_ref()
         .is_some_and(|s| s.smcr.rx_buffer_usage.is_some());
     let conninfo = needs.conninfo && !usage_known;
-    let sockets = if needs.sockets || conninfo {
-        let ext = if conninfo { sock_diag::EXT_CONNINFO } else { 0 };
-        // The raw dump without address filling: the monitor counts, it does not print addresses.
-        Some(sock_diag::parse(&sock_diag::dump_raw(ext)?)?)
+    // The raw dump without address filling: the monitor counts, it does not print addresses;
+    // and without the buffers, only states and modes (a tick with 10,000 sockets parses them all).
+    let sockets = if conninfo {
+        let raw = sock_diag::dump_raw(sock_diag::EXT_CONNINFO)?;
+        Some(sock_diag::parse(&raw)?.iter().map(Sock::of).collect())
+    } else if needs.sockets {
+        let raw = sock_diag::dump_raw(0)?;
+        let states = sock_diag::parse_states(&raw)?;
+        Some(
+            states
+                .into_iter()
+                .map(|(state, mode)| Sock {
+                    state,
+                    mode,
+                    bufs: None,
+                })
+                .collect(),
+        )
     } else {
         None
     };
@@ -388,8 +424,8 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return viewfmt::refused(&e),
     };
-    if !a.json {
-        println!("{}", header(a.view));
+    if !a.json && !viewfmt::emit_line(&header(a.view)) {
+        return ExitCode::SUCCESS;
     }
     let mut printed = 0u64;
     while a.count.is_none_or(|n| printed < n) {
@@ -404,10 +440,13 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         };
         let l = line(a.view, mode, &prev, &next, dt);
         let date = now_text();
-        if a.json {
-            println!("{}", line_json(mode, &date, a.interval, &l));
+        let shown = if a.json {
+            line_json(mode, &date, a.interval, &l).to_string()
         } else {
-            println!("{}", text(a.view, mode, &date, &l, a.raw));
+            text(a.view, mode, &date, &l, a.raw)
+        };
+        if !viewfmt::emit_line(&shown) {
+            break;
         }
         prev = next;
         printed += 1;
@@ -426,7 +465,13 @@ mod tests {
         Sample {
             at: None,
             stats: Some(parse_stats(&fixture(phase, "smc_GET_STATS")).unwrap()),
-            sockets: Some(sock_diag::parse(&fixture(phase, "sock_diag_ext1")).unwrap()),
+            sockets: Some(
+                sock_diag::parse(&fixture(phase, "sock_diag_ext1"))
+                    .unwrap()
+                    .iter()
+                    .map(Sock::of)
+                    .collect(),
+            ),
         }
     }
 
@@ -481,7 +526,7 @@ mod tests {
         let want: u64 = socks
             .iter()
             .filter(|x| connected(x) && x.mode == Mode::SmcR)
-            .map(|x| u64::from(x.conninfo.as_ref().unwrap().rmbe_size))
+            .map(|x| u64::from(x.bufs.unwrap().0))
             .sum();
         assert_eq!(Some(want), usage);
         let mut old = s.clone();
@@ -505,6 +550,30 @@ mod tests {
             line(View::Connection, MonMode::Smc, &f, &f, 1.0).conns,
             Some(0)
         );
+    }
+
+    #[test]
+    fn states_alone_match_the_full_parse() {
+        for phase in ["smcr", "fallback"] {
+            for ext in ["sock_diag_ext0", "sock_diag_ext15"] {
+                let raw = fixture(phase, ext);
+                let full: Vec<(u8, Mode)> = sock_diag::parse(&raw)
+                    .unwrap()
+                    .iter()
+                    .map(|s| (s.state, s.mode))
+                    .collect();
+                assert!(!full.is_empty());
+                assert_eq!(
+                    sock_diag::parse_states(&raw).unwrap(),
+                    full,
+                    "{phase}/{ext}"
+                );
+            }
+        }
+        // A message too short for struct smc_diag_msg is an error, not a panic.
+        let mut short = smcrun_telemetry::nl::frame(sock_diag::SOCK_DIAG_BY_FAMILY, 2, 1, &[0; 10]);
+        short.extend(smcrun_telemetry::nl::frame(3, 2, 1, &0i32.to_ne_bytes()));
+        assert!(sock_diag::parse_states(&short).is_err());
     }
 
     #[test]

@@ -508,13 +508,10 @@ pub fn stats(a: &StatsArgs) -> ExitCode {
     if a.json {
         return viewfmt::print_json(&stats_json(&shown, a.interval));
     }
-    match a.interval {
-        Some(sec) => println!("SMC statistics of this network namespace during the last {sec} s"),
-        None => {
-            println!("SMC statistics of this network namespace (since the smc module was loaded)")
-        }
-    }
-    let mut lines = Vec::new();
+    let mut lines = vec![match a.interval {
+        Some(sec) => format!("SMC statistics of this network namespace during the last {sec} s"),
+        None => "SMC statistics of this network namespace (since the smc module was loaded)".into(),
+    }];
     for (tech, title, t) in [
         (Tech::Smcr, "SMC-R", &shown.stats.smcr),
         (Tech::Smcd, "SMC-D", &shown.stats.smcd),
@@ -528,9 +525,7 @@ pub fn stats(a: &StatsArgs) -> ExitCode {
         lines.push(String::new());
         lines.extend(reasons_text(&shown.fallback));
     }
-    for l in lines {
-        println!("{l}");
-    }
+    viewfmt::print_lines(lines);
     ExitCode::SUCCESS
 }
 

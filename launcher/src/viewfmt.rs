@@ -6,6 +6,7 @@
 //! is missing or refused (one line names the module and the `modprobe` that loads it, or the
 //! refusal), 2 bad usage.
 
+use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use serde::Serialize;
@@ -20,18 +21,40 @@ pub fn refused(e: &Error) -> ExitCode {
     ExitCode::from(EXIT_KERNEL)
 }
 
-/// Print `v` as pretty JSON on stdout.
+/// Print `v` as pretty JSON on stdout (through one buffer; a reader that went away, as
+/// `| head` does, ends the output quietly).
 pub fn print_json(v: &impl Serialize) -> ExitCode {
-    match serde_json::to_string_pretty(v) {
-        Ok(s) => {
-            println!("{s}");
-            ExitCode::SUCCESS
-        }
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let written = serde_json::to_writer_pretty(&mut out, v)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush());
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("smcrun: cannot encode JSON: {e}");
+            eprintln!("smcrun: cannot write JSON: {e}");
             ExitCode::from(EXIT_KERNEL)
         }
     }
+}
+
+/// Print lines on stdout through one buffer (thousands of sockets cost one write, not one per
+/// line); a reader that went away ends the output quietly.
+pub fn print_lines<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) {
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    for l in lines {
+        if writeln!(out, "{}", l.as_ref()).is_err() {
+            return;
+        }
+    }
+    let _ = out.flush();
+}
+
+/// Print one line now (the monitor's); false when stdout is gone and the caller should stop.
+pub fn emit_line(line: &str) -> bool {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}").and_then(|()| out.flush()).is_ok()
 }
 
 /// A counter in smc-tools' short form: 4 significant digits and a decimal suffix
@@ -195,9 +218,7 @@ impl Table {
 
     /// Print the table on stdout.
     pub fn print(&self) {
-        for l in self.render() {
-            println!("{l}");
-        }
+        print_lines(self.render());
     }
 }
 

@@ -6,6 +6,7 @@
 //! with nothing).
 
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -15,7 +16,7 @@ use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
 
 use crate::owners::{self, Owner};
 use crate::stats_view::reason_json;
-use crate::viewfmt::{print_json, refused};
+use crate::viewfmt::{print_json, print_lines, refused};
 
 /// `smcrun ss` arguments.
 #[derive(Args, Debug)]
@@ -174,30 +175,55 @@ fn shorten(addr: String, wide: bool) -> String {
 }
 
 /// One smcss-style row; INIT rows stop after Inode, LISTEN after Local Address, CLOSED after Intf.
+#[cfg(test)]
 fn socket_row(s: &SmcSocket, wide: bool) -> String {
-    let mut row = format!(
+    let mut row = String::new();
+    write_row(&mut row, s, wide);
+    row
+}
+
+/// An address in its column: IPv4 ones always fit (21 characters at most) and are written
+/// straight into the row; longer IPv6 ones are shortened unless `wide`.
+fn write_addr(out: &mut String, a: &std::net::SocketAddr, wide: bool) {
+    if wide || a.is_ipv4() {
+        let _ = write!(out, " {a:<23}");
+    } else {
+        let _ = write!(out, " {:<23}", shorten(a.to_string(), wide));
+    }
+}
+
+/// Append one smcss-style row to `out` (no newline). Written in place: `ss -a` formats
+/// thousands of rows.
+fn write_row(out: &mut String, s: &SmcSocket, wide: bool) {
+    let start = out.len();
+    let _ = write!(
+        out,
         "{:<14} {:>5} {:>8}",
         reasons::socket_state(s.state),
         s.uid,
         s.inode
     );
     if s.state == state::INIT {
-        return row;
+        return;
     }
-    row.push_str(&format!(" {:<23}", shorten(s.local.to_string(), wide)));
+    write_addr(out, &s.local, wide);
     if s.state == state::LISTEN {
-        return row.trim_end().to_string();
+        let kept = out[start..].trim_end().len();
+        out.truncate(start + kept);
+        return;
     }
-    row.push_str(&format!(
-        " {:<23} {:>4}",
-        shorten(s.peer.to_string(), wide),
-        s.interface
-    ));
+    write_addr(out, &s.peer, wide);
+    let _ = write!(out, " {:>4}", s.interface);
     if s.state == state::CLOSED {
-        return row;
+        return;
     }
-    row.push_str(&format!(" {}", mode_column(s)));
-    row
+    out.push(' ');
+    match (s.mode, s.fallback) {
+        (Mode::Fallback, Some((r, p))) => {
+            let _ = write!(out, "TCP 0x{r:08x}/0x{p:08x}");
+        }
+        _ => out.push_str(&mode_column(s)),
+    }
 }
 
 /// Run `smcrun ss`.
@@ -252,21 +278,21 @@ pub fn ss(a: &SsArgs) -> ExitCode {
     if a.processes {
         header.push_str("  Process");
     }
-    println!("{header}");
+    let mut text = String::with_capacity((sockets.len() + 1) * 100);
+    text.push_str(&header);
     for s in sockets {
-        let row = socket_row(s, a.wide);
+        text.push('\n');
+        write_row(&mut text, s, a.wide);
         // Detail columns only make sense on rows that reach the Mode column.
-        let details = if matches!(s.state, state::INIT | state::LISTEN | state::CLOSED) {
-            String::new()
-        } else {
-            detail_columns(s, a)
-        };
+        if !matches!(s.state, state::INIT | state::LISTEN | state::CLOSED) {
+            text.push_str(&detail_columns(s, a));
+        }
         if a.processes {
-            println!("{row}{details}  {}", owners::owners_text(owners_of(s)));
-        } else {
-            println!("{row}{details}");
+            text.push_str("  ");
+            text.push_str(&owners::owners_text(owners_of(s)));
         }
     }
+    print_lines([text]);
     ExitCode::SUCCESS
 }
 

@@ -1,0 +1,191 @@
+//! What the operator views cost with many SMC sockets (a measurement, not a test; run it where
+//! the kernel has SMC, e.g. in the VM test bed: `bench/views-vm`).
+//!
+//! `views-cost [LISTENERS] [FALLBACKS] [RUNS] [TICKS]` holds LISTENERS listening AF_SMC sockets
+//! and FALLBACKS AF_SMC connections that fell back to TCP (their peer is a plain TCP listener in
+//! this process), then runs `smcrun ss -a` (text and `--json`) RUNS times and reports the median
+//! wall time and CPU time of a run, and the CPU time of one `smcrun monitor base` tick: the CPU of
+//! `monitor base --count TICKS` less that of `--count 0` (start-up and first sample), per tick.
+//! `smcrun --version` is measured too: the cost of starting the program, which every run pays.
+//! `smcrun` is found on PATH.
+
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const AF_SMC: libc::c_int = 43;
+
+fn die(what: &str) -> ! {
+    eprintln!("views-cost: {what}: {}", std::io::Error::last_os_error());
+    std::process::exit(1);
+}
+
+fn loopback(port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+fn socket(family: libc::c_int) -> libc::c_int {
+    // SAFETY: plain system call.
+    let fd = unsafe { libc::socket(family, libc::SOCK_STREAM, 0) };
+    if fd < 0 {
+        die("socket");
+    }
+    fd
+}
+
+fn bind_listen(fd: libc::c_int, port: u16) {
+    let a = loopback(port);
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: `a` is a sockaddr_in of the length passed.
+    unsafe {
+        if libc::bind(fd, (&a as *const libc::sockaddr_in).cast(), len) != 0 {
+            die("bind");
+        }
+        if libc::listen(fd, 4096) != 0 {
+            die("listen");
+        }
+    }
+}
+
+fn local_port(fd: libc::c_int) -> u16 {
+    let mut a = loopback(0);
+    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: `a` is a sockaddr_in of the length passed.
+    if unsafe { libc::getsockname(fd, (&mut a as *mut libc::sockaddr_in).cast(), &mut len) } != 0 {
+        die("getsockname");
+    }
+    u16::from_be(a.sin_port)
+}
+
+fn raise_fd_limit(need: u64) {
+    let want = need + 64;
+    let r = libc::rlimit {
+        rlim_cur: want,
+        rlim_max: want,
+    };
+    // SAFETY: setrlimit with a valid struct.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } != 0 {
+        die("setrlimit(RLIMIT_NOFILE) (run as root for many sockets)");
+    }
+}
+
+/// Wall and CPU milliseconds of one run of `smcrun ARGS` (output discarded).
+// The child is reaped by wait4, which also gives its CPU time (std's wait would not).
+#[allow(clippy::zombie_processes)]
+fn measure(args: &[&str]) -> (f64, f64) {
+    let t0 = Instant::now();
+    let child = Command::new("smcrun")
+        .args(args)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            eprintln!("views-cost: cannot run smcrun: {e}");
+            std::process::exit(1)
+        });
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::wait4(pid, &mut status, 0, &mut ru) } != pid {
+        die("wait4");
+    }
+    let wall = t0.elapsed().as_secs_f64() * 1e3;
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        eprintln!("views-cost: smcrun {args:?} failed (status {status})");
+        std::process::exit(1);
+    }
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    (wall, ms(ru.ru_utime) + ms(ru.ru_stime))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn arg(i: usize, default: u64) -> u64 {
+    std::env::args()
+        .nth(i)
+        .map(|s| {
+            s.parse().unwrap_or_else(|_| {
+                eprintln!("views-cost: \"{s}\" is not a count");
+                std::process::exit(2)
+            })
+        })
+        .unwrap_or(default)
+}
+
+fn main() {
+    let listeners = arg(1, 10_000);
+    let fallbacks = arg(2, 0);
+    let runs = arg(3, 5).max(1);
+    let ticks = arg(4, 50).max(1);
+    raise_fd_limit(listeners + 2 * fallbacks);
+
+    let t0 = Instant::now();
+    let mut keep = Vec::new();
+    for _ in 0..listeners {
+        let fd = socket(AF_SMC);
+        bind_listen(fd, 0);
+        keep.push(fd);
+    }
+    if fallbacks > 0 {
+        let plain = socket(libc::AF_INET);
+        bind_listen(plain, 0);
+        let a = loopback(local_port(plain));
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        for _ in 0..fallbacks {
+            let fd = socket(AF_SMC);
+            // SAFETY: `a` is a sockaddr_in of the length passed; accept takes no address.
+            unsafe {
+                if libc::connect(fd, (&a as *const libc::sockaddr_in).cast(), len) != 0 {
+                    die("connect");
+                }
+                let s = libc::accept(plain, std::ptr::null_mut(), std::ptr::null_mut());
+                if s < 0 {
+                    die("accept");
+                }
+                keep.push(s);
+            }
+            keep.push(fd);
+        }
+    }
+    println!(
+        "views-cost: {listeners} listening AF_SMC sockets, {fallbacks} fallen-back AF_SMC connections made in {:.0} ms",
+        t0.elapsed().as_secs_f64() * 1e3
+    );
+
+    for args in [&["--version"][..], &["ss", "-a"], &["ss", "-a", "--json"]] {
+        let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let (w, c) = measure(args);
+            wall.push(w);
+            cpu.push(c);
+        }
+        println!(
+            "smcrun {}: median of {runs}: {:.1} ms wall, {:.1} ms CPU",
+            args.join(" "),
+            median(wall),
+            median(cpu)
+        );
+    }
+
+    let count = ticks.to_string();
+    let (mut base, mut full) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        base.push(measure(&["monitor", "base", "-i", "0.01", "--count", "0"]).1);
+        full.push(measure(&["monitor", "base", "-i", "0.01", "--count", &count]).1);
+    }
+    let (b, f) = (median(base), median(full));
+    println!(
+        "smcrun monitor base: start-up and first sample {b:.2} ms CPU; one tick {:.3} ms CPU (median of {runs}: {f:.1} ms for {ticks} ticks)",
+        (f - b).max(0.0) / ticks as f64
+    );
+    drop(keep);
+}
