@@ -224,11 +224,19 @@ fn nonblocking_epoll_connect_and_socket_options_behave_the_same_with_a_policy() 
         .spawn()
         .unwrap();
     let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(server.stdout.take().unwrap()), &mut line).unwrap();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
     assert!(line.starts_with("listening="), "{line}");
     let target = format!("127.0.0.1:{port}");
     let mut outputs = Vec::new();
-    for policy in [None, Some("smc port 6379; tcp"), Some("tcp remote 127.0.0.0/8; smc")] {
+    for policy in [
+        None,
+        Some("smc port 6379; tcp"),
+        Some("tcp remote 127.0.0.0/8; smc"),
+    ] {
         let mut joined = String::new();
         for what in ["epoll-connect", "opts-connect"] {
             let mut c = smcrun();
@@ -240,7 +248,11 @@ fn nonblocking_epoll_connect_and_socket_options_behave_the_same_with_a_policy() 
             assert!(o.status.success(), "{what} {policy:?}: {err}");
             joined += &out;
         }
-        assert_eq!(value(&joined, "epoll_n"), "1 epollout=true data=7", "{joined}");
+        assert_eq!(
+            value(&joined, "epoll_n"),
+            "1 epollout=true data=7",
+            "{joined}"
+        );
         assert_eq!(value(&joined, "so_error"), "0");
         for key in ["nodelay", "keepalive", "reuseaddr"] {
             assert_eq!(value(&joined, key), "1", "{key}: {joined}");
@@ -250,7 +262,10 @@ fn nonblocking_epoll_connect_and_socket_options_behave_the_same_with_a_policy() 
         assert_eq!(joined.matches("echo_ok=true").count(), 2, "{joined}");
         outputs.push(joined);
     }
-    assert!(outputs.windows(2).all(|w| w[0] == w[1]), "a policy must not change what the program sees: {outputs:#?}");
+    assert!(
+        outputs.windows(2).all(|w| w[0] == w[1]),
+        "a policy must not change what the program sees: {outputs:#?}"
+    );
     server.kill().unwrap();
     server.wait().unwrap();
 }
