@@ -3,8 +3,10 @@
 //! with a type (or a filter) the objects themselves with their owner (a process, or the kernel
 //! module that made them: SMC-R's QPs, CQs, MRs and PDs belong to "smc") and state.
 //!
-//! The kernel's RDMA netlink reports used counts but no maximums (those are device attributes
-//! only the verbs interface answers), so the maximum is shown as unknown rather than guessed.
+//! The kernel's RDMA netlink reports used counts but no maximums: those are device attributes
+//! only the verbs interface answers, and they are read there ([`uverbs::limits`]) for QPs, CQs,
+//! MRs, PDs and SRQs where the device lets this user open a context; elsewhere (and always for
+//! CM ids and contexts, which have no device limit) the maximum is shown as unknown, `?`.
 //! Without RDMA devices the view says "no RDMA devices" in one line and exits 1.
 
 use std::process::ExitCode;
@@ -13,6 +15,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::json;
 use smcrun_telemetry::rdma::{self, Device, Resource, ResourceKind, ResourceSummary};
+use smcrun_telemetry::uverbs::{self, Limits};
 use smcrun_telemetry::Error;
 
 use crate::viewfmt::{self, Align, Table, EXIT_KERNEL};
@@ -29,7 +32,7 @@ pub struct RdmaArgs {
     /// Only objects in this state (QP: RESET INIT RTR RTS SQD SQE ERR; CM id: LISTEN, CONNECT, ...).
     #[arg(long, value_name = "S")]
     state: Option<String>,
-    /// Print JSON: {"max_known": false, "devices": [...], "objects": [...]}.
+    /// Print JSON: {"max_known": BOOL, "devices": [...], "objects": [...]}.
     #[arg(long)]
     json: bool,
 }
@@ -156,12 +159,29 @@ pub fn used(s: &ResourceSummary, kind: ResourceKind) -> Option<u64> {
         .map(|(_, n)| *n)
 }
 
-/// `rdma res show`'s summary line of one device: `rxe_lo: pd 3/? cq 3/? ...`.
-pub fn summary_line(s: &ResourceSummary) -> String {
+/// The device limit of `kind` (CM ids and contexts have none).
+pub fn max(l: Option<&Limits>, kind: ResourceKind) -> Option<u32> {
+    let l = l?;
+    match kind {
+        ResourceKind::Qp => Some(l.max_qp),
+        ResourceKind::Cq => Some(l.max_cq),
+        ResourceKind::Mr => Some(l.max_mr),
+        ResourceKind::Pd => Some(l.max_pd),
+        ResourceKind::Srq => Some(l.max_srq),
+        ResourceKind::CmId | ResourceKind::Ctx => None,
+    }
+}
+
+/// The summary line of one device, used/max per type as in seed 002's `rdma res show`:
+/// `rxe_lo: pd 3/32764 cq 3/16384 ... cm_id 0/? ...` (`?`: no known maximum).
+pub fn summary_line(s: &ResourceSummary, limits: Option<&Limits>) -> String {
     let mut out = format!("{}:", s.device);
     for k in ResourceKind::ALL {
         if let Some(n) = used(s, k) {
-            out.push_str(&format!(" {} {n}/?", k.name()));
+            match max(limits, k) {
+                Some(m) => out.push_str(&format!(" {} {n}/{m}", k.name())),
+                None => out.push_str(&format!(" {} {n}/?", k.name())),
+            }
         }
     }
     out
@@ -230,6 +250,10 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return viewfmt::refused(&e),
     };
+    let limits: Vec<Option<Limits>> = devices
+        .iter()
+        .map(|d| uverbs::limits(&d.name).ok())
+        .collect();
     let list_objects = a.json || sel.kind.is_some() || a.pid.is_some() || a.state.is_some();
     let mut objects = Vec::new();
     if list_objects {
@@ -262,13 +286,14 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
     if a.json {
         let devs: Vec<_> = devices
             .iter()
-            .map(|d| {
+            .zip(&limits)
+            .map(|(d, l)| {
                 let s = shown.iter().find(|s| s.device_index == d.index);
                 let mut res = serde_json::Map::new();
                 for k in ResourceKind::ALL {
                     res.insert(
                         k.name().to_string(),
-                        json!({ "used": s.and_then(|s| used(s, k)), "max": null }),
+                        json!({ "used": s.and_then(|s| used(s, k)), "max": max(l.as_ref(), k) }),
                     );
                 }
                 json!({
@@ -281,23 +306,28 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
                         "net_dev": p.netdev,
                     })).collect::<Vec<_>>(),
                     "resources": res,
+                    "max_known": l.is_some(),
                 })
             })
             .collect();
         return viewfmt::print_json(&json!({
-            "max_known": false,
+            "max_known": limits.iter().all(Option::is_some),
             "devices": devs,
             "objects": objects,
         }));
     }
     if sel.kind.is_none() && a.pid.is_none() && a.state.is_none() {
-        for d in &devices {
+        for (d, l) in devices.iter().zip(&limits) {
             match shown.iter().find(|s| s.device_index == d.index) {
-                Some(s) => println!("{}  ({})", summary_line(s), port_text(d)),
+                Some(s) => println!("{}  ({})", summary_line(s, l.as_ref()), port_text(d)),
                 None => println!("{}: no resource summary  ({})", d.name, port_text(d)),
             }
         }
-        println!("(used/max; max unknown: the kernel's RDMA netlink does not report maximums)");
+        if limits.iter().any(Option::is_none) {
+            println!("(used/max; max unknown where the device's verbs interface (ib_uverbs) does not answer)");
+        } else {
+            println!("(used/max; cm_id and ctx have no device maximum)");
+        }
         return ExitCode::SUCCESS;
     }
     if objects.is_empty() {
@@ -337,10 +367,21 @@ mod tests {
     fn captured_summary_counts_smc_r_resources() {
         let s = rdma::parse_resource_summary(&fixture("rdma_RES_GET")).unwrap();
         assert_eq!(
-            summary_line(&s[0]),
+            summary_line(&s[0], None),
             "rxe_lo: pd 3/? cq 3/? qp 3/? cm_id 0/? mr 4/? ctx 0/? srq 0/?"
         );
         assert_eq!(used(&s[0], ResourceKind::Qp), Some(3));
+        let l = Limits {
+            max_qp: 65536,
+            max_cq: 16384,
+            max_mr: 262144,
+            max_pd: 32764,
+            max_srq: 262144,
+        };
+        assert_eq!(
+            summary_line(&s[0], Some(&l)),
+            "rxe_lo: pd 3/32764 cq 3/16384 qp 3/65536 cm_id 0/? mr 4/262144 ctx 0/? srq 0/262144"
+        );
     }
 
     #[test]

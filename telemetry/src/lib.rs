@@ -4,7 +4,7 @@
 //!
 //! Layout: [`nl`] frames requests and collects raw replies, [`attr`] and [`genl`] read
 //! attributes and generic netlink headers; [`sock_diag`], [`smc_genl`], [`pnet`] and [`rdma`] are
-//! the kernel interfaces; [`reasons`] holds the decoding tables; [`error`] the one error type.
+//! the kernel interfaces ([`uverbs`] the RDMA device limits netlink does not give); [`reasons`] holds the decoding tables; [`error`] the one error type.
 //! Every parser takes the raw reply bytes, so captured replies can be replayed in tests.
 
 #![warn(missing_docs)]
@@ -22,5 +22,6 @@ pub mod rundir;
 pub mod sidecar;
 pub mod smc_genl;
 pub mod sock_diag;
+pub mod uverbs;
 
 pub use error::Error;

@@ -717,6 +717,11 @@ check_views() {
     [ "$1" = "$links" ] || fail "smcrun rdma --json lists $1 RTS RC QPs owned by smc, linkgroup --json has $links links"
     [ "$2" = "$3" ] || fail "smcrun rdma --json: $RXE qp used $3 but $2 QPs listed"
     [ "$4" -ge 1 ] || fail "smcrun rdma --json lists no MR owned by smc"
+    # the maximums, from the device's verbs interface (ib_uverbs is loaded in the guest)
+    v=$(jq -r --arg d "$RXE" '.devices[] | select(.name == $d) | [.max_known, .resources.qp.max, .resources.mr.max, .resources.mr.used] | map(tostring) | join(" ")' /tmp/views.rdma)
+    set -- $v
+    echo "views: rdma: $RXE max known $1, qp max $2, mr $4/$3"
+    [ "$1" = true ] && [ "$2" -gt 0 ] && [ "$3" -ge "$4" ] || fail "smcrun rdma --json: $RXE maximums known $1, qp max $2, mr used $4 of max $3"
     smcrun rdma
     smcrun rdma "$RXE" qp
     # a plain client falls back (server 0x03010000 PEERNOSMC), decoded in stats -d --json
