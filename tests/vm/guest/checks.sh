@@ -108,6 +108,21 @@ setup_smc() {
         esac
     fi
 }
+# Remove the set-up's UEID for a no-UEID case, and put back exactly what the set-up had (nothing when
+# SMCRUN_VM_BREAK=no-ueid, so a broken set-up stays broken for the checks that follow).
+ueid_drop() {
+    local o
+    if [ "$BREAK" != no-ueid ]; then
+        o=$(smcrun ueid del SMCRUN-TEST 2>&1) || fail "smcrun ueid del SMCRUN-TEST failed: $(first "$o")"
+    fi
+    o=$(smcrun ueid show 2>&1)
+    case $o in *SMCRUN-TEST*) fail "smcrun ueid show still lists SMCRUN-TEST after deleting it" ;; esac
+}
+ueid_restore() {
+    local o
+    [ "$BREAK" = no-ueid ] && return 0
+    o=$(smcrun ueid add SMCRUN-TEST 2>&1) || fail "smcrun ueid add SMCRUN-TEST (restoring it) failed: $(first "$o")"
+}
 need_setup() {
     [ -z "$SETUP_ERR" ] || fail "set-up: $SETUP_ERR"
 }
@@ -349,10 +364,10 @@ check_fallback() {
     need_setup
     need_prog redis-server redis-benchmark redis-cli
     # a) no UEID: client 0x03030000 (no SMC device), server 0x05000000 (peer declined) / peer 0x03030000
-    out=$(smcrun ueid del SMCRUN-TEST 2>&1) || fail "smcrun ueid del SMCRUN-TEST failed: $(first "$out")"
+    ueid_drop
     ( fallback_case no-ueid smcrun smcrun 127.0.0.1 6390 127.0.0.1 '0x03030000 NOSMCDEV' '0x05000000/0x03030000 PEERDECL/NOSMCDEV' )
     rc=$?
-    out=$(smcrun ueid add SMCRUN-TEST 2>&1) || fail "smcrun ueid add SMCRUN-TEST (restoring it) failed: $(first "$out")"
+    ueid_restore
     [ $rc = 0 ] || exit 1
     # b) IPv6 ::1: no SMC-Rv2 over IPv6 here
     fallback_case ipv6 smcrun smcrun ::1 6391 ::1 '0x03030000 NOSMCDEV' '0x05000000/0x03030000 PEERDECL/NOSMCDEV'
@@ -518,7 +533,7 @@ check_fixtures() {
     PHASE_DIR=smcr fx_expect smcr smc_GET_LGR_SMCR:20 smc_GET_LINK_SMCR:20 sock_diag_ext0:20 smc_DUMP_UEID:20
     cleanup_procs
     # fallbacks: no UEID (client NOSMCDEV, server PEERDECL) and a plain client (PEERNOSMC), connections open
-    smcrun ueid del SMCRUN-TEST > /dev/null 2>&1 || fail "smcrun ueid del failed"
+    ueid_drop
     bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p
     bg smcrun redis-benchmark -p $p -I -c 1 > /tmp/idle.log 2>&1
@@ -527,7 +542,7 @@ check_fixtures() {
     r1=$?
     capture_phase fallback
     PHASE_DIR=fallback fx_expect fallback smc_GET_FBACK_STATS:20 sock_diag_ext0:20
-    smcrun ueid add SMCRUN-TEST > /dev/null 2>&1 || fail "smcrun ueid add (restoring it) failed"
+    ueid_restore
     [ $r1 = 0 ] || fail "the fallback connections did not show up in smcrun ss -a --json"
     cleanup_procs
     {
