@@ -433,7 +433,8 @@ pub fn info(a: &JsonArgs) -> ExitCode {
         let c = open()?;
         let s = c.sys_info()?;
         let seid = c.seid().ok();
-        let ueids = c.ueid_dump().unwrap_or_default();
+        // null (not an empty list) when the kernel would not say
+        let ueids = c.ueid_dump().ok();
         let smcr = c.devices_smcr()?.len();
         let smcd = c.devices_smcd()?.len();
         Ok(json!({
@@ -472,14 +473,11 @@ pub fn info_text(v: &Value) -> Vec<String> {
         other => other.to_string(),
     };
     let yes = |k: &str| if v[k] == true { "Yes" } else { "No" };
-    let ueids: Vec<String> = v["ueids"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|u| u.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    let ueids: Option<Vec<String>> = v["ueids"].as_array().map(|a| {
+        a.iter()
+            .filter_map(|u| u.as_str().map(String::from))
+            .collect()
+    });
     vec![
         format!("SMC Version   : {}", s("smc_version")),
         format!("SMC Hostname  : {}", s("host")),
@@ -503,10 +501,12 @@ pub fn info_text(v: &Value) -> Vec<String> {
         ),
         format!(
             "UEIDs         : {}",
-            if ueids.is_empty() {
-                "- (SMC-Rv2 needs one: smcrun ueid add NAME)".to_string()
-            } else {
-                ueids.join(", ")
+            match ueids {
+                None => "- (the kernel did not say)".to_string(),
+                Some(u) if u.is_empty() => {
+                    "- (SMC-Rv2 needs one: smcrun ueid add NAME)".to_string()
+                }
+                Some(u) => u.join(", "),
             }
         ),
     ]
@@ -590,6 +590,13 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("UEIDs         : SMCRUN-TEST"), "{text}");
+        let mut none = v.clone();
+        none["ueids"] = json!([]);
+        assert!(info_text(&none).join("\n").contains("SMC-Rv2 needs one"));
+        none["ueids"] = Value::Null;
+        assert!(info_text(&none)
+            .join("\n")
+            .contains("the kernel did not say"));
         assert!(text.starts_with("SMC Version   : 2."), "{text}");
     }
 }

@@ -149,9 +149,18 @@ fn detail_columns(s: &SmcSocket, a: &SsArgs) -> String {
     out
 }
 
+/// smcss's Mode column, and for a fallback the reason's name after the codes (and the peer's,
+/// when it sent one): `TCP 0x05000000/0x03030000 PEERDECL/NOSMCDEV`.
 fn mode_column(s: &SmcSocket) -> String {
     match (s.mode, s.fallback) {
-        (Mode::Fallback, Some((r, p))) => format!("TCP 0x{r:08x}/0x{p:08x}"),
+        (Mode::Fallback, Some((r, 0))) => {
+            format!("TCP 0x{r:08x}/0x00000000 {}", reasons::describe(r).name)
+        }
+        (Mode::Fallback, Some((r, p))) => format!(
+            "TCP 0x{r:08x}/0x{p:08x} {}/{}",
+            reasons::describe(r).name,
+            reasons::describe(p).name
+        ),
         (Mode::Fallback, None) => "TCP".to_string(),
         (Mode::Unknown(m), _) => format!("mode {m}"),
         (m, _) => m.label().to_string(),
@@ -218,12 +227,7 @@ fn write_row(out: &mut String, s: &SmcSocket, wide: bool) {
         return;
     }
     out.push(' ');
-    match (s.mode, s.fallback) {
-        (Mode::Fallback, Some((r, p))) => {
-            let _ = write!(out, "TCP 0x{r:08x}/0x{p:08x}");
-        }
-        _ => out.push_str(&mode_column(s)),
-    }
+    out.push_str(&mode_column(s));
 }
 
 /// Run `smcrun ss`.
@@ -322,7 +326,13 @@ mod tests {
     fn fallback_row_and_json() {
         let s = sock(1, Mode::Fallback, Some((0x0303_0000, 0)));
         let row = socket_row(&s, false);
-        assert!(row.ends_with("TCP 0x03030000/0x00000000"), "{row}");
+        assert!(row.ends_with("TCP 0x03030000/0x00000000 NOSMCDEV"), "{row}");
+        let declined = sock(1, Mode::Fallback, Some((0x0500_0000, 0x0303_0000)));
+        let row = socket_row(&declined, false);
+        assert!(
+            row.ends_with("TCP 0x05000000/0x03030000 PEERDECL/NOSMCDEV"),
+            "{row}"
+        );
         let j = socket_json(&s);
         assert_eq!(j["mode"], "TCP");
         assert_eq!(j["fallback"]["reason"], "0x03030000");

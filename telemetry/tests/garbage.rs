@@ -4,7 +4,7 @@
 use smcrun_telemetry::attr::Writer;
 use smcrun_telemetry::nl::frame;
 use smcrun_telemetry::rdma::{self, ResourceKind};
-use smcrun_telemetry::{pnet, smc_genl, sock_diag, Error};
+use smcrun_telemetry::{pnet, smc_genl, sock_diag, uverbs, Error};
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
 struct Rng(u64);
@@ -56,6 +56,10 @@ fn all_parsers(raw: &[u8]) -> Vec<Result<(), Error>> {
         rdma::parse_resource_summary(raw).map(drop),
         rdma::parse_resources(raw, ResourceKind::Qp).map(drop),
         rdma::parse_resources(raw, ResourceKind::Mr).map(drop),
+        rdma::parse_resources(raw, ResourceKind::CmId).map(drop),
+        rdma::parse_resources(raw, ResourceKind::Srq).map(drop),
+        sock_diag::parse_states(raw).map(drop),
+        uverbs::parse_query_device(raw).map(drop),
     ]
 }
 
