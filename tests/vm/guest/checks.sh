@@ -719,6 +719,17 @@ check_views() {
     smcrun linkgroup
     smcrun link | head -n 3
     smcrun device
+    # link, device and info agree with linkgroup and the set-up (rxe on lo, the UEID)
+    smcrun link --json > /tmp/views.link || fail "smcrun link --json failed"
+    nl=$(jq --arg d "$RXE" '[.links[] | select(.state == "ACTIVE" and .ib_dev == $d and .net_dev == "lo")] | length' /tmp/views.link)
+    [ "$nl" = "$links" ] || fail "smcrun link --json lists $nl active links on $RXE/lo, linkgroup --json has $links links"
+    smcrun device --json > /tmp/views.dev || fail "smcrun device --json failed"
+    dl=$(jq -r --arg d "$RXE" '[.smcr_devices[] | select(.ib_dev == $d) | .ports[0] | select(.state == "ACTIVE" and .net_dev == "lo") | .links] | first // "none"' /tmp/views.dev)
+    [ "$dl" != none ] && [ "$dl" -ge 1 ] || fail "smcrun device --json: $RXE port 1 not ACTIVE on lo with links (links: $dl)"
+    smcrun info --json > /tmp/views.info || fail "smcrun info --json failed"
+    jq -e '.smcr_v2 == true and (.ueids | index("SMCRUN-TEST")) != null and .smcr_devices >= 1' /tmp/views.info > /dev/null ||
+        fail "smcrun info --json: $(jq -c '{smcr_v2, ueids, smcr_devices}' /tmp/views.info)"
+    echo "views: link: $nl active links; device: $RXE port 1 ACTIVE on lo, $dl links; info: SMC-Rv2, UEID SMCRUN-TEST"
     # rdma: one RTS RC QP of "smc" per link, and the summary's used count is the QPs it lists
     smcrun rdma --json > /tmp/views.rdma 2> /tmp/views.rdma.err || fail "smcrun rdma --json failed: $(first "$(cat /tmp/views.rdma.err)")"
     v=$(jq -r --arg d "$RXE" '[
