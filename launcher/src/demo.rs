@@ -75,7 +75,8 @@ struct SocketReport {
     side: &'static str,
     local: String,
     peer: String,
-    /// What the kernel made: "AF_SMC", "IPPROTO_SMC" or "TCP".
+    /// What the socket is: "AF_SMC", "IPPROTO_SMC", "TCP", or "SMC" for an SMC socket whose fd
+    /// already reads as TCP because it fell back.
     socket: &'static str,
     /// "SMC-R", "SMC-D" or "TCP".
     transport: &'static str,
@@ -196,28 +197,30 @@ fn classify(
         why: String::new(),
     };
     let is_smc = domain == 43 || protocol == 256;
-    if !is_smc {
+    // A socket that fell back reads as TCP (the kernel moved the file to the internal TCP
+    // socket), so it is looked up in smc_diag either way: by inode, then by its ports.
+    let entry = diag
+        .as_ref()
+        .ok()
+        .and_then(|list| fdinfo::smc_entry(fd, list));
+    if !is_smc && entry.is_none() {
         r.why = why_tcp();
         return r;
     }
-    r.socket = if domain == 43 {
-        "AF_SMC"
-    } else {
-        "IPPROTO_SMC"
+    r.socket = match (domain, protocol) {
+        (43, _) => "AF_SMC",
+        (_, 256) => "IPPROTO_SMC",
+        _ => "SMC",
     };
-    let inode = fdinfo::socket_inode(fd).unwrap_or(0);
-    let entry = match diag {
-        Ok(list) => list.iter().find(|e| e.inode == inode),
-        Err(e) => {
-            r.transport = "SMC?";
-            r.why = format!("an SMC socket, but the kernel's smc_diag cannot be read: {e}");
-            return r;
-        }
-    };
+    if let Err(e) = diag {
+        r.transport = "SMC?";
+        r.why = format!("an SMC socket, but the kernel's smc_diag cannot be read: {e}");
+        return r;
+    }
     match entry {
         None => {
             r.transport = "SMC?";
-            r.why = format!("an SMC socket (inode {inode}) missing from the smc_diag dump");
+            r.why = "an SMC socket missing from the smc_diag dump".to_string();
         }
         Some(e) => match e.mode {
             sock_diag::Mode::SmcR => {

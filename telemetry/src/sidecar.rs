@@ -16,7 +16,7 @@
 //! over). It writes a report under the run directory at most once a second and only when something
 //! changed, and can print a one-line summary when the program exits.
 
-use crate::fdinfo::{raw_identity, socket_inode};
+use crate::fdinfo::{address, raw_identity, smc_entry, socket_inode};
 use crate::report::{
     self, Connection, ConnectionCounts, Endpoint, ProcessReport, ReasonCount, SocketCounts,
 };
@@ -360,25 +360,6 @@ fn now_unix() -> u64 {
         .unwrap_or(0)
 }
 
-/// The socket's peer (`SYS_getpeername`) or local (`SYS_getsockname`) address.
-fn address_of(fd: i32, call: libc::c_long) -> Option<SocketAddr> {
-    // SAFETY: the call writes at most `len` bytes into a zeroed sockaddr_storage.
-    unsafe {
-        let mut ss: libc::sockaddr_storage = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        if libc::syscall(
-            call,
-            fd,
-            &mut ss as *mut _ as *mut libc::sockaddr,
-            &mut len as *mut libc::socklen_t,
-        ) != 0
-        {
-            return None;
-        }
-        sockaddr_to_std(&ss as *const _ as *const libc::sockaddr, len)
-    }
-}
-
 /// Reads an AF_INET/AF_INET6 sockaddr into a `SocketAddr` (no allocation; usable in hooks).
 ///
 /// # Safety
@@ -491,8 +472,13 @@ impl State {
                 let listener_errno = self.socks.get(&listener).map(|l| l.tcp_errno);
                 let tcp_errno = match raw_identity(fd) {
                     Some((43, _)) | Some((_, 256)) => None,
+                    // A connection that already fell back reads as TCP (the kernel moved the file
+                    // to the internal TCP socket): its listener says whether it began as SMC.
                     Some((d, _)) if d == libc::AF_INET || d == libc::AF_INET6 => {
-                        Some(listener_errno.flatten().unwrap_or(NOT_OURS))
+                        match listener_errno {
+                            Some(e) => e,
+                            None => Some(NOT_OURS),
+                        }
                     }
                     Some(_) => return, // not a TCP connection (a UNIX listener)
                     // Closed already: the listener tells what it was.
@@ -532,8 +518,8 @@ impl State {
 
     fn classified(&mut self, fd: i32, s: &Sock, outcome: Outcome, local: Option<SocketAddr>) {
         let role = s.role.unwrap_or(Role::Client);
-        let remote = s.remote.or_else(|| address_of(fd, libc::SYS_getpeername));
-        let local = local.or_else(|| address_of(fd, libc::SYS_getsockname));
+        let remote = s.remote.or_else(|| address(fd, libc::SYS_getpeername));
+        let local = local.or_else(|| address(fd, libc::SYS_getsockname));
         let (mode, key, peer) = match outcome {
             Outcome::SmcR => ("SMC-R", None, 0),
             Outcome::SmcD => ("SMC-D", None, 0),
@@ -596,14 +582,12 @@ impl State {
                 return;
             }
         };
-        let by_inode: HashMap<u64, &sock_diag::SmcSocket> =
-            diag.iter().map(|d| (d.inode, d)).collect();
         let mut still = Vec::new();
         for fd in std::mem::take(&mut self.pending) {
             let Some(s) = self.socks.get(&fd).cloned() else {
                 continue;
             };
-            let entry = socket_inode(fd).and_then(|ino| by_inode.get(&ino).copied());
+            let entry = smc_entry(fd, &diag);
             let outcome = match entry {
                 None => None,
                 Some(e) => match e.mode {
