@@ -55,6 +55,7 @@ fn decide(fd: c_int, role: Role, local: Option<SocketAddr>, remote: Option<Socke
         return;
     }
     let saved = errno();
+    let before = SocketLevel::read(fd);
     let zero: c_int = 0;
     // SAFETY: setsockopt on the caller's fd with a live c_int; raw system call.
     let r = unsafe {
@@ -68,6 +69,9 @@ fn decide(fd: c_int, role: Role, local: Option<SocketAddr>, remote: Option<Socke
         )
     };
     let failed = (r != 0).then(errno);
+    if failed.is_none() {
+        before.carry_over(fd);
+    }
     set_errno(saved);
     // Only once per socket: a second connect() after a failure finds it TCP already.
     tracked::mark(fd, false);
@@ -84,6 +88,79 @@ fn decide(fd: c_int, role: Role, local: Option<SocketAddr>, remote: Option<Socke
                 role.as_str(),
                 crate::log::errno_name(e)
             ),
+        }
+    }
+}
+
+/// SOL_SOCKET options that live on the SMC socket itself. After the switch the program's fd reaches
+/// the internal TCP socket, which the kernel only brings in line with these at an SMC connect(), a
+/// path the switched socket no longer takes; so the shim carries over the ones whose value differs.
+/// Buffer sizes are left alone: setting one would turn off TCP's buffer autotuning.
+const CARRIED: [c_int; 10] = [
+    libc::SO_KEEPALIVE,
+    libc::SO_REUSEADDR,
+    libc::SO_REUSEPORT,
+    libc::SO_BROADCAST,
+    libc::SO_OOBINLINE,
+    libc::SO_PRIORITY,
+    libc::SO_MARK,
+    libc::SO_LINGER,
+    libc::SO_RCVTIMEO,
+    libc::SO_SNDTIMEO,
+];
+
+/// The values of [`CARRIED`] on one socket, as raw bytes (the largest is a `struct timeval`).
+struct SocketLevel {
+    values: [Option<([u8; 16], socklen_t)>; CARRIED.len()],
+}
+
+impl SocketLevel {
+    fn get(fd: c_int, name: c_int) -> Option<([u8; 16], socklen_t)> {
+        let mut buf = [0u8; 16];
+        let mut len = buf.len() as socklen_t;
+        // SAFETY: getsockopt into a 16-byte buffer whose length is passed; raw system call.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_getsockopt,
+                fd,
+                libc::SOL_SOCKET,
+                name,
+                buf.as_mut_ptr(),
+                &mut len as *mut socklen_t,
+            )
+        };
+        (r == 0).then_some((buf, len))
+    }
+
+    fn read(fd: c_int) -> SocketLevel {
+        let mut values = [None; CARRIED.len()];
+        for (v, name) in values.iter_mut().zip(CARRIED) {
+            *v = Self::get(fd, name);
+        }
+        SocketLevel { values }
+    }
+
+    /// Sets on `fd` (now the TCP socket) every option whose value differs from what was read.
+    fn carry_over(&self, fd: c_int) {
+        for (v, name) in self.values.iter().zip(CARRIED) {
+            let Some((bytes, len)) = v else { continue };
+            if Self::get(fd, name)
+                .is_some_and(|now| now.0[..now.1 as usize] == bytes[..*len as usize])
+            {
+                continue;
+            }
+            // SAFETY: setsockopt with the bytes getsockopt returned for the same option; raw system
+            // call; a refusal (e.g. SO_MARK without CAP_NET_ADMIN) leaves the option as it was.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_setsockopt,
+                    fd,
+                    libc::SOL_SOCKET,
+                    name,
+                    bytes.as_ptr(),
+                    *len,
+                );
+            }
         }
     }
 }

@@ -5,8 +5,10 @@
 //! bounded crossbeam channel, which neither allocates nor locks, and a full channel counts a drop
 //! instead of waiting. The one exception is the first event after the sidecar went idle: the
 //! channel then wakes the sleeping thread (a futex wake under crossbeam's waker lock). While events
-//! keep coming the sidecar polls once a second and is never asleep in the channel, so the hooks pay
-//! that wake-up at most once per idle period; when nothing happens it sleeps without waking at all.
+//! keep coming the sidecar polls (every 100 ms while events arrive or a connection waits to be
+//! classified, then once more to bring the report up to date) and is never asleep in the channel,
+//! so the hooks pay that wake-up at most once per idle period; when nothing happens it sleeps
+//! without waking at all.
 //!
 //! The thread starts with the program's first TCP socket (never in a library constructor), is
 //! started again in a forked child (whose numbers start from zero: [`after_fork_in_child`]), and
@@ -68,8 +70,12 @@ pub enum Event {
 /// Capacity of the event channel: a burst of this many connections within one second is counted
 /// exactly; beyond it, drops are counted.
 const CHANNEL_CAPACITY: usize = 4096;
-/// How often the sidecar looks while there is something to do.
+/// How often the report may be rewritten, and the last look before the sidecar blocks again.
 const TICK: Duration = Duration::from_secs(1);
+/// How often it looks while events arrive or a connection waits to be classified: the kernel can
+/// only be asked while the connection is open, and short ones close fast. Idle, the sidecar does
+/// not wake at all.
+const BUSY_TICK: Duration = Duration::from_millis(100);
 /// How long a handshake may stay pending before the connection is called unclassified.
 const PENDING_LIMIT: Duration = Duration::from_secs(30);
 
@@ -221,24 +227,25 @@ pub extern "C" fn exit_summary() {
 }
 
 fn run(s: &'static Shared) {
-    let mut quiet = true;
+    // Busy: the last look found events or connections waiting to be classified. Then the next look
+    // comes soon (connections must be looked up while they are open); once a look finds nothing new
+    // the report is brought up to date and the thread blocks until the next event.
+    // The thread starts because of an event: busy from the start.
+    let mut busy = true;
     loop {
-        let idle = {
-            let st = s.state.lock();
-            quiet && st.pending.is_empty() && !st.dirty
-        };
+        let idle = !busy && !s.state.lock().dirty;
         if idle {
             match s.rx.recv() {
                 Ok(ev) => s.state.lock().handle(ev),
                 Err(_) => return,
             }
         } else {
-            std::thread::sleep(TICK);
+            std::thread::sleep(if busy { BUSY_TICK } else { TICK });
         }
         let mut st = s.state.lock();
         let n = st.drain(&s.rx);
-        quiet = n == 0 && !idle;
         st.classify_pending(false);
+        busy = idle || n > 0 || !st.pending.is_empty();
         if st.dirty && st.last_write.is_none_or(|t| t.elapsed() >= TICK) {
             st.write_report();
         }
@@ -518,8 +525,11 @@ impl State {
 
     fn classified(&mut self, fd: i32, s: &Sock, outcome: Outcome, local: Option<SocketAddr>) {
         let role = s.role.unwrap_or(Role::Client);
-        let remote = s.remote.or_else(|| address(fd, libc::SYS_getpeername));
-        let local = local.or_else(|| address(fd, libc::SYS_getsockname));
+        // Addresses read from the fd now are only trusted for connections the kernel just matched
+        // (`local` given); by now the fd of an older connection may hold a newer one.
+        let remote = s
+            .remote
+            .or_else(|| local.and(address(fd, libc::SYS_getpeername)));
         let (mode, key, peer) = match outcome {
             Outcome::SmcR => ("SMC-R", None, 0),
             Outcome::SmcD => ("SMC-D", None, 0),

@@ -28,6 +28,7 @@ run_check() {
     fn=check_$(echo "$name" | tr '-' '_')
     limit=${CHECK_TIMEOUT:-90}
     [ "$name" = two-vms ] && limit=150
+    [ "$name" = policy ] && limit=200
     rm -f /tmp/check.reason /tmp/check.pids
     t0=$(date +%s)
     (
@@ -58,6 +59,7 @@ bg() {
     echo $! >> /tmp/check.pids
 }
 cleanup_procs() {
+    local p
     if [ -e /tmp/check.pids ]; then
         for p in $(cat /tmp/check.pids); do kill "$p" 2>/dev/null; done
         sleep 0.2
@@ -127,6 +129,7 @@ need_setup() {
     [ -z "$SETUP_ERR" ] || fail "set-up: $SETUP_ERR"
 }
 need_prog() {
+    local p
     for p in "$@"; do
         command -v "$p" > /dev/null 2>&1 || fail "$p is not in the guest (not built?)"
     done
@@ -774,5 +777,176 @@ check_views() {
     ivs=$(jq '.interval_seconds' /tmp/views.iv)
     echo "views: stats --interval 1: rx +$ivrx bytes"
     [ "$ivs" = 1 ] && [ "$ivrx" -gt 0 ] || fail "smcrun stats --interval 1 --json: interval_seconds $ivs, .smcr.rx.bytes $ivrx during traffic"
+    ok
+}
+
+# ------------------------------------------------------------------ per-process telemetry (sidecar)
+# ps_entry PROGRAM: the `smcrun ps --json` entry of the (single) running PROGRAM, compacted
+ps_entry() {
+    smcrun ps --json 2> /dev/null | jq -c --arg p "$1" '[.[] | select(.program == $p and .state == "running")][0] // empty'
+}
+# ps_wait PROGRAM JQ-CONDITION: until PROGRAM's ps entry satisfies the condition (10 s); prints it
+ps_wait() {
+    local i e
+    i=0
+    while [ $i -lt 50 ]; do
+        e=$(ps_entry "$1")
+        if [ -n "$e" ] && printf '%s\n' "$e" | jq -e "$2" > /dev/null 2>&1; then
+            printf '%s\n' "$e"
+            return 0
+        fi
+        sleep 0.2
+        i=$((i + 1))
+    done
+    printf '%s\n' "${e:-none}"
+    return 1
+}
+
+# sidecar: redis-server and redis-benchmark -c 20 both under smcrun: `smcrun ps` shows each with 20 SMC-R
+#   connections; a plain-TCP server shows as TCP with 0x03010000 decoded in `smcrun why`; and the exit report
+#   of a redis-benchmark run matches the kernel's counters for the same run.
+check_sidecar() {
+    need_setup
+    need_prog redis-server redis-benchmark redis-cli
+    p=6390
+    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
+    redis_wait $p
+    bg smcrun redis-benchmark -p $p -I -c 20 > /tmp/idle.log 2>&1
+    e=$(ps_wait redis-benchmark '.report.connections.smc_r >= 20') ||
+        fail "smcrun ps: redis-benchmark does not show 20 SMC-R connections: $(first "$e")"
+    echo "ps redis-benchmark: $e" | cut -c1-400
+    # the server also has the redis-cli PINGs of redis_wait (SMC-R too): at least 20
+    e=$(ps_wait redis-server '.report.connections.smc_r >= 20 and .report.connections.tcp == 0') ||
+        fail "smcrun ps: redis-server does not show >= 20 SMC-R and no TCP connections: $(first "$e")"
+    echo "ps redis-server: $e" | cut -c1-400
+    spid=$(printf '%s\n' "$e" | jq -r .pid)
+    why=$(smcrun why "$spid" 2>&1) || fail "smcrun why $spid failed: $(first "$why")"
+    printf '%s\n' "$why" | grep -q '^server .* SMC-R ' || fail "smcrun why $spid lists no SMC-R server connection: $(first "$why")"
+    cleanup_procs
+
+    # exit report vs the kernel's counters: one run of redis-benchmark, 10 connections
+    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
+    redis_wait $p
+    stats_snap /tmp/sc.s0
+    out=$(SMCRUN_REPORT=1 smcrun redis-benchmark -p $p -t set -n 2000 -c 10 -q 2>&1)
+    stats_snap /tmp/sc.s1
+    line=$(printf '%s\n' "$out" | tr '\r' '\n' | grep '^smcrun: pid [0-9]* redis-benchmark: ')
+    echo "exit report: $line"
+    [ -n "$line" ] || fail "no exit report from SMCRUN_REPORT=1 redis-benchmark: $(lastl "$out")"
+    dc=$(stats_delta /tmp/sc.s0 /tmp/sc.s1 clnt_succ)
+    n=$(printf '%s\n' "$line" | sed -n 's/.*: \([0-9]*\) connections, \([0-9]*\) SMC-R, \([0-9]*\) TCP.*/\1 \2 \3/p')
+    set -- $n
+    # every connection the kernel saw is counted; the 10 benchmark connections (open for the whole run)
+    # are classified SMC-R; a short-lived one (the benchmark's CONFIG GET) may close before the sidecar
+    # looks and is then "not classified", never guessed
+    [ "$1" = "$dc" ] && [ "${2:-0}" -ge 10 ] && [ "$3" = 0 ] ||
+        fail "exit report says $1 connections, $2 SMC-R, $3 TCP; the kernel counted $dc client SMC-R successes: $line"
+    cleanup_procs
+
+    # a plain TCP server: the smcrun client falls back with 0x03010000, and says so
+    bg redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
+    redis_wait $p 127.0.0.1 plain
+    bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
+    e=$(ps_wait redis-benchmark '.report.connections.tcp >= 2') ||
+        fail "smcrun ps: redis-benchmark against a plain server does not show 2 TCP connections: $(first "$e")"
+    bpid=$(printf '%s\n' "$e" | jq -r .pid)
+    why=$(smcrun why "$bpid" 2>&1)
+    echo "$why" | head -n 8
+    printf '%s\n' "$why" | grep -q '^client .* TCP .*0x03010000' ||
+        fail "smcrun why $bpid does not show a TCP client connection with 0x03010000: $(first "$why")"
+    printf '%s\n' "$e" | jq -e '.report.reasons[0].code == "0x03010000"' > /dev/null ||
+        fail "top reason is not 0x03010000: $(printf '%s\n' "$e" | jq -c .report.reasons)"
+    ok
+}
+
+# ------------------------------------------------------------------ policy
+# sc_run LOG ARGS...: run sockcheck under smcrun with an exit report; output and report in LOG. (The
+# clients hold their connection 1.5 s: the sidecar classifies within a second of a connection, and one
+# closed before that is reported as not classified.)
+sc_run() {
+    local log
+    log=$1
+    shift
+    SMCRUN_REPORT=1 timeout 60 smcrun "$@" > "$log" 2>&1 || {
+        echo "sc_run $* exited $?"
+        smcrun ss -a
+        fail "$* did not finish: $(lastl "$(cat "$log")")"
+    }
+}
+# report_of LOG: the exit report's "N connections, ..." part
+report_of() {
+    grep '^smcrun: pid [0-9]* sockcheck: ' "$1" | sed 's/^smcrun: pid [0-9]* sockcheck: //'
+}
+
+# policy: with --policy 'smc port 6379; tcp' a client connecting to 6379 runs SMC-R and one connecting to
+#   6380 (an SMC-capable server too) runs TCP by policy with its data intact; a server rule turns a
+#   listener to TCP; an fd registered in epoll before a nonblocking connect still gets EPOLLOUT and data;
+#   options set before connect are still set after; redis with a policy for its port only runs SMC-R.
+check_policy() {
+    need_setup
+    need_prog sockcheck redis-server redis-benchmark
+    pol='smc port 6379; tcp'
+    echo "t=$(date +%s) start"
+    bg smcrun sockcheck serve 6379 > /tmp/s6379.log 2>&1
+    bg smcrun sockcheck serve 6380 > /tmp/s6380.log 2>&1
+    sleep 1
+    for port in 6379 6380; do
+        stats_snap /tmp/pol.s0
+        sc_run /tmp/pol.$port smcrun --policy "$pol" sockcheck client 127.0.0.1:$port 100000 1500
+        stats_snap /tmp/pol.s1
+        cat /tmp/pol.$port
+        grep -q '^echo_ok=true' /tmp/pol.$port || fail "client to $port under '$pol': data not intact: $(first "$(cat /tmp/pol.$port)")"
+        r=$(report_of /tmp/pol.$port)
+        dc=$(stats_delta /tmp/pol.s0 /tmp/pol.s1 clnt_succ)
+        dfc=$(stats_delta /tmp/pol.s0 /tmp/pol.s1 clnt_fback)
+        echo "port $port: report '$r', kernel client succ +$dc fallback +$dfc"
+        if [ $port = 6379 ]; then
+            case $r in "1 connections, 1 SMC-R, 0 TCP"*) ;; *) fail "client to 6379 is not SMC-R: $r" ;; esac
+            [ "$dc" = 1 ] || fail "kernel SMC-R client successes grew by $dc for the 6379 connection, expected 1"
+        else
+            case $r in "1 connections, 0 SMC-R, 1 TCP (TCP by policy: 1)"*) ;; *) fail "client to 6380 is not TCP by policy: $r" ;; esac
+            [ "$dc" = 0 ] || fail "the TCP-by-policy connection to 6380 still counted as an SMC-R success"
+        fi
+    done
+    echo "t=$(date +%s) clients done"
+    # epoll before a nonblocking connect, and options before connect, on both paths
+    for port in 6379 6380; do
+        smcrun --policy "$pol" sockcheck epoll-connect 127.0.0.1:$port > /tmp/ep.$port 2>&1
+        cat /tmp/ep.$port
+        grep -q '^epoll_n=1 epollout=true' /tmp/ep.$port || fail "epoll-registered nonblocking connect to $port got no EPOLLOUT: $(first "$(cat /tmp/ep.$port)")"
+        grep -q '^so_error=0' /tmp/ep.$port && grep -q '^echo_ok=true' /tmp/ep.$port ||
+            fail "epoll-registered nonblocking connect to $port: $(tr '\n' ' ' < /tmp/ep.$port)"
+        smcrun --policy "$pol" sockcheck opts-connect 127.0.0.1:$port > /tmp/op.$port 2>&1
+        cat /tmp/op.$port
+        for kv in connect=0 nodelay=1 keepalive=1 rcvbuf_kept=true reuseaddr=1 tos=16 echo_ok=true; do
+            grep -qx "$kv" /tmp/op.$port || fail "options before connect to $port: want $kv, got: $(tr '\n' ' ' < /tmp/op.$port)"
+        done
+    done
+    echo "t=$(date +%s) epoll and options done"
+    cleanup_procs
+    echo "t=$(date +%s) cleaned up"
+    # a server rule: the listener on 6381 is turned to TCP, so an SMC client falls back (peer no SMC)
+    bg smcrun -d --policy 'tcp role server port 6381; smc' sockcheck serve 6381 > /tmp/s6381.log 2>&1
+    sleep 1
+    cat /tmp/s6381.log
+    sc_run /tmp/pol.6381 smcrun sockcheck client 127.0.0.1:6381 100000 1500
+    cat /tmp/pol.6381
+    grep -q '^echo_ok=true' /tmp/pol.6381 || fail "client of the TCP-by-policy server: data not intact"
+    r=$(report_of /tmp/pol.6381)
+    case $r in *"1 TCP (0x03010000 "*) ;; *) fail "client of a server turned to TCP by policy: expected TCP with 0x03010000, got: $r" ;; esac
+    cleanup_procs
+    echo "t=$(date +%s) server rule done"
+    # redis with a policy that accelerates only the Redis port: every connection SMC-R
+    bg smcrun --policy "$pol" redis-server --port 6379 --save '' --appendonly no > /tmp/redis.log 2>&1
+    redis_wait 6379
+    stats_snap /tmp/pr.s0
+    out=$(SMCRUN_REPORT=1 smcrun --policy "$pol" redis-benchmark -p 6379 -t set,get -n 2000 -c 10 -q 2>&1)
+    stats_snap /tmp/pr.s1
+    printf '%s\n' "$out" | tr '\r' '\n' | grep -v 'rps='
+    printf '%s\n' "$out" | tr '\r' '\n' | grep -q '^GET: .*requests per second' || fail "redis-benchmark under the policy gave no GET result"
+    line=$(printf '%s\n' "$out" | tr '\r' '\n' | grep '^smcrun: pid [0-9]* redis-benchmark: ')
+    case $line in *" 0 TCP"*) ;; *) fail "redis-benchmark under '$pol' had TCP connections: $line" ;; esac
+    dfc=$(stats_delta /tmp/pr.s0 /tmp/pr.s1 clnt_fback)
+    [ "$dfc" = 0 ] || fail "kernel fallback counters grew by $dfc under the policy"
     ok
 }

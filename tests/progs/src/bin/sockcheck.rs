@@ -378,12 +378,15 @@ fn echo_check(s: &mut std::net::TcpStream, len: usize) -> bool {
     h.join().unwrap().is_ok() && ok && back == data
 }
 
-/// `client HOST:PORT [BYTES]`: one connection to an echo server, data checked.
+/// `client HOST:PORT [BYTES [HOLD_MS]]`: one connection to an echo server, data checked, held open
+/// HOLD_MS before closing.
 fn client(args: &[String]) {
     let addr = parse_addr(args.first());
     let len: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(65536);
+    let hold_ms: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(0);
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     println!("echo_ok={}", echo_check(&mut s, len));
+    std::thread::sleep(std::time::Duration::from_millis(hold_ms));
     let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
     println!(
         "raw_domain={} raw_protocol={}",
@@ -628,7 +631,7 @@ fn main() {
         }
         "exit" => std::process::exit(rest.first().and_then(|s| s.parse().ok()).unwrap_or(0)),
         _ => {
-            eprintln!("usage: sockcheck identity [4|6] | untouched | errno | strict | threads N | maps | fork-exec | argv ... | wait | exit N | conns N [exit|wait|stdin|fork|threads] | serve PORT [HOST] | client ADDR [BYTES] | epoll-connect ADDR | opts-connect ADDR");
+            eprintln!("usage: sockcheck identity [4|6] | untouched | errno | strict | threads N | maps | fork-exec | argv ... | wait | exit N | conns N [exit|wait|stdin|fork|threads] | serve PORT [HOST] | client ADDR [BYTES [HOLD_MS]] | epoll-connect ADDR | opts-connect ADDR");
             std::process::exit(2);
         }
     }
