@@ -83,7 +83,10 @@ pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
     hook(
         || real::listen(fd, backlog),
         |out| {
-            policy::at_listen(fd);
+            if let Some(e) = policy::at_listen(fd) {
+                crate::guard::set_errno(e);
+                return out.record(-1);
+            }
             out.record(real::listen(fd, backlog))
         },
     )

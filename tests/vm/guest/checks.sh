@@ -864,14 +864,32 @@ check_sidecar() {
 # clients hold their connection 1.5 s: the sidecar classifies within a second of a connection, and one
 # closed before that is reported as not classified.)
 sc_run() {
-    local log
+    local log pid i
     log=$1
     shift
-    SMCRUN_REPORT=1 timeout 60 smcrun "$@" > "$log" 2>&1 || {
-        echo "sc_run $* exited $?"
-        smcrun ss -a
-        fail "$* did not finish: $(lastl "$(cat "$log")")"
-    }
+    SMCRUN_REPORT=1 smcrun "$@" > "$log" 2>&1 &
+    pid=$!
+    i=0
+    while kill -0 $pid 2> /dev/null; do
+        i=$((i + 1))
+        if [ $i -gt 300 ]; then
+            # stuck: show where, while it is still alive
+            echo "sc_run $* still running after 60s; its threads, then the check's background processes':"
+            for q in $pid $(cat /tmp/check.pids 2> /dev/null); do
+                for t in /proc/"$q"/task/*; do
+                    echo "-- $t $(cat "$t/comm") wchan=$(cat "$t/wchan" 2> /dev/null)"
+                    head -n 8 "$t/stack" 2> /dev/null
+                done
+            done
+            netstat -tan 2> /dev/null | grep -E '638[0-9]' | head -n 20
+            cat "$log"
+            smcrun ss -a
+            kill -9 $pid
+            fail "$* did not finish within 60s: $(lastl "$(cat "$log")")"
+        fi
+        sleep 0.2
+    done
+    wait $pid || fail "$* exited $?: $(lastl "$(cat "$log")")"
 }
 # report_of LOG: the exit report's "N connections, ..." part
 report_of() {
