@@ -5,9 +5,10 @@ pub use smcrun_settings::Why;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use smcrun_telemetry::sidecar::{CONVERTED, TCP_AT_CREATION, UNTOUCHED};
-/// bind() calls seen.
+/// bind() calls seen (counted only with SMCRUN_DEBUG=2, for its exit summary: an atomic add is not
+/// free on every bind).
 pub static BINDS: AtomicU64 = AtomicU64::new(0);
-/// connect() calls seen.
+/// connect() calls seen (likewise only with SMCRUN_DEBUG=2).
 pub static CONNECTS: AtomicU64 = AtomicU64::new(0);
 static FELL_BACK: [AtomicU64; 6] = [const { AtomicU64::new(0) }; 6];
 

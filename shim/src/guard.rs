@@ -40,24 +40,28 @@ impl Outcome {
 /// made, go to `passthrough` (the real function with the caller's arguments). errno is the
 /// caller's on entry to `passthrough`.
 pub fn hook(passthrough: impl Fn() -> i32, body: impl FnOnce(&Outcome) -> i32) -> i32 {
-    if IN_HOOK.with(|f| f.replace(true)) {
-        return passthrough();
-    }
-    let entry_errno = errno();
-    let outcome = Outcome(Cell::new(None));
-    let result = catch_unwind(AssertUnwindSafe(|| body(&outcome)));
-    IN_HOOK.with(|f| f.set(false));
-    match result {
-        Ok(ret) => ret,
-        Err(_) => match outcome.0.get() {
-            Some((ret, e)) => {
-                set_errno(e);
-                ret
-            }
-            None => {
-                set_errno(entry_errno);
-                passthrough()
-            }
-        },
-    }
+    // One thread-local lookup for the whole call (in a shared library each lookup is a call into
+    // the dynamic loader's TLS resolver).
+    IN_HOOK.with(|in_hook| {
+        if in_hook.replace(true) {
+            return passthrough();
+        }
+        let entry_errno = errno();
+        let outcome = Outcome(Cell::new(None));
+        let result = catch_unwind(AssertUnwindSafe(|| body(&outcome)));
+        in_hook.set(false);
+        match result {
+            Ok(ret) => ret,
+            Err(_) => match outcome.0.get() {
+                Some((ret, e)) => {
+                    set_errno(e);
+                    ret
+                }
+                None => {
+                    set_errno(entry_errno);
+                    passthrough()
+                }
+            },
+        }
+    })
 }

@@ -33,8 +33,8 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const libc::sockaddr, len: sockl
         || real::bind(fd, addr, len),
         |out| {
             let ret = out.record(real::bind(fd, addr, len));
-            counters::bump(&counters::BINDS);
             if config::get().debug >= 2 {
+                counters::bump(&counters::BINDS);
                 line!("bind fd {fd}: {}", if ret == 0 { "ok" } else { "failed" });
             }
             ret
@@ -53,7 +53,9 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const libc::sockaddr, len: so
         |out| {
             policy::at_connect(fd, addr, len);
             let ret = out.record(real::connect(fd, addr, len));
-            counters::bump(&counters::CONNECTS);
+            if config::get().debug >= 2 {
+                counters::bump(&counters::CONNECTS);
+            }
             if (ret == 0 || crate::guard::errno() == libc::EINPROGRESS) && tracked::is_marked(fd) {
                 let remote = sockaddr_to_std(addr, len);
                 convert::tell(Event::Connected { fd, remote });
