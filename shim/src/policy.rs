@@ -19,7 +19,7 @@ use crate::config;
 use crate::convert::tell;
 use crate::guard::{errno, set_errno};
 use crate::log::line;
-use crate::tracked;
+use crate::{real, tracked};
 use libc::{c_int, socklen_t};
 use smcrun_policy::{Action, Role};
 use smcrun_telemetry::sidecar::{sockaddr_to_std, Event};
@@ -127,20 +127,6 @@ fn get_int(fd: c_int, level: c_int, name: c_int) -> Option<c_int> {
     (r == 0).then_some(v)
 }
 
-fn set_int(fd: c_int, level: c_int, name: c_int, v: c_int) {
-    // SAFETY: setsockopt with a live c_int; raw system call; a refusal leaves the option as it was.
-    unsafe {
-        libc::syscall(
-            libc::SYS_setsockopt,
-            fd,
-            level,
-            name,
-            &v as *const c_int,
-            std::mem::size_of::<c_int>() as socklen_t,
-        );
-    }
-}
-
 /// Puts a fresh TCP socket in place of the SMC socket `fd`: same family, flags, socket options and
 /// bound address.
 fn replace_with_tcp(fd: c_int, local: Option<SocketAddr>) -> Result<(), Replace> {
@@ -173,13 +159,13 @@ fn replace_with_tcp(fd: c_int, local: Option<SocketAddr>) -> Result<(), Replace>
     ] {
         if let Some(v) = get_int(fd, level, name) {
             if get_int(new, level, name) != Some(v) {
-                set_int(new, level, name, v);
+                real::setsockopt_int(new, level, name, v);
             }
         }
     }
     if family == libc::AF_INET6 {
         if let Some(v) = get_int(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY) {
-            set_int(new, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, v);
+            real::setsockopt_int(new, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, v);
         }
     }
     let cloexec = if fdfl >= 0 && fdfl & libc::FD_CLOEXEC != 0 {
