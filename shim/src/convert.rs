@@ -144,6 +144,21 @@ fn apply_buffers(fd: c_int, cfg: &Config) {
     }
 }
 
+/// The TCP socket the program asked for, tracked and told to the sidecar with the reason it is
+/// not an SMC socket (the errno of the refused SMC socket, or `sidecar::BY_POLICY`).
+fn tcp_socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome, why: i32) -> c_int {
+    let fd = out.record(real::socket(domain, ty, protocol));
+    if fd >= 0 {
+        tracked::mark(fd, false);
+        tell(Event::Created {
+            fd,
+            smc: false,
+            errno: why,
+        });
+    }
+    fd
+}
+
 /// The body of the `socket` hook.
 pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int {
     if !is_tcp(domain, ty, protocol) {
@@ -160,14 +175,8 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
         Family::V4
     };
     if cfg.policy.likely(family) == Action::Tcp {
-        let fd = out.record(real::socket(domain, ty, protocol));
+        let fd = tcp_socket(domain, ty, protocol, out, sidecar::BY_POLICY);
         if fd >= 0 {
-            tracked::mark(fd, false);
-            tell(Event::Created {
-                fd,
-                smc: false,
-                errno: sidecar::BY_POLICY,
-            });
             if cfg.debug >= 1 {
                 line!(
                     "socket fd {fd}: {} stream stays TCP by policy",
@@ -214,15 +223,7 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
                 return out.record(-1);
             }
             set_errno(entry);
-            let fd = out.record(real::socket(domain, ty, protocol));
-            if fd >= 0 {
-                tracked::mark(fd, false);
-                tell(Event::Created {
-                    fd,
-                    smc: false,
-                    errno: e,
-                });
-            }
+            let fd = tcp_socket(domain, ty, protocol, out, e);
             if cfg.debug >= 1 {
                 line!(
                     "socket fd {fd}: {} stream stays TCP: {} ({})",
