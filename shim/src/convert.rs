@@ -176,13 +176,11 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
     };
     if cfg.policy.likely(family) == Action::Tcp {
         let fd = tcp_socket(domain, ty, protocol, out, sidecar::BY_POLICY);
-        if fd >= 0 {
-            if cfg.debug >= 1 {
-                line!(
-                    "socket fd {fd}: {} stream stays TCP by policy",
-                    family_name(domain)
-                );
-            }
+        if fd >= 0 && cfg.debug >= 1 {
+            line!(
+                "socket fd {fd}: {} stream stays TCP by policy",
+                family_name(domain)
+            );
         }
         return fd;
     }
