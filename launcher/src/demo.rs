@@ -164,7 +164,7 @@ fn why_tcp() -> String {
         let fd = libc::syscall(libc::SYS_socket, 43, libc::SOCK_STREAM, 0) as i32;
         if fd >= 0 {
             libc::close(fd);
-            return "the kernel can make SMC sockets, but the shim left this one as TCP (is it preloaded?)".into();
+            return "the kernel can make SMC sockets, but this one is TCP (TCP by policy, or made without the shim)".into();
         }
         *libc::__errno_location()
     };

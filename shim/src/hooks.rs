@@ -23,7 +23,8 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
     )
 }
 
-/// Passes bind(2) through and counts it (the policy decides here later).
+/// Passes bind(2) through (a server's policy decision waits for listen(), when the program is
+/// known to be a server).
 ///
 /// # Safety
 /// Called by C code exactly as bind(2).
@@ -42,7 +43,8 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const libc::sockaddr, len: sockl
     )
 }
 
-/// Passes connect(2) through and counts it (the policy decides here later).
+/// connect(2), after the policy's decision for a client (see [`policy::at_connect`]), telling
+/// the sidecar about the connection.
 ///
 /// # Safety
 /// Called by C code exactly as connect(2).

@@ -42,7 +42,7 @@ pub unsafe fn at_connect(fd: c_int, addr: *const libc::sockaddr, len: socklen_t)
     } else {
         None
     };
-    decide(fd, Role::Client, local, remote);
+    switch_client(fd, local, remote);
 }
 
 /// Replaces `fd` by a TCP listener when the policy says so for a server on its bound address.
@@ -64,13 +64,12 @@ pub fn at_listen(fd: c_int) -> Option<c_int> {
     let saved = errno();
     let result = replace_with_tcp(fd, local);
     set_errno(saved);
-    let rule = d.rule.map(|i| i as i64 + 1).unwrap_or(0);
     match result {
         Ok(()) => {
             tracked::mark(fd, false);
             tell(Event::PolicyTcp { fd });
             if cfg.debug >= 1 {
-                line!("server fd {fd}: TCP by policy (rule {rule}; 0 is the default)");
+                line!("server fd {fd}: TCP by policy ({})", rule_label(&d));
             }
             None
         }
@@ -223,30 +222,28 @@ fn to_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, socklen_t) {
     }
 }
 
-fn decide(fd: c_int, role: Role, local: Option<SocketAddr>, remote: Option<SocketAddr>) {
+/// How a decision names its rule in debug lines.
+fn rule_label(d: &smcrun_policy::Decision) -> String {
+    match d.rule {
+        Some(i) => format!("rule {}", i + 1),
+        None => "the default".to_string(),
+    }
+}
+
+/// Turns client socket `fd` to TCP with the kernel's lever when the policy says so.
+fn switch_client(fd: c_int, local: Option<SocketAddr>, remote: Option<SocketAddr>) {
     let cfg = config::get();
     if cfg.policy.fixed() == Some(Action::Smc) {
         return;
     }
-    let d = cfg.policy.decide(role, local, remote);
+    let d = cfg.policy.decide(Role::Client, local, remote);
     if d.action == Action::Smc {
         return;
     }
     let saved = errno();
     let before = SocketLevel::read(fd);
-    let zero: c_int = 0;
-    // SAFETY: setsockopt on the caller's fd with a live c_int; raw system call.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_setsockopt,
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_FASTOPEN,
-            &zero as *const c_int,
-            std::mem::size_of::<c_int>() as socklen_t,
-        )
-    };
-    let failed = (r != 0).then(errno);
+    let failed =
+        (real::setsockopt_int(fd, libc::IPPROTO_TCP, libc::TCP_FASTOPEN, 0) != 0).then(errno);
     if failed.is_none() {
         before.carry_over(fd);
     }
@@ -257,13 +254,10 @@ fn decide(fd: c_int, role: Role, local: Option<SocketAddr>, remote: Option<Socke
         tell(Event::PolicyTcp { fd });
     }
     if cfg.debug >= 1 {
-        let rule = d.rule.map(|i| i as i64 + 1).unwrap_or(0);
         match failed {
-            None if rule > 0 => line!("{} fd {fd}: TCP by policy (rule {rule})", role.as_str()),
-            None => line!("{} fd {fd}: TCP by policy (default)", role.as_str()),
+            None => line!("client fd {fd}: TCP by policy ({})", rule_label(&d)),
             Some(e) => line!(
-                "{} fd {fd}: the policy says TCP but the socket cannot switch ({}); it stays SMC",
-                role.as_str(),
+                "client fd {fd}: the policy says TCP but the socket cannot switch ({}); it stays SMC",
                 crate::log::errno_name(e)
             ),
         }

@@ -185,8 +185,8 @@ unsafe fn accept4(
     }
 }
 
-/// `setsockopt(2)` for the shim's own use (buffer sizes on a socket it just made): the raw
-/// system call, so it never re-enters another preload's hook.
+/// `setsockopt(2)` for the shim's own use (buffer sizes, the policy's switch to TCP, options of a
+/// replaced listener): the raw system call, so it never re-enters another preload's hook.
 pub fn setsockopt_int(fd: c_int, level: c_int, name: c_int, value: c_int) -> c_int {
     // SAFETY: the value pointer and length describe a live c_int.
     unsafe {
