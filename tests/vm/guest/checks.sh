@@ -968,3 +968,9 @@ check_policy() {
     [ "$dfc" = 0 ] || fail "kernel fallback counters grew by $dfc under the policy"
     ok
 }
+
+# Each area's checks live in a file of their own beside this one (checks-AREA.sh).
+for f in /vm/checks-*.sh; do
+    # shellcheck disable=SC1090
+    [ -e "$f" ] && . "$f"
+done
