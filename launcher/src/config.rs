@@ -30,7 +30,7 @@
 use crate::exec::RunOptions;
 use crate::sysctl::{self, Assignment};
 use smcrun_policy::Policy;
-use smcrun_settings::{self as settings, expected, var, Fallback, Mode};
+use smcrun_settings::{self as settings, Fallback, Mode, Setting};
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
@@ -87,9 +87,18 @@ impl fmt::Display for ConfigError {
     }
 }
 
+/// The launcher's own keys, beside the shim's settings (`smcrun_settings::SHIM_SETTINGS`).
+const LAUNCHER_KEYS: [&str; 3] = ["require-preload", "sysctl-best-effort", "sysctl"];
+
 /// The top-level keys, for the error about any other.
-const SETTINGS: &str = "one of mode, fallback, debug, sndbuf, rcvbuf, report, require-preload, \
-                        sysctl-best-effort, sysctl, policy";
+fn known_keys() -> String {
+    let keys: Vec<&str> = settings::SHIM_SETTINGS
+        .iter()
+        .map(|s| s.key)
+        .chain(LAUNCHER_KEYS)
+        .collect();
+    format!("one of {}", keys.join(", "))
+}
 /// The keys of a `[[policy.rule]]` table.
 const RULE_KEYS: &str = "one of action, program, role, remote, local, port";
 /// The qualifiers that a rule table may hold, in canonical order.
@@ -134,7 +143,8 @@ fn scalar_text<'a>(v: &'a Value<'_>, key: &str, what: &str) -> Result<Cow<'a, st
 }
 
 /// A setting read with one of `smcrun_settings`' parsers.
-fn setting<T>(v: &Value<'_>, key: &str, parse: fn(&str) -> Option<T>, what: &str) -> Result<T, At> {
+fn setting<T>(v: &Value<'_>, s: &Setting, parse: fn(&str) -> Option<T>) -> Result<T, At> {
+    let (key, what) = (s.key, s.expected);
     let text = scalar_text(v, key, what)?;
     parse(&text).ok_or_else(|| {
         At(
@@ -432,15 +442,27 @@ fn settings_of(file: &str, doc: &DeTable<'_>) -> Result<Config, At> {
     let mut c = Config::default();
     for (k, v) in sorted(doc) {
         let key = k.get_ref().as_ref();
+        let is = |s: &Setting| s.key == key;
+        if is(&settings::MODE) {
+            c.mode = Some(setting(v, &settings::MODE, settings::parse_mode)?);
+            continue;
+        } else if is(&settings::FALLBACK) {
+            c.fallback = Some(setting(v, &settings::FALLBACK, settings::parse_fallback)?);
+            continue;
+        } else if is(&settings::DEBUG) {
+            c.debug = Some(setting(v, &settings::DEBUG, settings::parse_debug)?);
+            continue;
+        } else if is(&settings::SNDBUF) {
+            c.sndbuf = Some(setting(v, &settings::SNDBUF, settings::parse_size)?);
+            continue;
+        } else if is(&settings::RCVBUF) {
+            c.rcvbuf = Some(setting(v, &settings::RCVBUF, settings::parse_size)?);
+            continue;
+        } else if is(&settings::REPORT) {
+            c.report = Some(boolean(v, key)?);
+            continue;
+        }
         match key {
-            "mode" => c.mode = Some(setting(v, key, settings::parse_mode, expected::MODE)?),
-            "fallback" => {
-                c.fallback = Some(setting(v, key, settings::parse_fallback, expected::FALLBACK)?)
-            }
-            "debug" => c.debug = Some(setting(v, key, settings::parse_debug, expected::DEBUG)?),
-            "sndbuf" => c.sndbuf = Some(setting(v, key, settings::parse_size, expected::SIZE)?),
-            "rcvbuf" => c.rcvbuf = Some(setting(v, key, settings::parse_size, expected::SIZE)?),
-            "report" => c.report = Some(boolean(v, key)?),
             "require-preload" => c.require_preload = Some(boolean(v, key)?),
             "sysctl-best-effort" => c.sysctl_best_effort = Some(boolean(v, key)?),
             "sysctl" => match v.get_ref() {
@@ -452,7 +474,7 @@ fn settings_of(file: &str, doc: &DeTable<'_>) -> Result<Config, At> {
                     ))
                 }
             },
-            "policy" => {
+            k if k == settings::POLICY.key => {
                 c.policy = Some(match v.get_ref().as_str() {
                     Some(text) => Policy::parse(text)
                         .map_err(|e| At(locate(file, v, e.offset), e.message()))?,
@@ -468,7 +490,7 @@ fn settings_of(file: &str, doc: &DeTable<'_>) -> Result<Config, At> {
             other => {
                 return Err(At(
                     k.span().start,
-                    format!("{other:?} is not a setting; expected {SETTINGS}"),
+                    format!("{other:?} is not a setting; expected {}", known_keys()),
                 ))
             }
         }
@@ -549,13 +571,17 @@ pub fn resolve(opts: &RunOptions) -> Result<RunOptions, ExitCode> {
                 .to_string(),
         ),
         (None, Some(p)) => Some(p.to_string()),
-        (None, None) => match std::env::var(var::POLICY) {
+        (None, None) => match std::env::var(settings::POLICY.var) {
             Ok(text) => {
-                Policy::parse(&text).map_err(|e| refuse(format!("{}: {e}", var::POLICY)))?;
+                Policy::parse(&text)
+                    .map_err(|e| refuse(format!("{}: {e}", settings::POLICY.var)))?;
                 None
             }
             Err(std::env::VarError::NotUnicode(_)) => {
-                return Err(refuse(format!("{}: the value is not UTF-8", var::POLICY)))
+                return Err(refuse(format!(
+                    "{}: the value is not UTF-8",
+                    settings::POLICY.var
+                )))
             }
             Err(std::env::VarError::NotPresent) => None,
         },
@@ -656,7 +682,7 @@ default = "tcp"
                 "mode = \"smcr\"\n",
                 "c.toml:1:8: \"smcr\" is not a valid mode; expected one of smc, inet, auto",
             ),
-            ("\n\nmdoe = \"smc\"\n", "c.toml:3:1: \"mdoe\" is not a setting; expected one of mode, fallback, debug, sndbuf, rcvbuf, report, require-preload, sysctl-best-effort, sysctl, policy"),
+            ("\n\nmdoe = \"smc\"\n", "c.toml:3:1: \"mdoe\" is not a setting; expected one of mode, fallback, debug, sndbuf, rcvbuf, report, policy, require-preload, sysctl-best-effort, sysctl"),
             ("debug = 3\n", "c.toml:1:9: 3 is not a valid debug; expected 0, 1 or 2"),
             ("debug = 1.5\n", "c.toml:1:9: debug = a float is of the wrong type; expected 0, 1 or 2"),
             ("sndbuf = \"12x\"\n", "c.toml:1:10: \"12x\" is not a valid sndbuf; expected a size in bytes from 1 to 2147483647, optionally with a k or m suffix (e.g. 256k, 1m)"),

@@ -10,8 +10,11 @@
 use crate::exec::{self, RunOptions};
 use clap::Args;
 use serde::Serialize;
+use smcrun_runtime::classify::{self, Outcome, Verdict};
 use smcrun_settings::Why;
-use smcrun_telemetry::{fdinfo, reasons, sock_diag};
+use smcrun_sys::smc::{SocketKind, AF_SMC};
+use smcrun_sys::sock;
+use smcrun_telemetry::sock_diag;
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -41,7 +44,7 @@ pub type WorkerArgs = DemoArgs;
 
 fn bytes_arg(s: &str) -> Result<i32, String> {
     smcrun_settings::parse_size(s)
-        .ok_or_else(|| format!("expected {}", smcrun_settings::expected::SIZE))
+        .ok_or_else(|| format!("expected {}", smcrun_settings::SNDBUF.expected))
 }
 
 /// Starts the worker under the shim: smcrun itself, exec'd with LD_PRELOAD set.
@@ -159,21 +162,13 @@ fn exchange(conn: u16, s: TcpStream, len: u64) -> std::io::Result<bool> {
 /// Why the kernel gives this process no SMC socket, found the way the shim finds it: the errno of
 /// `socket(AF_SMC, ...)` (raw system call, so the shim does not intercept it).
 fn why_tcp() -> String {
-    // SAFETY: plain socket/close system calls on an fd we own.
-    let errno = unsafe {
-        let fd = libc::syscall(libc::SYS_socket, 43, libc::SOCK_STREAM, 0) as i32;
-        if fd >= 0 {
-            libc::close(fd);
-            return "the kernel can make SMC sockets, but this one is TCP (TCP by policy, or made without the shim)".into();
+    match sock::socket(AF_SMC, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) {
+        Ok(fd) => {
+            let _ = sock::close(fd);
+            "the kernel can make SMC sockets, but this one is TCP (TCP by policy, or made without the shim)".into()
         }
-        *libc::__errno_location()
-    };
-    let why = Why::of(errno);
-    format!(
-        "{} ({} at socket())",
-        why.describe(),
-        smcrun_settings::errno::name(errno)
-    )
+        Err(e) => format!("{} ({e} at socket())", Why::of(e.0).describe()),
+    }
 }
 
 fn classify(
@@ -183,7 +178,7 @@ fn classify(
     diag: &Result<Vec<sock_diag::SmcSocket>, smcrun_telemetry::Error>,
 ) -> SocketReport {
     let fd = s.as_raw_fd();
-    let (domain, protocol) = fdinfo::raw_identity(fd).unwrap_or((-1, -1));
+    let kind = sock::kind(fd).unwrap_or(SocketKind::Other);
     let addr = |a: std::io::Result<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
     let mut r = SocketReport {
         connection: conn,
@@ -196,58 +191,64 @@ fn classify(
         peer_diagnosis: None,
         why: String::new(),
     };
-    let is_smc = domain == 43 || protocol == 256;
     // A socket that fell back reads as TCP (the kernel moved the file to the internal TCP
     // socket), so it is looked up in smc_diag either way: by inode, then by its ports.
-    let entry = diag
-        .as_ref()
-        .ok()
-        .and_then(|list| fdinfo::smc_entry(fd, list));
-    if !is_smc && entry.is_none() {
+    let entry = diag.as_ref().ok().and_then(|list| {
+        classify::find(
+            list,
+            classify::socket_inode(fd),
+            s.local_addr().ok(),
+            s.peer_addr().ok(),
+        )
+    });
+    if !kind.is_smc() && entry.is_none() {
         r.why = why_tcp();
         return r;
     }
-    r.socket = match (domain, protocol) {
-        (43, _) => "AF_SMC",
-        (_, 256) => "IPPROTO_SMC",
-        _ => "SMC",
-    };
+    r.socket = if kind.is_smc() { kind.label() } else { "SMC" };
     if let Err(e) = diag {
         r.transport = "SMC?";
         r.why = format!("an SMC socket, but the kernel's smc_diag cannot be read: {e}");
         return r;
     }
-    match entry {
-        None => {
-            r.transport = "SMC?";
-            r.why = "an SMC socket missing from the smc_diag dump".to_string();
+    let Some(e) = entry else {
+        r.transport = "SMC?";
+        r.why = "an SMC socket missing from the smc_diag dump".to_string();
+        return r;
+    };
+    match classify::from_diag(e) {
+        Verdict::Decided(o) => {
+            r.transport = classify::mode_name(o);
+            r.why = match o {
+                Outcome::SmcR => "SMC-R handshake succeeded".into(),
+                Outcome::SmcD => "SMC-D handshake succeeded".into(),
+                Outcome::Fallback { reason, peer } => {
+                    r.fallback_reason = Some(format!("0x{reason:08x}"));
+                    r.peer_diagnosis = classify::peer_diagnosis(o);
+                    let mut why = format!(
+                        "SMC fell back to TCP: {}",
+                        classify::reason(o).map(|x| x.text).unwrap_or_default()
+                    );
+                    if peer != 0 {
+                        let p = classify::reason(Outcome::Fallback {
+                            reason: peer,
+                            peer: 0,
+                        });
+                        why += &format!("; peer: {}", p.map(|x| x.text).unwrap_or_default());
+                    }
+                    why
+                }
+                _ => classify::reason(o).map(|x| x.text).unwrap_or_default(),
+            };
         }
-        Some(e) => match e.mode {
-            sock_diag::Mode::SmcR => {
-                r.transport = "SMC-R";
-                r.why = "SMC-R handshake succeeded".into();
-            }
-            sock_diag::Mode::SmcD => {
-                r.transport = "SMC-D";
-                r.why = "SMC-D handshake succeeded".into();
-            }
-            sock_diag::Mode::Unknown(m) => {
-                r.transport = "SMC?";
-                r.why = format!("smc_diag reports mode {m}, which this smcrun does not know");
-            }
-            sock_diag::Mode::Fallback => {
-                r.transport = "TCP";
-                let (reason, peer) = e.fallback.unwrap_or((0, 0));
-                r.fallback_reason = Some(format!("0x{reason:08x}"));
-                if peer != 0 {
-                    r.peer_diagnosis = Some(format!("0x{peer:08x}"));
-                }
-                r.why = format!("SMC fell back to TCP: {}", reasons::describe(reason));
-                if peer != 0 {
-                    r.why += &format!("; peer: {}", reasons::describe(peer));
-                }
-            }
-        },
+        Verdict::Handshaking => {
+            r.transport = "SMC?";
+            r.why = "the SMC handshake is still running".into();
+        }
+        Verdict::UnknownMode(m) => {
+            r.transport = "SMC?";
+            r.why = format!("smc_diag reports mode {m}, which this smcrun does not know");
+        }
     }
     r
 }

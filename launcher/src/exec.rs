@@ -6,7 +6,7 @@
 use crate::preload;
 use crate::sysctl;
 use clap::Args;
-use smcrun_settings::{self as settings, var, Fallback, Mode};
+use smcrun_settings::{self as settings, Fallback, Mode};
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -59,15 +59,15 @@ pub struct RunOptions {
 }
 
 fn size_arg(s: &str) -> Result<i32, String> {
-    settings::parse_size(s).ok_or_else(|| format!("expected {}", settings::expected::SIZE))
+    settings::parse_size(s).ok_or_else(|| format!("expected {}", settings::SNDBUF.expected))
 }
 
 fn mode_arg(s: &str) -> Result<Mode, String> {
-    settings::parse_mode(s).ok_or_else(|| format!("expected {}", settings::expected::MODE))
+    settings::parse_mode(s).ok_or_else(|| format!("expected {}", settings::MODE.expected))
 }
 
 fn fallback_arg(s: &str) -> Result<Fallback, String> {
-    settings::parse_fallback(s).ok_or_else(|| format!("expected {}", settings::expected::FALLBACK))
+    settings::parse_fallback(s).ok_or_else(|| format!("expected {}", settings::FALLBACK.expected))
 }
 
 /// Options that take a value in the next word, so that `--` after them is still found.
@@ -109,34 +109,25 @@ pub fn split_forced_command(args: &[OsString]) -> (Vec<OsString>, Option<Vec<OsS
 pub fn shim_env(opts: &RunOptions) -> Vec<(&'static str, String)> {
     let mut env = Vec::new();
     if opts.debug > 0 {
-        env.push((var::DEBUG, opts.debug.min(2).to_string()));
+        env.push((settings::DEBUG.var, opts.debug.min(2).to_string()));
     }
     if let Some(n) = opts.rcvbuf {
-        env.push((var::RCVBUF, n.to_string()));
+        env.push((settings::RCVBUF.var, n.to_string()));
     }
     if let Some(n) = opts.sndbuf {
-        env.push((var::SNDBUF, n.to_string()));
+        env.push((settings::SNDBUF.var, n.to_string()));
     }
     if let Some(m) = opts.mode {
-        let name = match m {
-            Mode::Smc => "smc",
-            Mode::Inet => "inet",
-            Mode::Auto => "auto",
-        };
-        env.push((var::MODE, name.to_string()));
+        env.push((settings::MODE.var, m.name().to_string()));
     }
     if let Some(f) = opts.fallback {
-        let name = match f {
-            Fallback::Tcp => "tcp",
-            Fallback::Strict => "strict",
-        };
-        env.push((var::FALLBACK, name.to_string()));
+        env.push((settings::FALLBACK.var, f.name().to_string()));
     }
     if opts.report {
-        env.push((var::REPORT, "1".to_string()));
+        env.push((settings::REPORT.var, "1".to_string()));
     }
     if let Some(p) = &opts.policy {
-        env.push((var::POLICY, p.clone()));
+        env.push((settings::POLICY.var, p.clone()));
     }
     env
 }

@@ -8,7 +8,6 @@ use std::fs;
 use std::path::Path;
 
 use serde::Serialize;
-use smcrun_telemetry::fdinfo::socket_link_inode;
 
 /// One owner of a socket.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -45,7 +44,8 @@ pub fn owners_in(proc_root: &Path, wanted: &HashSet<u64>) -> HashMap<u64, Vec<Ow
             let Ok(target) = fs::read_link(f.path()) else {
                 continue;
             };
-            let Some(inode) = target.to_str().and_then(socket_link_inode) else {
+            let Some(inode) = smcrun_sys::sock::link_inode(target.as_os_str().as_encoded_bytes())
+            else {
                 continue;
             };
             if !wanted.contains(&inode) {
@@ -90,17 +90,9 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     #[test]
-    fn parses_socket_links_only() {
-        assert_eq!(socket_link_inode("socket:[12345]"), Some(12345));
-        assert_eq!(socket_link_inode("pipe:[12345]"), None);
-        assert_eq!(socket_link_inode("socket:[x]"), None);
-        assert_eq!(socket_link_inode("/dev/null"), None);
-    }
-
-    #[test]
     fn finds_this_process_as_owner_of_its_socket() {
         let s = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let inode = smcrun_telemetry::fdinfo::socket_inode(s.as_raw_fd()).unwrap();
+        let inode = smcrun_runtime::classify::socket_inode(s.as_raw_fd()).unwrap();
         let found = owners(&HashSet::from([inode]));
         let me = std::process::id();
         let list = &found[&inode];

@@ -6,7 +6,7 @@ use crate::config;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use smcrun_policy::{Action, Policy, Role};
-use smcrun_settings::var;
+use smcrun_settings::POLICY;
 use std::net::SocketAddr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -86,11 +86,11 @@ fn policy_of(args: &CheckArgs) -> Result<Policy, String> {
     if let Some(path) = &args.config {
         return Ok(config::load(path)?.policy.unwrap_or_default());
     }
-    match std::env::var(var::POLICY) {
-        Ok(text) => Policy::parse(&text).map_err(|e| format!("{}: {e}", var::POLICY)),
+    match std::env::var(POLICY.var) {
+        Ok(text) => Policy::parse(&text).map_err(|e| format!("{}: {e}", POLICY.var)),
         Err(_) => Err(format!(
             "no policy to check: give --policy POLICY or --config FILE (or set {})",
-            var::POLICY
+            POLICY.var
         )),
     }
 }

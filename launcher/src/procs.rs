@@ -1,17 +1,23 @@
 //! `smcrun ps` and `smcrun why PID`: the programs running under the shim, read from the reports
-//! their sidecars write in the run directory.
+//! their runtimes write in the run directory (see `smcrun_runtime::rundir`).
+//!
+//! A report lives in the run directory of the user who started the program: a server started as
+//! root that switched to nobody (memcached -u, nginx's workers) is in root's list, and USER says
+//! whom it runs as now. Reports of processes that are gone are shown once, marked, and removed
+//! (only those that were shown).
 
 use clap::Args;
 use serde::Serialize;
-use smcrun_telemetry::report::ProcessReport;
-use smcrun_telemetry::{rundir, sidecar};
-use std::path::Path;
+use smcrun_report::{count, ProcessReport};
+use smcrun_runtime::rundir::read::RunDir;
+use smcrun_runtime::sidecar::start_ticks;
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 /// `smcrun ps` options.
 #[derive(Args, Debug)]
 pub struct PsArgs {
-    /// Print JSON: an array of {pid, program, state, report}.
+    /// Print JSON: an array of {pid, program, exe, user, uid, state, report}.
     #[arg(long)]
     pub json: bool,
 }
@@ -26,191 +32,365 @@ pub struct WhyArgs {
     pub json: bool,
 }
 
-/// Whether a report's process still runs: the pid exists and started when the report says (a
-/// pid reused by another program does not count).
-fn state_of(r: &ProcessReport) -> &'static str {
-    match sidecar::start_ticks(&format!("/proc/{}/stat", r.pid)) {
-        Some(t) if t == r.start_ticks => "running",
-        _ if r.exited => "exited",
+/// Whether a report's process still runs: the pid exists and started when the report says (a pid
+/// reused by another program does not count). A process that registered but wrote no numbers yet
+/// is running if its pid exists.
+fn state_of(pid: u32, r: Option<&ProcessReport>) -> &'static str {
+    let now = start_ticks(&format!("/proc/{pid}/stat"));
+    match (r, now) {
+        (Some(r), Some(t)) if t == r.start_ticks => "running",
+        (None, Some(_)) => "running",
+        (Some(r), _) if r.exited => "exited",
         _ => "dead",
     }
+}
+
+/// The uid a live process runs as now (effective, from /proc), else what its report says.
+fn uid_of(pid: u32, r: Option<&ProcessReport>) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok();
+    status
+        .as_deref()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Uid:")))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|u| u.parse().ok())
+        .or(r.map(|r| r.uid))
+}
+
+fn user_name(uid: Option<u32>) -> String {
+    let Some(uid) = uid else { return "?".into() };
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string())
 }
 
 #[derive(Serialize)]
 struct PsEntry {
     pid: u32,
     program: String,
+    exe: String,
+    user: String,
+    uid: Option<u32>,
     state: &'static str,
-    report: ProcessReport,
-}
-
-fn load(dir: &Path, pid: u32) -> Result<ProcessReport, String> {
-    let bytes = rundir::read_report(dir, pid)?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{}: {e}", rundir::report_path(dir, pid).display()))
+    /// null: the process registered (at fork, or before a uid switch) but wrote no numbers yet.
+    report: Option<ProcessReport>,
 }
 
 fn top_reason(r: &ProcessReport) -> String {
     r.reasons
         .first()
-        .map(|x| {
-            let id = x
-                .code
-                .clone()
-                .or_else(|| x.errno.clone())
-                .unwrap_or_default();
-            format!("{id} {} ({})", x.text, x.count)
-        })
+        .map(|x| format!("{} ({})", x.label(), x.count))
         .unwrap_or_else(|| "-".into())
+}
+
+/// Ends a view whose output went away: a closed pipe (`| head`) quietly, anything else with one
+/// line.
+fn output_error(e: io::Error) -> ExitCode {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("smcrun: cannot write the output: {e}");
+    ExitCode::from(1)
+}
+
+fn entries(dir: &RunDir) -> Vec<PsEntry> {
+    let mut out = Vec::new();
+    for pid in dir.pids() {
+        let report = match dir.report(pid) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("smcrun ps: skipping a report: {e}");
+                continue;
+            }
+        };
+        let state = state_of(pid, report.as_ref());
+        if report.is_none() && state != "running" {
+            // Registered and gone without a number: nothing to show.
+            dir.remove(pid);
+            continue;
+        }
+        let (program, exe) = match &report {
+            Some(r) => (r.program.clone(), r.exe.clone()),
+            None => (
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .map(|c| c.trim_end().to_string())
+                    .unwrap_or_default(),
+                std::fs::read_link(format!("/proc/{pid}/exe"))
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            ),
+        };
+        let uid = uid_of(pid, report.as_ref());
+        out.push(PsEntry {
+            pid,
+            program,
+            exe,
+            user: user_name(uid),
+            uid,
+            state,
+            report,
+        });
+    }
+    out
 }
 
 /// Lists the reports; those of processes that are gone are shown once, marked, and removed.
 pub fn ps(a: &PsArgs) -> ExitCode {
-    let dir = rundir::run_dir();
-    if let Err(e) = rundir::check_dir(&dir) {
-        if dir.exists() {
+    let dir = match RunDir::open() {
+        Ok(Some(d)) => d,
+        Ok(None) => {
+            let path = smcrun_runtime::rundir::read::path().unwrap_or_default();
+            if a.json {
+                println!("[]");
+            } else {
+                println!("no programs under smcrun (reports are kept in {path})");
+            }
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
             eprintln!("smcrun ps: {e}");
             return ExitCode::from(1);
         }
-    }
-    let mut entries = Vec::new();
-    for pid in rundir::list(&dir) {
-        match load(&dir, pid) {
-            Ok(report) => {
-                let state = state_of(&report);
-                entries.push(PsEntry {
-                    pid,
-                    program: report.program.clone(),
-                    state,
-                    report,
-                });
-            }
-            Err(e) => eprintln!("smcrun ps: skipping a report: {e}"),
-        }
-    }
-    for e in entries.iter().filter(|e| e.state != "running") {
-        rundir::remove(&dir, e.pid);
-    }
+    };
+    let entries = entries(&dir);
+    let gone = |e: &PsEntry| e.state != "running";
+    let mut out = io::stdout().lock();
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&entries).unwrap_or_default()
-        );
+        let text = serde_json::to_string_pretty(&entries).unwrap_or_default();
+        if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush()) {
+            return output_error(e);
+        }
+        for e in entries.iter().filter(|e| gone(e)) {
+            dir.remove(e.pid);
+        }
         return ExitCode::SUCCESS;
     }
     if entries.is_empty() {
-        println!(
+        return match writeln!(
+            out,
             "no programs under smcrun (reports are kept in {})",
-            dir.display()
-        );
-        return ExitCode::SUCCESS;
+            dir.path
+        ) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => output_error(e),
+        };
     }
-    println!(
-        "{:>7} {:<16} {:<8} {:>9} {:>6} {:>6} {:>6} {:>7}  top reason for TCP",
-        "PID", "PROGRAM", "STATE", "CONVERTED", "SMC-R", "SMC-D", "TCP", "PENDING"
+    let header = format!(
+        "{:>7} {:<9} {:<16} {:<8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:<40} EXE",
+        "PID",
+        "USER",
+        "PROGRAM",
+        "STATE",
+        "CONNS",
+        "SMC-R",
+        "SMC-D",
+        "SMC-?",
+        "TCP",
+        "UNCLASS",
+        "TOP REASON FOR TCP"
     );
+    if let Err(e) = writeln!(out, "{header}") {
+        return output_error(e);
+    }
     for e in &entries {
-        let r = &e.report;
-        let c = &r.connections;
-        println!(
-            "{:>7} {:<16} {:<8} {:>9} {:>6} {:>6} {:>6} {:>7}  {}",
-            e.pid,
-            e.program,
-            e.state,
-            r.sockets.converted,
-            c.smc_r,
-            c.smc_d,
-            c.tcp,
-            c.pending + c.unclassified,
-            top_reason(r)
-        );
+        let line = match &e.report {
+            Some(r) => {
+                let c = &r.connections;
+                format!(
+                    "{:>7} {:<9} {:<16} {:<8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:<40} {}",
+                    e.pid,
+                    e.user,
+                    e.program,
+                    e.state,
+                    c.total,
+                    c.smc_r,
+                    c.smc_d,
+                    c.smc_unknown,
+                    c.tcp,
+                    c.not_classified(),
+                    top_reason(r),
+                    e.exe
+                )
+            }
+            None => format!(
+                "{:>7} {:<9} {:<16} {:<8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:<40} {}",
+                e.pid, e.user, e.program, e.state, 0, 0, 0, 0, 0, 0, "-", e.exe
+            ),
+        };
+        if let Err(err) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+            return output_error(err);
+        }
+        // Shown once: a gone process's report goes now that it was seen.
+        if gone(e) {
+            dir.remove(e.pid);
+        }
     }
     ExitCode::SUCCESS
 }
 
 /// Explains one process's connections.
 pub fn why(a: &WhyArgs) -> ExitCode {
-    let dir = rundir::run_dir();
-    let r = match load(&dir, a.pid) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!(
-                "smcrun why: no report for pid {} ({e}); is it running under smcrun, as this user?",
-                a.pid
-            );
-            return ExitCode::from(1);
-        }
+    let no_report = |why: String| {
+        eprintln!(
+            "smcrun why: no report for pid {} ({why}); is it running under smcrun, started by this user? \
+             (a process that switched uid reports to the user who started it)",
+            a.pid
+        );
+        ExitCode::from(1)
     };
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
-        return ExitCode::SUCCESS;
+    let dir = match RunDir::open() {
+        Ok(Some(d)) => d,
+        Ok(None) => return no_report("no run directory".into()),
+        Err(e) => return no_report(e),
+    };
+    let r = match dir.report(a.pid) {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            println!(
+                "pid {}: under smcrun, no connections yet ({})",
+                a.pid,
+                state_of(a.pid, None)
+            );
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => return no_report(e),
+    };
+    let mut out = io::stdout().lock();
+    let text = if a.json {
+        serde_json::to_string_pretty(&r).unwrap_or_default() + "\n"
+    } else {
+        why_text(
+            &r,
+            state_of(a.pid, Some(&r)),
+            &user_name(uid_of(a.pid, Some(&r))),
+        )
+    };
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => output_error(e),
     }
-    println!(
-        "{} ({})",
+}
+
+/// `smcrun why`'s text for one report.
+fn why_text(r: &ProcessReport, state: &str, user: &str) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} ({state}, user {user}, {})",
         r.summary_line().trim_start_matches("smcrun: "),
-        state_of(&r)
+        r.exe
     );
-    println!(
+    let _ = writeln!(
+        s,
         "sockets: {} converted to SMC, {} TCP at socket(), {} untouched; mode {}",
         r.sockets.converted, r.sockets.tcp_at_creation, r.sockets.untouched, r.mode
     );
-    if r.dropped_events > 0 || r.errors > 0 {
-        println!(
-            "not counted: {} events dropped, {} errors{}",
-            r.dropped_events,
-            r.errors,
+    if r.detail_dropped > 0 || r.errors > 0 {
+        let _ = writeln!(
+            s,
+            "missing: {} without details below (counted above), {}{}",
+            count(r.detail_dropped, "connection"),
+            count(r.errors, "error"),
             r.last_error
                 .as_deref()
                 .map(|e| format!(" (last: {e})"))
                 .unwrap_or_default()
         );
     }
-    println!();
-    println!(
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
         "{:<7} {:<22} {:<22} {:<6} why",
         "role", "local", "remote", "mode"
     );
     for c in &r.recent {
-        let why = match (&c.reason, &c.peer_diagnosis) {
-            (Some(x), p) => {
-                let id = x
-                    .code
-                    .clone()
-                    .or_else(|| x.errno.clone())
-                    .unwrap_or_default();
-                let peer = p
+        let why = match &c.reason {
+            Some(x) => {
+                let peer = c
+                    .peer_diagnosis
                     .as_deref()
                     .map(|p| format!(" (peer: {p})"))
                     .unwrap_or_default();
-                format!("{id} {}{peer}", x.text)
+                format!("{}{peer}", x.label())
             }
-            (None, _) => "-".into(),
+            None => "-".into(),
         };
-        println!(
+        let _ = writeln!(
+            s,
             "{:<7} {:<22} {:<22} {:<6} {}",
             c.role,
-            c.local.as_deref().unwrap_or("?"),
-            c.remote.as_deref().unwrap_or("?"),
+            c.local.as_deref().unwrap_or("-"),
+            c.remote.as_deref().unwrap_or("-"),
             c.mode,
             why
         );
     }
     if r.recent_dropped > 0 {
-        println!(
-            "(and {} older connections, counted above but not listed)",
-            r.recent_dropped
+        let _ = writeln!(
+            s,
+            "(and {} older, counted above but not listed)",
+            count(r.recent_dropped, "connection")
         );
     }
-    println!();
-    println!(
-        "{:<40} {:<7} {:>6} {:>6} {:>6}",
-        "endpoint", "role", "SMC-R", "SMC-D", "TCP"
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<40} {:<7} {:>6} {:>6} {:>6} {:>6}",
+        "endpoint", "role", "SMC-R", "SMC-D", "SMC-?", "TCP"
     );
     for e in &r.endpoints {
-        println!(
-            "{:<40} {:<7} {:>6} {:>6} {:>6}",
-            e.remote, e.role, e.smc_r, e.smc_d, e.tcp
+        let _ = writeln!(
+            s,
+            "{:<40} {:<7} {:>6} {:>6} {:>6} {:>6}",
+            e.remote, e.role, e.smc_r, e.smc_d, e.smc_unknown, e.tcp
         );
     }
-    ExitCode::SUCCESS
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smcrun_report::{Connection, ConnectionCounts, ReasonCount};
+
+    #[test]
+    fn why_text_has_no_stray_space_and_names_unknown_addresses() {
+        let r = ProcessReport {
+            pid: 7,
+            program: "redis-server".into(),
+            exe: "/usr/bin/redis-check-rdb".into(),
+            connections: ConnectionCounts {
+                total: 1,
+                tcp: 1,
+                ..Default::default()
+            },
+            recent: vec![Connection {
+                role: "server".into(),
+                local: Some("127.0.0.1:6379".into()),
+                remote: None,
+                mode: "TCP".into(),
+                reason: Some(ReasonCount {
+                    code: None,
+                    errno: None,
+                    text: "TCP by policy".into(),
+                    count: 1,
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let t = why_text(&r, "running", "nobody");
+        assert!(
+            t.starts_with("pid 7 redis-server: 1 connection, 0 SMC-R, 1 TCP (running, user nobody, /usr/bin/redis-check-rdb)"),
+            "{t}"
+        );
+        let row = t.lines().find(|l| l.starts_with("server ")).unwrap();
+        assert!(row.ends_with(" TCP    TCP by policy"), "{row:?}");
+        assert!(
+            row.contains("127.0.0.1:6379") && row.contains(" - "),
+            "{row:?}"
+        );
+    }
 }

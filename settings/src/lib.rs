@@ -28,44 +28,123 @@ pub enum Fallback {
     Strict,
 }
 
-/// Primary variable names (`SMCRUN_*`) and the smc_run names accepted as aliases.
-pub mod var {
-    /// `smc`, `inet` or `auto`.
-    pub const MODE: &str = "SMCRUN_MODE";
-    /// `tcp` or `strict`.
-    pub const FALLBACK: &str = "SMCRUN_FALLBACK";
-    /// `0`, `1` or `2`.
-    pub const DEBUG: &str = "SMCRUN_DEBUG";
-    /// Send buffer size in bytes, `k`/`m` suffixes allowed.
-    pub const SNDBUF: &str = "SMCRUN_SNDBUF";
-    /// Receive buffer size in bytes, `k`/`m` suffixes allowed.
-    pub const RCVBUF: &str = "SMCRUN_RCVBUF";
-    /// The policy in its canonical one-line form (`smc port 6379; tcp`): which sockets get SMC
-    /// and which stay TCP. Written by the launcher after it validated `--policy` or `--config`.
-    pub const POLICY: &str = "SMCRUN_POLICY";
-    /// `1`: print a one-line summary of the program's connections on stderr when it exits.
-    pub const REPORT: &str = "SMCRUN_REPORT";
-    /// smc_run's name for [`DEBUG`].
-    pub const SMC_DEBUG: &str = "SMC_DEBUG";
-    /// smc_run's name for [`SNDBUF`].
-    pub const SMC_SNDBUF: &str = "SMC_SNDBUF";
-    /// smc_run's name for [`RCVBUF`].
-    pub const SMC_RCVBUF: &str = "SMC_RCVBUF";
+/// One setting of the shim: the variable it is read from, smc_run's name for it, its name in the
+/// launcher's options and config file, what it accepts and what applies when it is unset or bad.
+/// Every part of smcrun (the shim, the launcher's environment writer and option help, the config
+/// file reader, the tests) takes these from here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    /// The environment variable (`SMCRUN_MODE`).
+    pub var: &'static str,
+    /// smc_run's name for the same thing, read when `var` is unset (`SMC_DEBUG`).
+    pub alias: Option<&'static str>,
+    /// The long option and the config-file key (`mode` for `--mode` and `mode = "inet"`).
+    pub key: &'static str,
+    /// What a valid value looks like, for the one-line error or warning about a bad one.
+    pub expected: &'static str,
+    /// What applies when the setting is unset, or (in the shim) bad.
+    pub default: &'static str,
+    /// One line of help.
+    pub help: &'static str,
 }
 
-/// What each setting accepts, worded for the one-line error or warning about a bad value.
-pub mod expected {
-    /// For [`super::parse_mode`].
-    pub const MODE: &str = "one of smc, inet, auto";
-    /// For [`super::parse_fallback`].
-    pub const FALLBACK: &str = "one of tcp, strict";
-    /// For [`super::parse_debug`].
-    pub const DEBUG: &str = "0, 1 or 2";
-    /// For [`super::parse_bool`].
-    pub const BOOL: &str = "0 or 1";
-    /// For [`super::parse_size`].
-    pub const SIZE: &str =
-        "a size in bytes from 1 to 2147483647, optionally with a k or m suffix (e.g. 256k, 1m)";
+impl Setting {
+    /// The names the shim looks the setting up under, in order (the `SMCRUN_` name wins).
+    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+        core::iter::once(self.var).chain(self.alias)
+    }
+}
+
+/// `SMCRUN_MODE`: how SMC sockets are made.
+pub const MODE: Setting = Setting {
+    var: "SMCRUN_MODE",
+    alias: None,
+    key: "mode",
+    expected: "one of smc, inet, auto",
+    default: "auto",
+    help: "How SMC sockets are made: smc (AF_SMC), inet (IPPROTO_SMC, Linux 6.11+) or auto (inet if the kernel has it, else smc)",
+};
+/// `SMCRUN_FALLBACK`: what happens when the kernel refuses an SMC socket.
+pub const FALLBACK: Setting = Setting {
+    var: "SMCRUN_FALLBACK",
+    alias: None,
+    key: "fallback",
+    expected: "one of tcp, strict",
+    default: "tcp",
+    help: "When the kernel refuses an SMC socket: tcp (make the TCP socket the program asked for) or strict (return the error)",
+};
+/// `SMCRUN_DEBUG` (smc_run: `SMC_DEBUG`): stderr lines about each socket.
+pub const DEBUG: Setting = Setting {
+    var: "SMCRUN_DEBUG",
+    alias: Some("SMC_DEBUG"),
+    key: "debug",
+    expected: "0, 1 or 2",
+    default: "0",
+    help: "1: one stderr line per converted socket and per fallback; 2: also bind, connect, accept and an exit summary",
+};
+/// `SMCRUN_SNDBUF` (smc_run: `SMC_SNDBUF`): SO_SNDBUF of converted sockets.
+pub const SNDBUF: Setting = Setting {
+    var: "SMCRUN_SNDBUF",
+    alias: Some("SMC_SNDBUF"),
+    key: "sndbuf",
+    expected:
+        "a size in bytes from 1 to 2147483647, optionally with a k or m suffix (e.g. 256k, 1m)",
+    default: "the system default",
+    help: "Send buffer of converted sockets, e.g. 256k or 1m",
+};
+/// `SMCRUN_RCVBUF` (smc_run: `SMC_RCVBUF`): SO_RCVBUF of converted sockets.
+pub const RCVBUF: Setting = Setting {
+    var: "SMCRUN_RCVBUF",
+    alias: Some("SMC_RCVBUF"),
+    key: "rcvbuf",
+    expected: SNDBUF.expected,
+    default: "the system default",
+    help: "Receive buffer of converted sockets, e.g. 256k or 1m",
+};
+/// `SMCRUN_REPORT`: a one-line summary of the program's connections when it exits.
+pub const REPORT: Setting = Setting {
+    var: "SMCRUN_REPORT",
+    alias: None,
+    key: "report",
+    expected: "0 or 1",
+    default: "0",
+    help: "Print a one-line summary of the program's connections on stderr when it exits",
+};
+/// `SMCRUN_POLICY`: which sockets get SMC and which stay TCP, in the policy's canonical one-line
+/// form (written by the launcher after it validated `--policy` or `--config`).
+pub const POLICY: Setting = Setting {
+    var: "SMCRUN_POLICY",
+    alias: None,
+    key: "policy",
+    expected: "rules such as 'smc port 6379,3306; tcp' (see smcrun policy check)",
+    default: "the default action (smc)",
+    help:
+        "Which sockets get SMC and which stay TCP, first match wins, e.g. 'smc port 6379,3306; tcp'",
+};
+
+/// Every setting the shim reads.
+pub const SHIM_SETTINGS: [&Setting; 7] =
+    [&MODE, &FALLBACK, &DEBUG, &SNDBUF, &RCVBUF, &REPORT, &POLICY];
+
+impl Mode {
+    /// The value as the variable and the config file spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Smc => "smc",
+            Mode::Inet => "inet",
+            Mode::Auto => "auto",
+        }
+    }
+}
+
+impl Fallback {
+    /// The value as the variable and the config file spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fallback::Tcp => "tcp",
+            Fallback::Strict => "strict",
+        }
+    }
 }
 
 /// Parses a mode name (`smc`, `inet`, `auto`; ASCII case ignored).
@@ -133,54 +212,6 @@ pub fn parse_size(s: &str) -> Option<i32> {
     Some(bytes as i32)
 }
 
-/// The Linux errno values that [`Why::of`] distinguishes (asm-generic/errno*.h; the same on every
-/// Linux architecture this project builds for).
-pub mod errno {
-    /// Operation not permitted.
-    pub const EPERM: i32 = 1;
-    /// Out of memory.
-    pub const ENOMEM: i32 = 12;
-    /// Permission denied.
-    pub const EACCES: i32 = 13;
-    /// Invalid argument.
-    pub const EINVAL: i32 = 22;
-    /// Too many open files in the system.
-    pub const ENFILE: i32 = 23;
-    /// Too many open files in the process.
-    pub const EMFILE: i32 = 24;
-    /// Protocol wrong type for socket.
-    pub const EPROTOTYPE: i32 = 91;
-    /// Protocol not available.
-    pub const ENOPROTOOPT: i32 = 92;
-    /// Protocol not supported.
-    pub const EPROTONOSUPPORT: i32 = 93;
-    /// Socket type not supported.
-    pub const ESOCKTNOSUPPORT: i32 = 94;
-    /// Address family not supported by protocol.
-    pub const EAFNOSUPPORT: i32 = 97;
-    /// No buffer space available.
-    pub const ENOBUFS: i32 = 105;
-
-    /// The symbolic name of the values above, for messages; "errno" for any other.
-    pub fn name(e: i32) -> &'static str {
-        match e {
-            EPERM => "EPERM",
-            ENOMEM => "ENOMEM",
-            EACCES => "EACCES",
-            EINVAL => "EINVAL",
-            ENFILE => "ENFILE",
-            EMFILE => "EMFILE",
-            EPROTOTYPE => "EPROTOTYPE",
-            ENOPROTOOPT => "ENOPROTOOPT",
-            EPROTONOSUPPORT => "EPROTONOSUPPORT",
-            ESOCKTNOSUPPORT => "ESOCKTNOSUPPORT",
-            EAFNOSUPPORT => "EAFNOSUPPORT",
-            ENOBUFS => "ENOBUFS",
-            _ => "errno",
-        }
-    }
-}
-
 /// Why a socket the shim would have converted stayed TCP.
 /// Decided from the errno of the failed SMC `socket()`, by the shim when it falls back and by the
 /// demo when it explains a TCP connection, so both say the same thing.
@@ -214,14 +245,14 @@ impl Why {
     /// Classifies the errno of a failed SMC socket().
     pub fn of(errno: i32) -> Why {
         match errno {
-            errno::EAFNOSUPPORT => Why::NoAfSmc,
-            errno::EPROTONOSUPPORT
-            | errno::ESOCKTNOSUPPORT
-            | errno::EPROTOTYPE
-            | errno::ENOPROTOOPT => Why::NoProtocol,
-            errno::EPERM | errno::EACCES => Why::Denied,
-            errno::EINVAL => Why::Invalid,
-            errno::EMFILE | errno::ENFILE | errno::ENOBUFS | errno::ENOMEM => Why::Resources,
+            libc::EAFNOSUPPORT => Why::NoAfSmc,
+            libc::EPROTONOSUPPORT
+            | libc::ESOCKTNOSUPPORT
+            | libc::EPROTOTYPE
+            | libc::ENOPROTOOPT => Why::NoProtocol,
+            libc::EPERM | libc::EACCES => Why::Denied,
+            libc::EINVAL => Why::Invalid,
+            libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM => Why::Resources,
             _ => Why::Other,
         }
     }
@@ -288,29 +319,31 @@ mod tests {
     }
 
     #[test]
-    fn errno_values_match_the_c_library() {
-        use errno::*;
-        let pairs = [
-            (EPERM, libc::EPERM),
-            (ENOMEM, libc::ENOMEM),
-            (EACCES, libc::EACCES),
-            (EINVAL, libc::EINVAL),
-            (ENFILE, libc::ENFILE),
-            (EMFILE, libc::EMFILE),
-            (EPROTOTYPE, libc::EPROTOTYPE),
-            (ENOPROTOOPT, libc::ENOPROTOOPT),
-            (EPROTONOSUPPORT, libc::EPROTONOSUPPORT),
-            (ESOCKTNOSUPPORT, libc::ESOCKTNOSUPPORT),
-            (EAFNOSUPPORT, libc::EAFNOSUPPORT),
-            (ENOBUFS, libc::ENOBUFS),
-        ];
-        for (ours, theirs) in pairs {
-            assert_eq!(ours, theirs);
-        }
+    fn why_classifies_errnos() {
         assert_eq!(Why::of(libc::EAFNOSUPPORT), Why::NoAfSmc);
+        assert_eq!(Why::of(libc::EPROTONOSUPPORT), Why::NoProtocol);
         assert!(Why::of(libc::EPERM).is_lasting());
         assert!(!Why::of(libc::EMFILE).is_lasting());
         assert_eq!(Why::of(libc::EIO), Why::Other);
+    }
+
+    #[test]
+    fn every_setting_has_a_distinct_name_and_key() {
+        for (i, a) in SHIM_SETTINGS.iter().enumerate() {
+            assert!(
+                a.var.starts_with("SMCRUN_") && a.var.len() < 32,
+                "{}",
+                a.var
+            );
+            for b in &SHIM_SETTINGS[i + 1..] {
+                assert_ne!(a.var, b.var);
+                assert_ne!(a.key, b.key);
+            }
+        }
+        let mut names = DEBUG.names();
+        assert_eq!(names.next(), Some("SMCRUN_DEBUG"));
+        assert_eq!(names.next(), Some("SMC_DEBUG"));
+        assert_eq!(names.next(), None);
     }
 
     #[test]

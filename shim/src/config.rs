@@ -1,13 +1,14 @@
 //! The shim's settings, read once from the environment.
 //!
 //! Read with `getenv` (no allocation) by the library constructor, or by the first hook if another
-//! library's constructor creates a socket before ours runs. A bad value gets one warning line
-//! naming the variable, the value and what is expected, and the default is used: the program
-//! keeps running.
+//! library's constructor creates a socket before ours runs. Every setting is one of
+//! `smcrun_settings`' declarations (its variable, smc_run alias, parser, expected values and
+//! default). A bad value gets one warning line naming the variable, the value and what is
+//! expected, and the default is used: the program keeps running.
 
-use crate::log::line;
+use crate::debug::line;
 use smcrun_policy::{Policy, ProgramPolicy};
-use smcrun_settings::{self as settings, expected, var, Fallback, Mode};
+use smcrun_settings::{self as settings, Fallback, Mode, Setting};
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
@@ -18,8 +19,8 @@ pub struct Config {
     pub mode: Mode,
     /// What happens when they cannot be.
     pub fallback: Fallback,
-    /// 0 quiet, 1 a line per converted socket and per fallback, 2 also bind/connect and an exit
-    /// summary.
+    /// 0 quiet, 1 a line per converted socket and per fallback, 2 also bind/connect/accept and an
+    /// exit summary.
     pub debug: u8,
     /// SO_SNDBUF for converted sockets.
     pub sndbuf: Option<i32>,
@@ -38,15 +39,15 @@ pub fn get() -> &'static Config {
     CONFIG.get_or_init(load)
 }
 
-/// The value of the first of `names` that is set, with the name it was found under. A value that
-/// is not UTF-8 is reported as such by the caller's parser (it cannot match).
-fn lookup(names: &[&'static str]) -> Option<(&'static str, &'static str)> {
-    for &name in names {
+/// The value of `s` (its `SMCRUN_` name first, then smc_run's), with the name it was found under.
+/// A value that is not UTF-8 reaches the parser as U+FFFD, which it refuses.
+fn lookup(s: &Setting) -> Option<(&'static str, &'static str)> {
+    for name in s.names() {
         let mut buf = [0u8; 32];
         buf[..name.len()].copy_from_slice(name.as_bytes());
-        // SAFETY: buf is NUL-terminated (names are shorter than 32 bytes); getenv returns null or a
-        // pointer into the environment that stays valid unless the program calls setenv on it, which
-        // it cannot do before we read it here at start-up.
+        // SAFETY: buf is NUL-terminated (names are shorter than 32 bytes, checked by the settings
+        // crate's tests); getenv returns null or a pointer into the environment that stays valid
+        // unless the program calls setenv on it, which it cannot do before we read it at start-up.
         let p = unsafe { libc::getenv(buf.as_ptr().cast()) };
         if !p.is_null() {
             // SAFETY: getenv returned a NUL-terminated string.
@@ -57,52 +58,29 @@ fn lookup(names: &[&'static str]) -> Option<(&'static str, &'static str)> {
     None
 }
 
-/// Parses one setting: `None` when unset, the default (with a warning) when bad.
-fn setting<T>(
-    names: &[&'static str],
-    parse: fn(&str) -> Option<T>,
-    expected: &str,
-    default: &str,
-) -> Option<T> {
-    let (name, value) = lookup(names)?;
+/// Parses one setting: `None` when unset, and when bad (after one warning; the caller's default
+/// is the setting's declared default).
+fn read<T>(s: &Setting, parse: fn(&str) -> Option<T>) -> Option<T> {
+    let (name, value) = lookup(s)?;
     let parsed = parse(value);
     if parsed.is_none() {
-        line!("warning: {name}={value:?} is not valid: expected {expected}; using {default}");
+        line!(
+            "warning: {name}={value:?} is not valid: expected {}; using {}",
+            s.expected,
+            s.default
+        );
     }
     parsed
 }
 
 fn load() -> Config {
     Config {
-        mode: setting(&[var::MODE], settings::parse_mode, expected::MODE, "auto")
-            .unwrap_or(Mode::Auto),
-        fallback: setting(
-            &[var::FALLBACK],
-            settings::parse_fallback,
-            expected::FALLBACK,
-            "tcp",
-        )
-        .unwrap_or(Fallback::Tcp),
-        debug: setting(
-            &[var::DEBUG, var::SMC_DEBUG],
-            settings::parse_debug,
-            expected::DEBUG,
-            "0",
-        )
-        .unwrap_or(0),
-        sndbuf: setting(
-            &[var::SNDBUF, var::SMC_SNDBUF],
-            settings::parse_size,
-            expected::SIZE,
-            "the system default",
-        ),
-        rcvbuf: setting(
-            &[var::RCVBUF, var::SMC_RCVBUF],
-            settings::parse_size,
-            expected::SIZE,
-            "the system default",
-        ),
-        report: setting(&[var::REPORT], settings::parse_bool, expected::BOOL, "0").unwrap_or(false),
+        mode: read(&settings::MODE, settings::parse_mode).unwrap_or(Mode::Auto),
+        fallback: read(&settings::FALLBACK, settings::parse_fallback).unwrap_or(Fallback::Tcp),
+        debug: read(&settings::DEBUG, settings::parse_debug).unwrap_or(0),
+        sndbuf: read(&settings::SNDBUF, settings::parse_size),
+        rcvbuf: read(&settings::RCVBUF, settings::parse_size),
+        report: read(&settings::REPORT, settings::parse_bool).unwrap_or(false),
         policy: program_policy(),
     }
 }
@@ -111,7 +89,7 @@ fn load() -> Config {
 /// (every TCP socket SMC, as without a policy): the launcher refuses bad policies before exec, so
 /// this only happens when the variable is set by hand.
 fn program_policy() -> ProgramPolicy {
-    let Some((name, text)) = lookup(&[var::POLICY]) else {
+    let Some((name, text)) = lookup(&settings::POLICY) else {
         return ProgramPolicy::default();
     };
     match Policy::parse(text) {
@@ -125,7 +103,10 @@ fn program_policy() -> ProgramPolicy {
             p.for_program_names(&[exe.as_os_str().as_encoded_bytes(), argv0])
         }
         Err(e) => {
-            line!("warning: {name} is not valid: {e}; using the default action (smc)");
+            line!(
+                "warning: {name} is not valid: {e}; using {}",
+                settings::POLICY.default
+            );
             ProgramPolicy::default()
         }
     }

@@ -2,40 +2,32 @@
 //! how a converted socket keeps telling the program the family and protocol it asked for.
 
 use crate::config::{self, Config};
-use crate::counters::{self, Why};
+use crate::debug::{errno_name, line};
 use crate::guard::{errno, set_errno, Outcome};
-use crate::log::{errno_name, line};
 use crate::real;
-use crate::tracked;
 use libc::{c_int, c_void, socklen_t};
 use smcrun_policy::{Action, Family};
-use smcrun_settings::{Fallback, Mode};
-use smcrun_telemetry::sidecar::{self, Event};
+use smcrun_runtime::fdtable::{self, Kind};
+use smcrun_runtime::track;
+use smcrun_settings::{Fallback, Mode, Why};
+use smcrun_sys::smc::{AF_SMC, IPPROTO_SMC, SMCPROTO_SMC, SMCPROTO_SMC6};
+use smcrun_sys::sock;
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
-
-/// AF_SMC (include/linux/socket.h).
-pub const AF_SMC: c_int = 43;
-/// AF_SMC protocol for IPv4 addressing (include/uapi/linux/smc.h).
-pub const SMCPROTO_SMC: c_int = 0;
-/// AF_SMC protocol for IPv6 addressing.
-pub const SMCPROTO_SMC6: c_int = 1;
-/// IPPROTO_SMC (include/uapi/linux/in.h, Linux 6.11).
-pub const IPPROTO_SMC: c_int = 256;
 
 /// The two ways to ask for an SMC socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub enum SmcKind {
     /// `socket(AF_INET/AF_INET6, type, IPPROTO_SMC)`.
     Inet,
     /// `socket(AF_SMC, type, SMCPROTO_SMC/SMCPROTO_SMC6)`.
     Smc,
 }
 
-impl Kind {
+impl SmcKind {
     fn label(self) -> &'static str {
         match self {
-            Kind::Inet => "IPPROTO_SMC",
-            Kind::Smc => "AF_SMC",
+            SmcKind::Inet => "IPPROTO_SMC",
+            SmcKind::Smc => "AF_SMC",
         }
     }
 }
@@ -61,10 +53,10 @@ pub fn is_tcp(domain: c_int, ty: c_int, protocol: c_int) -> bool {
         && (protocol == 0 || protocol == libc::IPPROTO_TCP)
 }
 
-fn try_kind(kind: Kind, domain: c_int, ty: c_int) -> Result<c_int, i32> {
+fn try_kind(kind: SmcKind, domain: c_int, ty: c_int) -> Result<c_int, i32> {
     let fd = match kind {
-        Kind::Inet => real::socket(domain, ty, IPPROTO_SMC),
-        Kind::Smc => {
+        SmcKind::Inet => real::socket(domain, ty, IPPROTO_SMC),
+        SmcKind::Smc => {
             let proto = if domain == libc::AF_INET6 {
                 SMCPROTO_SMC6
             } else {
@@ -82,22 +74,22 @@ fn try_kind(kind: Kind, domain: c_int, ty: c_int) -> Result<c_int, i32> {
 
 /// Makes an SMC socket for a TCP request, in the configured mode, using what was learnt before.
 /// Returns the fd and the kind, or the errno that decides the fallback.
-fn smc_socket(mode: Mode, domain: c_int, ty: c_int) -> Result<(c_int, Kind), i32> {
-    let candidates: &[Kind] = match LEARNT.load(Ordering::Acquire) {
+fn smc_socket(mode: Mode, domain: c_int, ty: c_int) -> Result<(c_int, SmcKind), i32> {
+    let candidates: &[SmcKind] = match LEARNT.load(Ordering::Acquire) {
         NONE_WORKS => return Err(NONE_ERRNO.load(Ordering::Relaxed)),
-        INET_WORKS => &[Kind::Inet],
-        SMC_WORKS => &[Kind::Smc],
+        INET_WORKS => &[SmcKind::Inet],
+        SMC_WORKS => &[SmcKind::Smc],
         _ => match mode {
-            Mode::Auto => &[Kind::Inet, Kind::Smc],
-            Mode::Inet => &[Kind::Inet],
-            Mode::Smc => &[Kind::Smc],
+            Mode::Auto => &[SmcKind::Inet, SmcKind::Smc],
+            Mode::Inet => &[SmcKind::Inet],
+            Mode::Smc => &[SmcKind::Smc],
         },
     };
     let mut last = 0;
     for &kind in candidates {
         match try_kind(kind, domain, ty) {
             Ok(fd) => {
-                learn(if kind == Kind::Inet {
+                learn(if kind == SmcKind::Inet {
                     INET_WORKS
                 } else {
                     SMC_WORKS
@@ -114,14 +106,6 @@ fn smc_socket(mode: Mode, domain: c_int, ty: c_int) -> Result<(c_int, Kind), i32
     Err(last)
 }
 
-/// Hands an event to the sidecar, keeping errno (starting the sidecar, on the first TCP socket,
-/// makes system calls that may set it).
-pub fn tell(ev: Event) {
-    let saved = errno();
-    sidecar::send(ev);
-    set_errno(saved);
-}
-
 fn family_name(domain: c_int) -> &'static str {
     if domain == libc::AF_INET6 {
         "AF_INET6"
@@ -136,25 +120,29 @@ fn apply_buffers(fd: c_int, cfg: &Config) {
         (libc::SO_RCVBUF, cfg.rcvbuf, "SO_RCVBUF"),
     ] {
         if let Some(size) = size {
-            if real::setsockopt_int(fd, libc::SOL_SOCKET, name, size) != 0 && cfg.debug >= 1 {
-                let e = errno();
-                line!("socket fd {fd}: {label}={size} refused ({})", errno_name(e));
+            if let Err(e) = sock::set_int(fd, libc::SOL_SOCKET, name, size) {
+                if cfg.debug >= 1 {
+                    line!("socket fd {fd}: {label}={size} refused ({e})");
+                }
             }
         }
     }
 }
 
-/// The TCP socket the program asked for, tracked and told to the sidecar with the reason it is
-/// not an SMC socket (the errno of the refused SMC socket, or `sidecar::BY_POLICY`).
-fn tcp_socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome, why: i32) -> c_int {
+/// The TCP socket the program asked for, told to the runtime with the reason it is not an SMC
+/// socket (the errno of the refused SMC socket, or the policy).
+fn tcp_socket(
+    domain: c_int,
+    ty: c_int,
+    protocol: c_int,
+    out: &Outcome,
+    why: fdtable::Why,
+) -> c_int {
     let fd = out.record(real::socket(domain, ty, protocol));
     if fd >= 0 {
-        tracked::mark(fd, false);
-        tell(Event::Created {
-            fd,
-            smc: false,
-            errno: why,
-        });
+        let saved = errno();
+        track::socket_made(fd, Kind::Tcp(why));
+        set_errno(saved);
     }
     fd
 }
@@ -162,9 +150,10 @@ fn tcp_socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome, why: i32
 /// The body of the `socket` hook.
 pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int {
     if !is_tcp(domain, ty, protocol) {
-        counters::bump(&counters::UNTOUCHED);
         let fd = out.record(real::socket(domain, ty, protocol));
-        tracked::clear(fd);
+        if fd >= 0 {
+            track::other_socket_made(fd);
+        }
         return fd;
     }
     let cfg = config::get();
@@ -175,7 +164,7 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
         Family::V4
     };
     if cfg.policy.likely(family) == Action::Tcp {
-        let fd = tcp_socket(domain, ty, protocol, out, sidecar::BY_POLICY);
+        let fd = tcp_socket(domain, ty, protocol, out, fdtable::WHY_POLICY);
         if fd >= 0 && cfg.debug >= 1 {
             line!(
                 "socket fd {fd}: {} stream stays TCP by policy",
@@ -188,13 +177,7 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
         Ok((fd, kind)) => {
             out.record(fd);
             apply_buffers(fd, cfg);
-            counters::bump(&counters::CONVERTED);
-            tracked::mark(fd, true);
-            tell(Event::Created {
-                fd,
-                smc: true,
-                errno: 0,
-            });
+            track::socket_made(fd, Kind::Smc);
             if cfg.debug >= 1 {
                 line!(
                     "socket fd {fd}: {} stream -> SMC ({})",
@@ -207,7 +190,6 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
         }
         Err(e) => {
             let why = Why::of(e);
-            counters::fell_back(why);
             if cfg.fallback == Fallback::Strict {
                 if cfg.debug >= 1 {
                     line!(
@@ -221,7 +203,7 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
                 return out.record(-1);
             }
             set_errno(entry);
-            let fd = tcp_socket(domain, ty, protocol, out, e);
+            let fd = tcp_socket(domain, ty, protocol, out, fdtable::why_errno(e));
             if cfg.debug >= 1 {
                 line!(
                     "socket fd {fd}: {} stream stays TCP: {} ({})",
@@ -243,24 +225,15 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
 /// # Safety
 /// `val`/`len` are the caller's getsockopt arguments after a successful call.
 pub unsafe fn mask_identity(fd: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) {
-    if val.is_null() || len.is_null() || (*len as usize) < std::mem::size_of::<c_int>() {
+    // SAFETY: the caller's pointers, as getsockopt just used them: `len` readable, `val` holding
+    // at least `*len` bytes.
+    if val.is_null() || len.is_null() || (unsafe { *len } as usize) < std::mem::size_of::<c_int>() {
         return;
     }
     let slot = val.cast::<c_int>();
-    let got = slot.read_unaligned();
-    let saved = errno();
-    let other = |opt: c_int| -> Option<c_int> {
-        let mut v: c_int = 0;
-        let mut l = std::mem::size_of::<c_int>() as socklen_t;
-        let r = real::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            opt,
-            (&mut v as *mut c_int).cast(),
-            &mut l,
-        );
-        (r == 0).then_some(v)
-    };
+    // SAFETY: at least an int is there (checked above).
+    let got = unsafe { slot.read_unaligned() };
+    let other = |opt: c_int| sock::get_int(fd, libc::SOL_SOCKET, opt).ok();
     let fixed = match name {
         libc::SO_DOMAIN if got == AF_SMC => match other(libc::SO_PROTOCOL) {
             Some(SMCPROTO_SMC6) => Some(libc::AF_INET6),
@@ -274,7 +247,7 @@ pub unsafe fn mask_identity(fd: c_int, name: c_int, val: *mut c_void, len: *mut 
         _ => None,
     };
     if let Some(v) = fixed {
-        slot.write_unaligned(v);
+        // SAFETY: as above.
+        unsafe { slot.write_unaligned(v) };
     }
-    set_errno(saved);
 }

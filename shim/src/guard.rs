@@ -8,20 +8,20 @@
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use smcrun_sys::errno::Errno;
+
 thread_local! {
     static IN_HOOK: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The calling thread's errno.
 pub fn errno() -> i32 {
-    // SAFETY: __errno_location always returns the valid thread-local errno slot.
-    unsafe { *libc::__errno_location() }
+    Errno::last().0
 }
 
 /// Sets the calling thread's errno.
 pub fn set_errno(e: i32) {
-    // SAFETY: as in `errno`.
-    unsafe { *libc::__errno_location() = e }
+    Errno(e).set()
 }
 
 /// The outcome of the real call, recorded by a hook body as soon as it is made, so that a panic

@@ -1,15 +1,18 @@
 //! The exported symbols, and nothing else: each one hands its arguments to the real function
-//! through [`crate::guard::hook`], which keeps errno, blocks re-entry and catches panics.
+//! through [`crate::guard::hook`], which keeps errno, blocks re-entry and catches panics, and tells
+//! the runtime what happened (`smcrun_runtime::track`).
 //!
 //! Only these functions are exported from the library (a cdylib exports nothing else).
 
 use crate::config;
-use crate::counters;
-use crate::guard::hook;
-use crate::log::line;
-use crate::{convert, policy, real, tracked};
+use crate::debug::{line, outcome};
+use crate::guard::{errno, hook, set_errno};
+use crate::real::{self, SetUid};
+use crate::{convert, policy};
 use libc::{c_int, c_void, socklen_t};
-use smcrun_telemetry::sidecar::{self, sockaddr_to_std, Event};
+use smcrun_runtime::counters::{bump, COUNTS};
+use smcrun_runtime::track;
+use smcrun_sys::sock;
 
 /// Makes TCP sockets SMC sockets; see [`convert::socket`].
 ///
@@ -31,12 +34,16 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
 #[no_mangle]
 pub unsafe extern "C" fn bind(fd: c_int, addr: *const libc::sockaddr, len: socklen_t) -> c_int {
     hook(
-        || real::bind(fd, addr, len),
+        // SAFETY: the caller's arguments, passed on unchanged.
+        || unsafe { real::bind(fd, addr, len) },
         |out| {
-            let ret = out.record(real::bind(fd, addr, len));
+            // SAFETY: as above.
+            let ret = out.record(unsafe { real::bind(fd, addr, len) });
             if config::get().debug >= 2 {
-                counters::bump(&counters::BINDS);
-                line!("bind fd {fd}: {}", if ret == 0 { "ok" } else { "failed" });
+                let e = errno();
+                bump(&COUNTS.binds);
+                line!("bind fd {fd}: {}", outcome(ret, e));
+                set_errno(e);
             }
             ret
         },
@@ -44,35 +51,30 @@ pub unsafe extern "C" fn bind(fd: c_int, addr: *const libc::sockaddr, len: sockl
 }
 
 /// connect(2), after the policy's decision for a client (see [`policy::at_connect`]), telling
-/// the sidecar about the connection.
+/// the runtime how it went.
 ///
 /// # Safety
 /// Called by C code exactly as connect(2).
 #[no_mangle]
 pub unsafe extern "C" fn connect(fd: c_int, addr: *const libc::sockaddr, len: socklen_t) -> c_int {
     hook(
-        || real::connect(fd, addr, len),
+        // SAFETY: the caller's arguments, passed on unchanged.
+        || unsafe { real::connect(fd, addr, len) },
         |out| {
-            policy::at_connect(fd, addr, len);
-            let ret = out.record(real::connect(fd, addr, len));
+            // SAFETY: the caller's connect arguments.
+            unsafe { policy::at_connect(fd, addr, len) };
+            // SAFETY: as above.
+            let ret = out.record(unsafe { real::connect(fd, addr, len) });
+            let after = errno();
+            let e = if ret == 0 { 0 } else { after };
+            // SAFETY: the caller's `len` bytes at `addr`, read only.
+            let remote = unsafe { sock::to_std(addr, len) };
+            track::connect_returned(fd, ret, e, remote);
             if config::get().debug >= 2 {
-                counters::bump(&counters::CONNECTS);
+                bump(&COUNTS.connects);
+                line!("connect fd {fd}: {}", outcome(ret, e));
             }
-            if (ret == 0 || crate::guard::errno() == libc::EINPROGRESS) && tracked::is_marked(fd) {
-                let remote = sockaddr_to_std(addr, len);
-                convert::tell(Event::Connected { fd, remote });
-            }
-            if config::get().debug >= 2 {
-                let e = crate::guard::errno();
-                line!(
-                    "connect fd {fd}: {}",
-                    if ret == 0 {
-                        "ok"
-                    } else {
-                        crate::log::errno_name(e)
-                    }
-                );
-            }
+            set_errno(after);
             ret
         },
     )
@@ -88,46 +90,64 @@ pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
         || real::listen(fd, backlog),
         |out| {
             if let Some(e) = policy::at_listen(fd) {
-                crate::guard::set_errno(e);
+                set_errno(e);
                 return out.record(-1);
             }
-            out.record(real::listen(fd, backlog))
+            let ret = out.record(real::listen(fd, backlog));
+            if ret == 0 {
+                let e = errno();
+                track::listening(fd);
+                set_errno(e);
+            }
+            ret
         },
     )
 }
 
-/// After a successful accept on a tracked listener: track the new connection and tell the sidecar.
+/// After accept returned `fd` from `listener`: the peer address from the caller's buffer (never
+/// more of it than the caller gave: the kernel returns the address's full length even when it
+/// truncated it to a short buffer), and the news for the runtime.
 ///
 /// # Safety
-/// `addr`/`len` are the caller's accept arguments after the call returned `fd`.
-unsafe fn accepted(listener: c_int, fd: c_int, addr: *mut libc::sockaddr, len: *mut socklen_t) {
-    if config::get().debug >= 2 {
-        let e = crate::guard::errno();
-        line!(
-            "accept fd {listener}: {}",
-            if fd >= 0 {
-                "ok"
-            } else {
-                crate::log::errno_name(e)
-            }
-        );
-    }
-    if fd >= 0 && tracked::is_marked(listener) && sidecar::active() {
-        tracked::mark(fd, false);
+/// `addr`/`len` are the caller's accept arguments; `given` is `*len` before the call.
+unsafe fn accepted(
+    listener: c_int,
+    fd: c_int,
+    addr: *mut libc::sockaddr,
+    len: *mut socklen_t,
+    given: socklen_t,
+) {
+    let e = errno();
+    if fd >= 0 {
         let remote = if len.is_null() {
             None
         } else {
-            sockaddr_to_std(addr, *len)
+            // SAFETY: `len` is the caller's pointer, which accept just wrote through; at most
+            // `given` bytes of `addr` are the caller's, and no more are read.
+            unsafe { sock::to_std(addr, given.min(*len)) }
         };
-        convert::tell(Event::Accepted {
-            listener,
-            fd,
-            remote,
-        });
+        track::accepted(listener, fd, remote);
+    }
+    if config::get().debug >= 2 {
+        line!("accept fd {listener}: {}", outcome(fd, e));
+    }
+    set_errno(e);
+}
+
+/// The caller's buffer length before accept, 0 without one.
+///
+/// # Safety
+/// `len` is null or the caller's readable pointer.
+unsafe fn given(len: *const socklen_t) -> socklen_t {
+    // SAFETY: as the caller guarantees.
+    if len.is_null() {
+        0
+    } else {
+        unsafe { *len }
     }
 }
 
-/// accept(2), telling the sidecar about connections on TCP listeners.
+/// accept(2), telling the runtime about each connection.
 ///
 /// # Safety
 /// Called by C code exactly as accept(2).
@@ -138,11 +158,16 @@ pub unsafe extern "C" fn accept(
     len: *mut socklen_t,
 ) -> c_int {
     hook(
-        || real::accept(fd, addr, len),
+        // SAFETY: the caller's arguments, passed on unchanged.
+        || unsafe { real::accept(fd, addr, len) },
         |out| {
-            let ret = out.record(real::accept(fd, addr, len));
-            accepted(fd, ret, addr, len);
-            ret
+            // SAFETY: the caller's arguments.
+            unsafe {
+                let before = given(len);
+                let ret = out.record(real::accept(fd, addr, len));
+                accepted(fd, ret, addr, len, before);
+                ret
+            }
         },
     )
 }
@@ -159,17 +184,22 @@ pub unsafe extern "C" fn accept4(
     flags: c_int,
 ) -> c_int {
     hook(
-        || real::accept4_real(fd, addr, len, flags),
+        // SAFETY: the caller's arguments, passed on unchanged.
+        || unsafe { real::accept4_real(fd, addr, len, flags) },
         |out| {
-            let ret = out.record(real::accept4_real(fd, addr, len, flags));
-            accepted(fd, ret, addr, len);
-            ret
+            // SAFETY: the caller's arguments.
+            unsafe {
+                let before = given(len);
+                let ret = out.record(real::accept4_real(fd, addr, len, flags));
+                accepted(fd, ret, addr, len, before);
+                ret
+            }
         },
     )
 }
 
 /// getsockopt(2), except that SO_DOMAIN and SO_PROTOCOL of an SMC socket answer as for the TCP
-/// socket the program asked for.
+/// socket the program asked for; SO_ERROR tells the runtime how a nonblocking connect ended.
 ///
 /// # Safety
 /// Called by C code exactly as getsockopt(2).
@@ -182,16 +212,92 @@ pub unsafe extern "C" fn getsockopt(
     len: *mut socklen_t,
 ) -> c_int {
     hook(
-        || real::getsockopt(fd, level, name, val, len),
+        // SAFETY: the caller's arguments, passed on unchanged.
+        || unsafe { real::getsockopt(fd, level, name, val, len) },
         |out| {
-            let ret = out.record(real::getsockopt(fd, level, name, val, len));
-            if ret == 0
-                && level == libc::SOL_SOCKET
-                && (name == libc::SO_DOMAIN || name == libc::SO_PROTOCOL)
-            {
-                convert::mask_identity(fd, name, val, len);
+            // SAFETY: as above.
+            let ret = out.record(unsafe { real::getsockopt(fd, level, name, val, len) });
+            if ret != 0 || level != libc::SOL_SOCKET {
+                return ret;
             }
+            let e = errno();
+            match name {
+                // SAFETY: the caller's pointers after a successful call.
+                libc::SO_DOMAIN | libc::SO_PROTOCOL => unsafe {
+                    convert::mask_identity(fd, name, val, len)
+                },
+                libc::SO_ERROR => {
+                    // SAFETY: after a successful call, `*len` bytes of `val` are the value.
+                    let value = unsafe {
+                        (!val.is_null()
+                            && !len.is_null()
+                            && *len as usize >= std::mem::size_of::<c_int>())
+                        .then(|| val.cast::<c_int>().read_unaligned())
+                    };
+                    if let Some(v) = value {
+                        track::so_error_read(fd, v);
+                    }
+                }
+                _ => {}
+            }
+            set_errno(e);
             ret
         },
     )
+}
+
+/// close(2), after the runtime took its last look at a connection it still had to classify
+/// (one getsockopt on tracked sockets only; other fds cost one atomic load).
+///
+/// # Safety
+/// Called by C code exactly as close(2).
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    hook(
+        || real::close(fd),
+        |out| {
+            let e = errno();
+            track::closing(fd);
+            set_errno(e);
+            out.record(real::close(fd))
+        },
+    )
+}
+
+/// The uid-changing calls: the runtime opens this process's report file first, while it can still
+/// create it in the run directory of the user who started the program; then the real call.
+fn uid_change(call: SetUid) -> c_int {
+    hook(
+        || real::set_uid(call),
+        |out| {
+            let e = errno();
+            track::before_uid_change();
+            set_errno(e);
+            out.record(real::set_uid(call))
+        },
+    )
+}
+
+/// setuid(2); see [`uid_change`].
+#[no_mangle]
+pub extern "C" fn setuid(uid: libc::uid_t) -> c_int {
+    uid_change(SetUid::Uid(uid))
+}
+
+/// seteuid(2); see [`uid_change`].
+#[no_mangle]
+pub extern "C" fn seteuid(euid: libc::uid_t) -> c_int {
+    uid_change(SetUid::Euid(euid))
+}
+
+/// setreuid(2); see [`uid_change`].
+#[no_mangle]
+pub extern "C" fn setreuid(ruid: libc::uid_t, euid: libc::uid_t) -> c_int {
+    uid_change(SetUid::Reuid(ruid, euid))
+}
+
+/// setresuid(2); see [`uid_change`].
+#[no_mangle]
+pub extern "C" fn setresuid(ruid: libc::uid_t, euid: libc::uid_t, suid: libc::uid_t) -> c_int {
+    uid_change(SetUid::Resuid(ruid, euid, suid))
 }

@@ -8,43 +8,55 @@
 //!
 //! Layout: [`hooks`] holds the exported symbols and nothing else; [`guard`] is what every hook
 //! runs inside (re-entrancy, panics, errno); [`real`] finds the next definition of each symbol;
-//! [`convert`] decides and makes the SMC socket; [`config`] reads the environment once;
-//! [`counters`] and [`log`] record what happened without allocating.
+//! [`convert`] decides and makes the SMC socket; [`policy`] switches sockets the policy wants on
+//! TCP; [`config`] reads the settings once; [`debug`] writes the `SMCRUN_DEBUG` lines. What
+//! happened to each connection is the runtime's business (`smcrun_runtime`): the hooks tell it.
+
+#![deny(unsafe_op_in_unsafe_fn)]
 
 mod config;
 mod convert;
-mod counters;
+mod debug;
 mod guard;
 mod hooks;
-mod log;
 mod policy;
 mod real;
-mod tracked;
+
+use smcrun_runtime::{exit, sidecar, track};
 
 /// Runs when the library is loaded, before the program's `main`, while it is normally still
 /// single-threaded: resolve every real symbol and read the configuration here so that the hooks
-/// only ever do atomic loads later.
+/// only ever do atomic loads later. A panic here is caught: the program runs, without the shim's
+/// set-up (the hooks then resolve what they need on first use).
 #[ctor::ctor]
 fn init() {
-    real::resolve_all();
-    let cfg = config::get();
-    counters::register_exit_summary();
-    smcrun_telemetry::sidecar::set_mode(match cfg.mode {
-        smcrun_settings::Mode::Smc => "smc",
-        smcrun_settings::Mode::Inet => "inet",
-        smcrun_settings::Mode::Auto => "auto",
+    let _ = std::panic::catch_unwind(|| {
+        real::resolve_all();
+        sidecar::init();
+        let cfg = config::get();
+        sidecar::set_mode(cfg.mode);
+        // SAFETY: registering extern "C" fns without arguments, as pthread_atfork and atexit
+        // require.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(child_after_fork));
+            libc::atexit(at_exit);
+        }
     });
-    if cfg.report {
-        smcrun_telemetry::sidecar::enable_exit_summary();
-    }
-    // SAFETY: registering extern "C" fns without arguments, as pthread_atfork and atexit require.
-    unsafe {
-        libc::pthread_atfork(None, None, Some(child_after_fork));
-        libc::atexit(smcrun_telemetry::sidecar::exit_summary);
-    }
 }
 
-/// In a forked child: the sidecar thread did not survive the fork; start afresh, lazily.
+/// In a forked child: a new start for the runtime (see `track::after_fork_in_child`).
 extern "C" fn child_after_fork() {
-    smcrun_telemetry::sidecar::after_fork_in_child();
+    let _ = std::panic::catch_unwind(track::after_fork_in_child);
+}
+
+/// When the program exits: the `SMCRUN_DEBUG=2` summary and the final report (with its summary
+/// line under `SMCRUN_REPORT=1`), after the program's own exit handlers.
+extern "C" fn at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        let cfg = config::get();
+        if cfg.debug >= 2 {
+            debug::exit_summary();
+        }
+        exit::at_exit(cfg.report);
+    });
 }

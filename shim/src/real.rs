@@ -45,6 +45,11 @@ static GETSOCKOPT: Symbol = Symbol::new(b"getsockopt\0");
 static ACCEPT: Symbol = Symbol::new(b"accept\0");
 static LISTEN: Symbol = Symbol::new(b"listen\0");
 static ACCEPT4: Symbol = Symbol::new(b"accept4\0");
+static CLOSE: Symbol = Symbol::new(b"close\0");
+static SETUID: Symbol = Symbol::new(b"setuid\0");
+static SETEUID: Symbol = Symbol::new(b"seteuid\0");
+static SETREUID: Symbol = Symbol::new(b"setreuid\0");
+static SETRESUID: Symbol = Symbol::new(b"setresuid\0");
 
 /// Resolves every symbol now (called from the library constructor).
 pub fn resolve_all() {
@@ -56,6 +61,11 @@ pub fn resolve_all() {
         &ACCEPT,
         &ACCEPT4,
         &LISTEN,
+        &CLOSE,
+        &SETUID,
+        &SETEUID,
+        &SETREUID,
+        &SETRESUID,
     ] {
         s.get();
     }
@@ -82,12 +92,16 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
 /// `addr` and `len` as for bind(2); they are passed on unchanged.
 pub unsafe fn bind(fd: c_int, addr: *const libc::sockaddr, len: socklen_t) -> c_int {
     let p = BIND.get();
-    if p.is_null() {
-        libc::syscall(libc::SYS_bind, fd, addr, len) as c_int
-    } else {
-        let f: unsafe extern "C" fn(c_int, *const libc::sockaddr, socklen_t) -> c_int =
-            std::mem::transmute(p);
-        f(fd, addr, len)
+    // SAFETY: a non-null pointer from dlsym("bind") has bind's C signature; the fallback is the
+    // system call; the caller vouches for the arguments.
+    unsafe {
+        if p.is_null() {
+            libc::syscall(libc::SYS_bind, fd, addr, len) as c_int
+        } else {
+            let f: unsafe extern "C" fn(c_int, *const libc::sockaddr, socklen_t) -> c_int =
+                std::mem::transmute(p);
+            f(fd, addr, len)
+        }
     }
 }
 
@@ -97,12 +111,15 @@ pub unsafe fn bind(fd: c_int, addr: *const libc::sockaddr, len: socklen_t) -> c_
 /// `addr` and `len` as for connect(2); they are passed on unchanged.
 pub unsafe fn connect(fd: c_int, addr: *const libc::sockaddr, len: socklen_t) -> c_int {
     let p = CONNECT.get();
-    if p.is_null() {
-        libc::syscall(libc::SYS_connect, fd, addr, len) as c_int
-    } else {
-        let f: unsafe extern "C" fn(c_int, *const libc::sockaddr, socklen_t) -> c_int =
-            std::mem::transmute(p);
-        f(fd, addr, len)
+    // SAFETY: as in `bind`, for connect.
+    unsafe {
+        if p.is_null() {
+            libc::syscall(libc::SYS_connect, fd, addr, len) as c_int
+        } else {
+            let f: unsafe extern "C" fn(c_int, *const libc::sockaddr, socklen_t) -> c_int =
+                std::mem::transmute(p);
+            f(fd, addr, len)
+        }
     }
 }
 
@@ -118,12 +135,15 @@ pub unsafe fn getsockopt(
     len: *mut socklen_t,
 ) -> c_int {
     let p = GETSOCKOPT.get();
-    if p.is_null() {
-        libc::syscall(libc::SYS_getsockopt, fd, level, name, val, len) as c_int
-    } else {
-        let f: unsafe extern "C" fn(c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int =
-            std::mem::transmute(p);
-        f(fd, level, name, val, len)
+    // SAFETY: as in `bind`, for getsockopt.
+    unsafe {
+        if p.is_null() {
+            libc::syscall(libc::SYS_getsockopt, fd, level, name, val, len) as c_int
+        } else {
+            let f: unsafe extern "C" fn(c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int =
+                std::mem::transmute(p);
+            f(fd, level, name, val, len)
+        }
     }
 }
 
@@ -146,7 +166,8 @@ pub fn listen(fd: c_int, backlog: c_int) -> c_int {
 /// # Safety
 /// `addr` and `len` as for accept(2); they are passed on unchanged.
 pub unsafe fn accept(fd: c_int, addr: *mut libc::sockaddr, len: *mut socklen_t) -> c_int {
-    accept4(fd, addr, len, 0, &ACCEPT)
+    // SAFETY: the caller vouches for the arguments.
+    unsafe { accept4(fd, addr, len, 0, &ACCEPT) }
 }
 
 /// The real `accept4(2)`.
@@ -159,10 +180,14 @@ pub unsafe fn accept4_real(
     len: *mut socklen_t,
     flags: c_int,
 ) -> c_int {
-    accept4(fd, addr, len, flags, &ACCEPT4)
+    // SAFETY: the caller vouches for the arguments.
+    unsafe { accept4(fd, addr, len, flags, &ACCEPT4) }
 }
 
 /// accept and accept4 share the fallback system call (accept4 with flags 0 is accept).
+///
+/// # Safety
+/// As for accept4(2).
 unsafe fn accept4(
     fd: c_int,
     addr: *mut libc::sockaddr,
@@ -171,32 +196,87 @@ unsafe fn accept4(
     sym: &Symbol,
 ) -> c_int {
     let p = sym.get();
-    if p.is_null() {
-        return libc::syscall(libc::SYS_accept4, fd, addr, len, flags) as c_int;
-    }
-    if std::ptr::eq(sym, &ACCEPT) {
-        let f: unsafe extern "C" fn(c_int, *mut libc::sockaddr, *mut socklen_t) -> c_int =
-            std::mem::transmute(p);
-        f(fd, addr, len)
-    } else {
-        let f: unsafe extern "C" fn(c_int, *mut libc::sockaddr, *mut socklen_t, c_int) -> c_int =
-            std::mem::transmute(p);
-        f(fd, addr, len, flags)
+    // SAFETY: as in `bind`, for accept and accept4.
+    unsafe {
+        if p.is_null() {
+            return libc::syscall(libc::SYS_accept4, fd, addr, len, flags) as c_int;
+        }
+        if std::ptr::eq(sym, &ACCEPT) {
+            let f: unsafe extern "C" fn(c_int, *mut libc::sockaddr, *mut socklen_t) -> c_int =
+                std::mem::transmute(p);
+            f(fd, addr, len)
+        } else {
+            let f: unsafe extern "C" fn(
+                c_int,
+                *mut libc::sockaddr,
+                *mut socklen_t,
+                c_int,
+            ) -> c_int = std::mem::transmute(p);
+            f(fd, addr, len, flags)
+        }
     }
 }
 
-/// `setsockopt(2)` for the shim's own use (buffer sizes, the policy's switch to TCP, options of a
-/// replaced listener): the raw system call, so it never re-enters another preload's hook.
-pub fn setsockopt_int(fd: c_int, level: c_int, name: c_int, value: c_int) -> c_int {
-    // SAFETY: the value pointer and length describe a live c_int.
+/// The real `close(2)`.
+pub fn close(fd: c_int) -> c_int {
+    let p = CLOSE.get();
+    // SAFETY: a non-null pointer from dlsym("close") has close's C signature; the fallback is the
+    // system call.
     unsafe {
-        libc::syscall(
-            libc::SYS_setsockopt,
-            fd,
-            level,
-            name,
-            &value as *const c_int,
-            std::mem::size_of::<c_int>() as socklen_t,
-        ) as c_int
+        if p.is_null() {
+            libc::syscall(libc::SYS_close, fd) as c_int
+        } else {
+            let f: unsafe extern "C" fn(c_int) -> c_int = std::mem::transmute(p);
+            f(fd)
+        }
+    }
+}
+
+/// The uid-changing calls the shim passes through (after opening its report file).
+#[derive(Clone, Copy)]
+pub enum SetUid {
+    /// setuid(uid).
+    Uid(libc::uid_t),
+    /// seteuid(euid).
+    Euid(libc::uid_t),
+    /// setreuid(ruid, euid).
+    Reuid(libc::uid_t, libc::uid_t),
+    /// setresuid(ruid, euid, suid).
+    Resuid(libc::uid_t, libc::uid_t, libc::uid_t),
+}
+
+/// The real uid-changing call. There is no system call to fall back on: the C library's versions
+/// change every thread of the process (the raw system call changes one), so if the symbol cannot
+/// be found the call fails with ENOSYS rather than leave other threads with the old uid.
+pub fn set_uid(call: SetUid) -> c_int {
+    let sym = match call {
+        SetUid::Uid(_) => &SETUID,
+        SetUid::Euid(_) => &SETEUID,
+        SetUid::Reuid(..) => &SETREUID,
+        SetUid::Resuid(..) => &SETRESUID,
+    };
+    let p = sym.get();
+    if p.is_null() {
+        smcrun_sys::Errno(libc::ENOSYS).set();
+        return -1;
+    }
+    // SAFETY: each pointer comes from dlsym of the function whose C signature it is cast to.
+    unsafe {
+        match call {
+            SetUid::Uid(u) | SetUid::Euid(u) => {
+                let f: unsafe extern "C" fn(libc::uid_t) -> c_int = std::mem::transmute(p);
+                f(u)
+            }
+            SetUid::Reuid(r, e) => {
+                let f: unsafe extern "C" fn(libc::uid_t, libc::uid_t) -> c_int =
+                    std::mem::transmute(p);
+                f(r, e)
+            }
+            SetUid::Resuid(r, e, s) => {
+                let f: unsafe extern "C" fn(libc::uid_t, libc::uid_t, libc::uid_t) -> c_int =
+                    std::mem::transmute(p);
+                f(r, e, s)
+            }
+        }
     }
 }

@@ -11,15 +11,11 @@
 
 pub mod attr;
 pub mod error;
-pub mod fdinfo;
 pub mod genl;
 pub mod nl;
 pub mod pnet;
 pub mod rdma;
 pub mod reasons;
-pub mod report;
-pub mod rundir;
-pub mod sidecar;
 pub mod smc_genl;
 pub mod sock_diag;
 pub mod uverbs;

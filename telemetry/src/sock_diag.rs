@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::nl::{self, Protocol};
 
 /// `AF_SMC`.
-pub const AF_SMC: u8 = 43;
+pub const AF_SMC: u8 = smcrun_sys::smc::AF_SMC as u8;
 /// `SOCK_DIAG_BY_FAMILY`.
 pub const SOCK_DIAG_BY_FAMILY: u16 = 20;
 /// Extension bit asking for [`ConnInfo`].

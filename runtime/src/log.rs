@@ -1,12 +1,20 @@
-//! One-line messages on stderr, formatted on the stack and written with a single write(2), so
-//! that they never allocate, never take stdio's lock and never interleave with each other.
+//! One-line messages on stderr, formatted on the stack and written with a single write(2), so that
+//! they never allocate, never take stdio's lock and never interleave with each other: usable in
+//! hooks, signal handlers and forked children.
 
+use smcrun_sys::errno;
 use std::fmt::{self, Write};
 
 /// A line being built; longer text is cut, never reallocated.
 pub struct Line {
     buf: [u8; 512],
     len: usize,
+}
+
+impl Default for Line {
+    fn default() -> Self {
+        Line::new()
+    }
 }
 
 impl Line {
@@ -16,9 +24,11 @@ impl Line {
             buf: [0; 512],
             len: 0,
         };
-        // SAFETY: getpid has no preconditions.
-        let pid = unsafe { libc::getpid() };
-        let _ = write!(l, "smcrun[{pid}]: ");
+        let _ = write!(
+            l,
+            "smcrun[{}]: ",
+            rustix::process::getpid().as_raw_nonzero()
+        );
         l
     }
 
@@ -28,12 +38,12 @@ impl Line {
             self.len -= 1;
         }
         self.buf[self.len] = b'\n';
-        let saved = crate::guard::errno();
-        // SAFETY: the buffer holds len + 1 initialised bytes.
-        unsafe {
-            libc::write(2, self.buf.as_ptr().cast(), self.len + 1);
-        }
-        crate::guard::set_errno(saved);
+        let bytes = &self.buf[..self.len + 1];
+        // SAFETY: fd 2 is borrowed only for this write; a closed or invalid stderr fails harmlessly.
+        let stderr = unsafe { rustix::fd::BorrowedFd::borrow_raw(2) };
+        errno::keep(|| {
+            let _ = rustix::io::write(stderr, bytes);
+        });
     }
 }
 
@@ -48,6 +58,7 @@ impl Write for Line {
 }
 
 /// Writes one formatted line to stderr: `line!("socket fd {} ...", fd)`.
+#[macro_export]
 macro_rules! line {
     ($($arg:tt)*) => {{
         let mut l = $crate::log::Line::new();
@@ -55,6 +66,3 @@ macro_rules! line {
         l.emit();
     }};
 }
-pub(crate) use line;
-
-pub use smcrun_settings::errno::name as errno_name;

@@ -1,0 +1,277 @@
+//! What the runtime knows about each of the program's fds: one atomic word per fd, written by the
+//! hooks (no lock, no allocation: a store, a swap or a compare-and-swap) and read by the sidecar.
+//!
+//! A word says whether the fd holds a TCP socket the shim handled, whether it was made as an SMC
+//! socket or stayed TCP (and why), and where its connection stands: open, listening, connecting,
+//! established and waiting to be classified, or counted. Whoever moves a connection to "counted"
+//! with a compare-and-swap counts it, so each connection is counted exactly once, however the hooks
+//! and the sidecar race.
+//!
+//! The table is process memory, so a forked child inherits it: a listener's story (SMC, or TCP and
+//! why) stays known to the pre-fork workers that accept on it. Each process has an epoch, bumped in
+//! a forked child: an entry of an older epoch belongs to an ancestor's connection, which the child
+//! does not count (the story of an inherited listener still holds).
+//!
+//! The table covers fds below [`LIMIT`] (Linux's default `fs.nr_open`); its 4 MiB are zero pages
+//! until an fd is used.
+
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+/// Fds below this are tracked.
+pub const LIMIT: usize = 1 << 20;
+
+static TABLE: [AtomicU32; LIMIT] = [const { AtomicU32::new(0) }; LIMIT];
+/// One more than the highest fd ever written, so the sidecar's scan stops there.
+static HIGH: AtomicUsize = AtomicUsize::new(0);
+/// This process's epoch (never 0, so that a used word is never 0).
+static EPOCH: AtomicU32 = AtomicU32::new(1);
+
+/// Why a TCP socket is not an SMC socket, in one byte: the errno of the refused SMC `socket()`
+/// (1 to 253), or one of the values below.
+pub type Why = u8;
+/// Accepted from a listener that was not made under smcrun (inherited, or socket activation).
+pub const WHY_NOT_OURS: Why = 0;
+/// On an fd at or beyond [`LIMIT`]: TCP, the reason was not recorded.
+pub const WHY_UNRECORDED: Why = 254;
+/// The policy keeps it on TCP.
+pub const WHY_POLICY: Why = 255;
+
+/// The errno of a refused SMC socket as a [`Why`].
+pub fn why_errno(e: i32) -> Why {
+    u8::try_from(e)
+        .ok()
+        .filter(|&e| (1..=253).contains(&e))
+        .unwrap_or(WHY_UNRECORDED)
+}
+
+/// How the socket was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An SMC socket (which may fall back to TCP at connect time).
+    Smc,
+    /// A TCP socket from the start, for this reason.
+    Tcp(Why),
+}
+
+/// Where the socket's connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Made, not connected or listening.
+    Open,
+    /// A listener.
+    Listening,
+    /// A nonblocking connect is in progress.
+    Connecting,
+    /// An SMC connection is established and waits to be classified.
+    Pending,
+    /// The connection is counted.
+    Done,
+}
+
+/// One fd's word, decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    /// How the socket was made.
+    pub kind: Kind,
+    /// Where its connection stands.
+    pub phase: Phase,
+    /// Accepted (a server's connection) rather than made.
+    pub server: bool,
+    /// The epoch of the process that wrote it.
+    pub epoch: u16,
+}
+
+impl Entry {
+    /// A new entry of this process's epoch.
+    pub fn new(kind: Kind, phase: Phase, server: bool) -> Entry {
+        Entry {
+            kind,
+            phase,
+            server,
+            epoch: epoch(),
+        }
+    }
+
+    /// Whether it was written by this process (not inherited from an ancestor).
+    pub fn ours(&self) -> bool {
+        self.epoch == epoch()
+    }
+
+    /// The same entry in another phase.
+    pub fn with(self, phase: Phase) -> Entry {
+        Entry { phase, ..self }
+    }
+
+    fn encode(self) -> u32 {
+        let (kind, why) = match self.kind {
+            Kind::Tcp(w) => (1u32, u32::from(w)),
+            Kind::Smc => (2, 0),
+        };
+        let phase = match self.phase {
+            Phase::Open => 0u32,
+            Phase::Listening => 1,
+            Phase::Connecting => 2,
+            Phase::Pending => 3,
+            Phase::Done => 4,
+        };
+        why | kind << 8 | phase << 10 | u32::from(self.server) << 13 | u32::from(self.epoch) << 16
+    }
+
+    fn decode(w: u32) -> Option<Entry> {
+        let kind = match (w >> 8) & 3 {
+            1 => Kind::Tcp((w & 0xff) as u8),
+            2 => Kind::Smc,
+            _ => return None,
+        };
+        let phase = match (w >> 10) & 7 {
+            0 => Phase::Open,
+            1 => Phase::Listening,
+            2 => Phase::Connecting,
+            3 => Phase::Pending,
+            _ => Phase::Done,
+        };
+        Some(Entry {
+            kind,
+            phase,
+            server: w & 1 << 13 != 0,
+            epoch: (w >> 16) as u16,
+        })
+    }
+}
+
+fn slot(fd: i32) -> Option<&'static AtomicU32> {
+    TABLE.get(usize::try_from(fd).ok()?)
+}
+
+/// This process's epoch.
+pub fn epoch() -> u16 {
+    EPOCH.load(Ordering::Relaxed) as u16
+}
+
+/// In a forked child: a new epoch, so that the parent's connections are not counted here.
+pub fn new_epoch_in_child() {
+    let next = EPOCH.load(Ordering::Relaxed).wrapping_add(1) & 0xffff;
+    EPOCH.store(if next == 0 { 1 } else { next }, Ordering::Relaxed);
+}
+
+/// What is known of `fd` (None: not a socket the shim handled, or beyond [`LIMIT`]).
+pub fn get(fd: i32) -> Option<Entry> {
+    Entry::decode(slot(fd)?.load(Ordering::Acquire))
+}
+
+/// Records `entry` for `fd` and returns what was there before. False when `fd` is beyond the table.
+pub fn set(fd: i32, entry: Entry) -> (bool, Option<Entry>) {
+    let Some(s) = slot(fd) else {
+        return (false, None);
+    };
+    HIGH.fetch_max(fd as usize + 1, Ordering::Relaxed);
+    (
+        true,
+        Entry::decode(s.swap(entry.encode(), Ordering::AcqRel)),
+    )
+}
+
+/// Forgets `fd` (closed, or reused for something that is not a TCP socket); returns what was there.
+pub fn clear(fd: i32) -> Option<Entry> {
+    let s = slot(fd)?;
+    if s.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    Entry::decode(s.swap(0, Ordering::AcqRel))
+}
+
+/// Replaces `from` by `to` (None: forget the fd) if `fd` still holds exactly `from`. The one who
+/// succeeds owns the transition (and counts what it means).
+pub fn transition(fd: i32, from: Entry, to: Option<Entry>) -> bool {
+    let Some(s) = slot(fd) else { return false };
+    s.compare_exchange(
+        from.encode(),
+        to.map_or(0, Entry::encode),
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    )
+    .is_ok()
+}
+
+/// Calls `f` for every fd with an entry of this process's epoch in one of `phases`.
+pub fn scan(phases: &[Phase], mut f: impl FnMut(i32, Entry)) {
+    let high = HIGH.load(Ordering::Relaxed).min(LIMIT);
+    let now = epoch();
+    for (fd, s) in TABLE[..high].iter().enumerate() {
+        let w = s.load(Ordering::Acquire);
+        if w == 0 {
+            continue;
+        }
+        if let Some(e) = Entry::decode(w) {
+            if e.epoch == now && phases.contains(&e.phase) {
+                f(fd as i32, e);
+            }
+        }
+    }
+}
+
+/// Counts, over the whole table, the listeners (this process's or inherited).
+pub fn listeners() -> u64 {
+    let high = HIGH.load(Ordering::Relaxed).min(LIMIT);
+    TABLE[..high]
+        .iter()
+        .filter(|s| {
+            Entry::decode(s.load(Ordering::Relaxed)).is_some_and(|e| e.phase == Phase::Listening)
+        })
+        .count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_round_trip() {
+        for kind in [
+            Kind::Smc,
+            Kind::Tcp(0),
+            Kind::Tcp(97),
+            Kind::Tcp(WHY_POLICY),
+        ] {
+            for phase in [
+                Phase::Open,
+                Phase::Listening,
+                Phase::Connecting,
+                Phase::Pending,
+                Phase::Done,
+            ] {
+                for server in [false, true] {
+                    let e = Entry {
+                        kind,
+                        phase,
+                        server,
+                        epoch: 0xbeef,
+                    };
+                    assert_ne!(e.encode(), 0);
+                    assert_eq!(Entry::decode(e.encode()), Some(e));
+                }
+            }
+        }
+        assert_eq!(Entry::decode(0), None);
+        assert_eq!(why_errno(97), 97);
+        assert_eq!(why_errno(0), WHY_UNRECORDED);
+        assert_eq!(why_errno(4000), WHY_UNRECORDED);
+    }
+
+    #[test]
+    fn set_transition_clear_and_scan() {
+        let fd = 900_000;
+        let open = Entry::new(Kind::Smc, Phase::Open, false);
+        assert_eq!(set(fd, open), (true, None));
+        let pending = open.with(Phase::Pending);
+        assert!(transition(fd, open, Some(pending)));
+        assert!(!transition(fd, open, Some(pending)), "only one wins");
+        let mut seen = vec![];
+        scan(&[Phase::Pending], |f, e| seen.push((f, e)));
+        assert!(seen.contains(&(fd, pending)));
+        assert_eq!(clear(fd), Some(pending));
+        assert_eq!(get(fd), None);
+        assert_eq!(set(LIMIT as i32, open), (false, None));
+        assert_eq!(get(-1), None);
+    }
+}

@@ -1,0 +1,29 @@
+//! The shim's runtime: the part of smcrun that lives inside each program under the shim and knows,
+//! for that process, which connections ran over SMC-R or SMC-D and why the others ran over TCP.
+//!
+//! Layout: [`track`] is what the hooks call, one function per event (atomics and raw system calls
+//! only: usable in any hook, signal handler or forked child); [`fdtable`] holds what is known of
+//! each fd; [`counters`] the exact counts; [`record`] carries the details of classified
+//! connections to the [`sidecar`], the thread that classifies SMC connections with the kernel's
+//! smc_diag and writes the report; [`classify`] is the one classifier (also used by `smcrun
+//! demo`); [`rundir`] is where reports are written and read; [`exit`] the summaries printed when
+//! the program ends; [`log`] one-line messages that never allocate.
+//!
+//! How a process is followed: a forked child starts its own counts and its own report file at
+//! fork time (while it still has its parent's rights), and keeps the knowledge of inherited
+//! listeners, so a pre-fork worker's accepted connections carry its listener's story; a process
+//! that switches uid opens its report first, and keeps writing it through that descriptor; an
+//! exec'd program starts afresh under the same pid.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod classify;
+pub mod counters;
+pub mod exit;
+pub mod fdtable;
+pub mod log;
+pub mod record;
+pub mod rundir;
+pub mod sidecar;
+pub mod track;

@@ -1,0 +1,664 @@
+//! Where per-process reports live, and how they are written and read so that no other user can
+//! redirect or forge them.
+//!
+//! The directory is `$XDG_RUNTIME_DIR/smcrun/`, else `/run/smcrun/` for root, else
+//! `/tmp/smcrun-UID/` (a process that switched uid ignores the XDG directory it inherited). It must
+//! be a real directory (never a symlink) of the user, closed to others (0700). A process opens it
+//! once, `O_DIRECTORY|O_NOFOLLOW`, checks the open directory itself, and does everything else
+//! through that descriptor: a path swapped for a symlink after the check changes nothing.
+//!
+//! Each process has its own report file, `PID.json` (0600, created `O_EXCL|O_NOFOLLOW`), opened
+//! early: at its first TCP socket, before it switches uid, and, for a forked child, at fork time
+//! while it still has its parent's rights. It then keeps writing through that descriptor (the
+//! report is rewritten in place), so a server that starts as root and runs as nobody, or a
+//! daemon's grandchild, still reports into the directory of the user who started it. Both
+//! descriptors sit at fd 100 or above, out of the program's way, and each is checked (device and
+//! inode) before use, so a program that closed or reused the number is never written to.
+//!
+//! The writer side runs inside other people's programs, in hooks and forked children: it makes
+//! raw system calls only (rustix) and never allocates.
+
+use rustix::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use rustix::fs::{self, Mode, OFlags};
+use rustix::io::Errno;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+/// Our descriptors go at or above this number, out of the way of a program's own low fds.
+const HIGH_FD: RawFd = 100;
+
+/// Longest run directory path handled.
+const PATH_MAX: usize = 512;
+
+/// Why the run directory or the report file cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The path does not fit smcrun's buffer.
+    TooLong,
+    /// A system call failed: what was being done, and the errno.
+    Io(Stage, i32),
+    /// Not a directory (a symlink, a file).
+    NotDirectory,
+    /// Owned by another user.
+    Owner(u32),
+    /// Open to other users (the mode).
+    Mode(u32),
+    /// A report path that is not a regular file of ours with one link.
+    NotOurFile,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Refusal::TooLong => write!(f, "the run directory's path is longer than {PATH_MAX} bytes"),
+            Refusal::Io(what, e) => {
+                write!(f, "cannot {}: {}", what.text(), smcrun_sys::errno::Errno(e))
+            }
+            Refusal::NotDirectory => f.write_str("it is not a directory (a symlink?); refusing it"),
+            Refusal::Owner(uid) => write!(
+                f,
+                "it belongs to uid {uid}, not to this user (made by another user?); refusing it; set XDG_RUNTIME_DIR to a private directory"
+            ),
+            Refusal::Mode(m) => write!(f, "it has mode {m:o}, open to other users; expected 700"),
+            Refusal::NotOurFile => {
+                f.write_str("the report path is not a regular file of ours; refusing to write it")
+            }
+        }
+    }
+}
+
+/// What was being done when a system call failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// mkdir of the run directory.
+    CreateDir,
+    /// open of the run directory.
+    OpenDir,
+    /// fstat of the run directory.
+    StatDir,
+    /// creating the report file.
+    CreateReport,
+    /// opening an existing report file.
+    OpenReport,
+    /// fstat of the report file.
+    StatReport,
+    /// truncating an existing report file.
+    EmptyReport,
+    /// moving a descriptor out of the program's way.
+    MoveFd,
+}
+
+impl Stage {
+    const ALL: [Stage; 8] = [
+        Stage::CreateDir,
+        Stage::OpenDir,
+        Stage::StatDir,
+        Stage::CreateReport,
+        Stage::OpenReport,
+        Stage::StatReport,
+        Stage::EmptyReport,
+        Stage::MoveFd,
+    ];
+
+    fn text(self) -> &'static str {
+        match self {
+            Stage::CreateDir => "create the run directory",
+            Stage::OpenDir => "open the run directory",
+            Stage::StatDir => "stat the run directory",
+            Stage::CreateReport => "create the report",
+            Stage::OpenReport => "open the report",
+            Stage::StatReport => "stat the report",
+            Stage::EmptyReport => "empty the report",
+            Stage::MoveFd => "move a descriptor",
+        }
+    }
+}
+
+impl Refusal {
+    /// Packed into one word, so that a hook can keep it without a lock.
+    fn pack(self) -> u64 {
+        let (tag, a, b) = match self {
+            Refusal::TooLong => (1u64, 0u64, 0u64),
+            Refusal::Io(st, e) => (2, st as u64, e as u32 as u64),
+            Refusal::NotDirectory => (3, 0, 0),
+            Refusal::Owner(uid) => (4, 0, u64::from(uid)),
+            Refusal::Mode(m) => (5, 0, u64::from(m)),
+            Refusal::NotOurFile => (6, 0, 0),
+        };
+        tag << 56 | a << 32 | b
+    }
+
+    fn unpack(w: u64) -> Option<Refusal> {
+        let b = w as u32;
+        Some(match w >> 56 {
+            1 => Refusal::TooLong,
+            2 => Refusal::Io(*Stage::ALL.get(((w >> 32) & 0xff) as usize)?, b as i32),
+            3 => Refusal::NotDirectory,
+            4 => Refusal::Owner(b),
+            5 => Refusal::Mode(b),
+            6 => Refusal::NotOurFile,
+            _ => return None,
+        })
+    }
+}
+
+/// A path built on the stack, NUL-terminated.
+pub struct PathBuf0 {
+    buf: [u8; PATH_MAX],
+    len: usize,
+}
+
+impl PathBuf0 {
+    fn new() -> Self {
+        PathBuf0 {
+            buf: [0; PATH_MAX],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, s: &[u8]) -> Result<(), Refusal> {
+        if self.len + s.len() >= PATH_MAX || s.contains(&0) {
+            return Err(Refusal::TooLong);
+        }
+        self.buf[self.len..self.len + s.len()].copy_from_slice(s);
+        self.len += s.len();
+        Ok(())
+    }
+
+    fn push_u32(&mut self, mut n: u32) -> Result<(), Refusal> {
+        let mut digits = [0u8; 10];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[i..])
+    }
+
+    /// The path as a C string.
+    pub fn as_cstr(&self) -> &CStr {
+        // SAFETY: push() never lets a NUL in and always leaves the byte after the end zero.
+        unsafe { CStr::from_bytes_with_nul_unchecked(&self.buf[..=self.len]) }
+    }
+
+    /// The path's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// The run directory of user `euid`, given the `XDG_RUNTIME_DIR` the process has (only an absolute
+/// one counts; `use_xdg` false for a process that switched away from the uid it started with).
+pub fn dir_path(xdg: Option<&[u8]>, euid: u32, use_xdg: bool) -> Result<PathBuf0, Refusal> {
+    let mut p = PathBuf0::new();
+    match xdg.filter(|x| use_xdg && x.first() == Some(&b'/')) {
+        Some(x) => {
+            p.push(x)?;
+            p.push(b"/smcrun")?;
+        }
+        None if euid == 0 => p.push(b"/run/smcrun")?,
+        None => {
+            p.push(b"/tmp/smcrun-")?;
+            p.push_u32(euid)?;
+        }
+    }
+    Ok(p)
+}
+
+/// The report file's name, `PID.json`.
+pub fn report_name(pid: u32) -> PathBuf0 {
+    let mut p = PathBuf0::new();
+    let _ = p.push_u32(pid);
+    let _ = p.push(b".json");
+    p
+}
+
+/// Moves `fd` to a number at or above [`HIGH_FD`] (close-on-exec), closing the original.
+fn high(fd: OwnedFd) -> Result<OwnedFd, Refusal> {
+    if fd.as_raw_fd() >= HIGH_FD {
+        return Ok(fd);
+    }
+    match rustix::io::fcntl_dupfd_cloexec(&fd, HIGH_FD) {
+        Ok(h) => Ok(h),
+        // EINVAL: the fd limit is below HIGH_FD; keep the number we have.
+        Err(Errno::INVAL) => Ok(fd),
+        Err(e) => Err(Refusal::Io(Stage::MoveFd, e.raw_os_error())),
+    }
+}
+
+fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Checks an open directory: a directory of ours, closed to others.
+fn check_dir(fd: BorrowedFd<'_>) -> Result<fs::Stat, Refusal> {
+    let st = fs::fstat(fd).map_err(|e| Refusal::Io(Stage::StatDir, e.raw_os_error()))?;
+    let mode = st.st_mode as u32;
+    if mode & libc::S_IFMT != libc::S_IFDIR {
+        return Err(Refusal::NotDirectory);
+    }
+    if st.st_uid != euid() {
+        return Err(Refusal::Owner(st.st_uid));
+    }
+    if mode & 0o077 != 0 {
+        return Err(Refusal::Mode(mode & 0o777));
+    }
+    Ok(st)
+}
+
+/// Opens (creating it if needed) and checks the run directory at `path`.
+pub fn open_dir(path: &CStr, create: bool) -> Result<OwnedFd, Refusal> {
+    if create {
+        match fs::mkdir(path, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(Refusal::Io(Stage::CreateDir, e.raw_os_error())),
+        }
+    }
+    let fd = fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        // O_NOFOLLOW on a symlink, O_DIRECTORY on something else.
+        Errno::LOOP | Errno::NOTDIR => Refusal::NotDirectory,
+        e => Refusal::Io(Stage::OpenDir, e.raw_os_error()),
+    })?;
+    check_dir(fd.as_fd())?;
+    Ok(fd)
+}
+
+/// Checks an open report file: a regular file of ours with one name.
+fn check_file(fd: BorrowedFd<'_>) -> Result<fs::Stat, Refusal> {
+    let st = fs::fstat(fd).map_err(|e| Refusal::Io(Stage::StatReport, e.raw_os_error()))?;
+    if st.st_mode as u32 & libc::S_IFMT != libc::S_IFREG || st.st_uid != euid() || st.st_nlink != 1
+    {
+        return Err(Refusal::NotOurFile);
+    }
+    Ok(st)
+}
+
+/// Creates this process's report file in the directory `dir`, `O_EXCL`; a file already there
+/// under this pid (the program before an exec, or a dead process whose pid was reused) is taken
+/// over if it is a regular file of ours with one link, and emptied.
+pub fn create_report(dir: BorrowedFd<'_>, pid: u32) -> Result<OwnedFd, Refusal> {
+    let name = report_name(pid);
+    let flags = OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mode = Mode::from_raw_mode(0o600);
+    let fd = match fs::openat(
+        dir,
+        name.as_cstr(),
+        flags | OFlags::CREATE | OFlags::EXCL,
+        mode,
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::EXIST) => {
+            let fd =
+                fs::openat(dir, name.as_cstr(), flags, Mode::empty()).map_err(|e| match e {
+                    Errno::LOOP => Refusal::NotOurFile,
+                    e => Refusal::Io(Stage::OpenReport, e.raw_os_error()),
+                })?;
+            check_file(fd.as_fd())?;
+            fs::ftruncate(&fd, 0).map_err(|e| Refusal::Io(Stage::EmptyReport, e.raw_os_error()))?;
+            fd
+        }
+        Err(e) => return Err(Refusal::Io(Stage::CreateReport, e.raw_os_error())),
+    };
+    check_file(fd.as_fd())?;
+    high(fd)
+}
+
+/// One descriptor of ours, with the identity it must still have when used.
+struct Held {
+    fd: AtomicI32,
+    dev: AtomicU64,
+    ino: AtomicU64,
+}
+
+impl Held {
+    const fn new() -> Held {
+        Held {
+            fd: AtomicI32::new(-1),
+            dev: AtomicU64::new(0),
+            ino: AtomicU64::new(0),
+        }
+    }
+
+    fn get(&self) -> Option<RawFd> {
+        let fd = self.fd.load(Ordering::Acquire);
+        (fd >= 0).then_some(fd)
+    }
+
+    fn put(&self, fd: OwnedFd, st: &fs::Stat) {
+        self.dev.store(st.st_dev, Ordering::Relaxed);
+        self.ino.store(st.st_ino, Ordering::Relaxed);
+        self.fd.store(fd.into_raw_fd(), Ordering::Release);
+    }
+
+    /// Closes ours and forgets it.
+    fn drop_fd(&self) {
+        let fd = self.fd.swap(-1, Ordering::AcqRel);
+        if fd >= 0 {
+            // SAFETY: the number was ours (and is forgotten now).
+            drop(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+    }
+
+    /// A private duplicate of ours, if the number still holds the file we opened.
+    fn dup_checked(&self) -> Option<OwnedFd> {
+        let fd = self.get()?;
+        // SAFETY: borrowed only to duplicate it; a stale number fails or fails the check below.
+        let b = unsafe { BorrowedFd::borrow_raw(fd) };
+        let d = rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD).ok()?;
+        let st = fs::fstat(&d).ok()?;
+        (st.st_dev == self.dev.load(Ordering::Relaxed)
+            && st.st_ino == self.ino.load(Ordering::Relaxed))
+        .then_some(d)
+    }
+
+    /// The program is closing `fd`: if it is ours, keep our file on another number first.
+    fn step_aside(&self, fd: RawFd) {
+        if self.get() != Some(fd) {
+            return;
+        }
+        // SAFETY: `fd` is ours; borrowed to duplicate it before the program closes the number.
+        let b = unsafe { BorrowedFd::borrow_raw(fd) };
+        let moved = rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD)
+            .ok()
+            .map(IntoRawFd::into_raw_fd);
+        let _ =
+            self.fd
+                .compare_exchange(fd, moved.unwrap_or(-1), Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
+static DIR: Held = Held::new();
+static REPORT: Held = Held::new();
+/// The epoch (see `fdtable`) in which registration was last tried, so that each process tries once.
+static TRIED: AtomicU32 = AtomicU32::new(0);
+/// The first refusal (packed), kept to be reported once by a context that may print; the top bit
+/// marks it as reported.
+static REFUSAL: AtomicU64 = AtomicU64::new(0);
+const REPORTED: u64 = 1 << 63;
+
+/// `XDG_RUNTIME_DIR` as the program had it at start-up, and the uid it started with.
+struct Start {
+    xdg: [u8; PATH_MAX],
+    xdg_len: AtomicU32,
+    uid: AtomicU32,
+}
+
+struct StartCell(std::cell::UnsafeCell<Start>);
+// SAFETY: written once by `snapshot_env` in the library constructor, before any other thread of the
+// runtime reads it; read-only afterwards.
+unsafe impl Sync for StartCell {}
+static START: StartCell = StartCell(std::cell::UnsafeCell::new(Start {
+    xdg: [0; PATH_MAX],
+    xdg_len: AtomicU32::new(0),
+    uid: AtomicU32::new(u32::MAX),
+}));
+
+fn start() -> &'static Start {
+    // SAFETY: see StartCell.
+    unsafe { &*START.0.get() }
+}
+
+/// Remembers the environment's `XDG_RUNTIME_DIR` and the euid (the library constructor calls this
+/// once, before the program runs; the program may change its environment later).
+pub fn snapshot_env() {
+    let xdg = std::env::var_os("XDG_RUNTIME_DIR");
+    // SAFETY: the only write, from the constructor, while nothing else reads START.
+    let s = unsafe { &mut *START.0.get() };
+    if let Some(x) = xdg {
+        let b = x.as_encoded_bytes();
+        if b.len() < PATH_MAX - 16 && !b.contains(&0) {
+            s.xdg[..b.len()].copy_from_slice(b);
+            s.xdg_len.store(b.len() as u32, Ordering::Relaxed);
+        }
+    }
+    s.uid.store(euid(), Ordering::Relaxed);
+}
+
+/// The path of this process's run directory now.
+fn own_dir_path() -> Result<PathBuf0, Refusal> {
+    let s = start();
+    let n = s.xdg_len.load(Ordering::Relaxed) as usize;
+    let xdg = (n > 0).then(|| &s.xdg[..n]);
+    let me = euid();
+    dir_path(xdg, me, s.uid.load(Ordering::Relaxed) == me)
+}
+
+fn refuse(r: Refusal) -> Refusal {
+    let _ = REFUSAL.compare_exchange(0, r.pack(), Ordering::AcqRel, Ordering::Acquire);
+    r
+}
+
+/// Makes sure this process has its report file (no allocation, raw system calls; called from
+/// hooks at the first TCP socket and before a uid switch). Tried once per process.
+pub fn register(epoch: u16) {
+    if REPORT.get().is_some() || TRIED.swap(u32::from(epoch), Ordering::AcqRel) == u32::from(epoch)
+    {
+        return;
+    }
+    let _ = smcrun_sys::errno::keep(|| register_now().map_err(refuse));
+}
+
+fn register_now() -> Result<(), Refusal> {
+    let dir_fd = match DIR.get() {
+        Some(fd) => fd,
+        None => {
+            let path = own_dir_path()?;
+            let fd = high(open_dir(path.as_cstr(), true)?)?;
+            let st = check_dir(fd.as_fd())?;
+            DIR.put(fd, &st);
+            DIR.get().unwrap_or(-1)
+        }
+    };
+    // SAFETY: DIR's fd stays open for the life of the process (the close hook steps it aside).
+    let dir = unsafe { BorrowedFd::borrow_raw(dir_fd) };
+    let file = create_report(dir, rustix::process::getpid().as_raw_nonzero().get() as u32)?;
+    let st = check_file(file.as_fd())?;
+    REPORT.put(file, &st);
+    Ok(())
+}
+
+/// In a forked child (single-threaded, maybe in a signal handler's fork): drops the parent's
+/// report file and, while the child still has its parent's rights, creates its own through the
+/// inherited directory descriptor.
+pub fn register_child(epoch: u16) {
+    REPORT.drop_fd();
+    TRIED.store(0, Ordering::Release);
+    if DIR.get().is_some() {
+        register(epoch);
+    }
+}
+
+/// Rewrites this process's report with `bytes` (the sidecar, at most once a second).
+pub fn write_report(bytes: &[u8]) -> Result<(), String> {
+    let fd = REPORT.dup_checked().ok_or_else(|| {
+        "the report file's descriptor was closed or replaced by the program".to_string()
+    })?;
+    let mut done = 0;
+    while done < bytes.len() {
+        match rustix::io::pwrite(&fd, &bytes[done..], done as u64) {
+            Ok(0) => return Err("cannot write the report: no space".into()),
+            Ok(n) => done += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(format!("cannot write the report: {e}")),
+        }
+    }
+    fs::ftruncate(&fd, bytes.len() as u64).map_err(|e| format!("cannot truncate the report: {e}"))
+}
+
+/// Whether this process has a report file to write to.
+pub fn registered() -> bool {
+    REPORT.get().is_some()
+}
+
+/// The refusal that keeps this process from reporting, once: the caller prints it.
+pub fn take_refusal() -> Option<Refusal> {
+    let w = REFUSAL.load(Ordering::Acquire);
+    if w == 0 || w & REPORTED != 0 {
+        return None;
+    }
+    REFUSAL
+        .compare_exchange(w, w | REPORTED, Ordering::AcqRel, Ordering::Acquire)
+        .ok()
+        .and_then(Refusal::unpack)
+}
+
+/// The run directory this process uses or would use, for messages.
+pub fn describe_dir() -> String {
+    own_dir_path()
+        .map(|p| String::from_utf8_lossy(p.as_bytes()).into_owned())
+        .unwrap_or_else(|e| e.to_string())
+}
+
+/// The close hook's part: the program is closing `fd`; if it is one of ours, ours moves first.
+pub fn before_close(fd: RawFd) {
+    DIR.step_aside(fd);
+    REPORT.step_aside(fd);
+}
+
+/// Reading reports: what `smcrun ps` and `smcrun why` (and the exporter) do.
+pub mod read {
+    use super::*;
+    use smcrun_report::{ParseError, ProcessReport};
+
+    /// The run directory of the user running the tool.
+    pub struct RunDir {
+        fd: OwnedFd,
+        /// Its path, for messages.
+        pub path: String,
+    }
+
+    /// Where the current user's reports are (the path).
+    pub fn path() -> Result<String, String> {
+        let xdg = std::env::var_os("XDG_RUNTIME_DIR");
+        let p = dir_path(xdg.as_ref().map(|x| x.as_encoded_bytes()), euid(), true)
+            .map_err(|e| e.to_string())?;
+        Ok(String::from_utf8_lossy(p.as_bytes()).into_owned())
+    }
+
+    impl RunDir {
+        /// Opens the current user's run directory; `Ok(None)` when it does not exist.
+        pub fn open() -> Result<Option<RunDir>, String> {
+            let xdg = std::env::var_os("XDG_RUNTIME_DIR");
+            let p = dir_path(xdg.as_ref().map(|x| x.as_encoded_bytes()), euid(), true)
+                .map_err(|e| e.to_string())?;
+            let path = String::from_utf8_lossy(p.as_bytes()).into_owned();
+            match open_dir(p.as_cstr(), false) {
+                Ok(fd) => Ok(Some(RunDir { fd, path })),
+                Err(Refusal::Io(Stage::OpenDir, e)) if e == libc::ENOENT => Ok(None),
+                Err(e) => Err(format!("{path}: {e}")),
+            }
+        }
+
+        /// The pids that have a report, in order.
+        pub fn pids(&self) -> Vec<u32> {
+            let mut pids = Vec::new();
+            let Ok(dup) = rustix::io::fcntl_dupfd_cloexec(&self.fd, 0) else {
+                return pids;
+            };
+            let Ok(mut dir) = fs::Dir::new(dup) else {
+                return pids;
+            };
+            while let Some(Ok(e)) = dir.read() {
+                let name = e.file_name().to_bytes();
+                if let Some(pid) = name
+                    .strip_suffix(b".json")
+                    .and_then(|n| std::str::from_utf8(n).ok())
+                    .and_then(|n| n.parse().ok())
+                {
+                    pids.push(pid);
+                }
+            }
+            pids.sort_unstable();
+            pids
+        }
+
+        /// Reads process `pid`'s report: `Ok(None)` when it registered but wrote no numbers yet.
+        /// A report caught while being rewritten is read again (a few times).
+        pub fn report(&self, pid: u32) -> Result<Option<ProcessReport>, String> {
+            let name = report_name(pid);
+            let shown = format!("{}/{pid}.json", self.path);
+            let mut last = ParseError::Torn;
+            for attempt in 0..5 {
+                if attempt > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                let fd = fs::openat(
+                    &self.fd,
+                    name.as_cstr(),
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(|e| format!("{shown}: {e}"))?;
+                check_file(fd.as_fd()).map_err(|e| format!("{shown}: {e}"))?;
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut bytes)
+                    .map_err(|e| format!("{shown}: {e}"))?;
+                match smcrun_report::parse(&bytes) {
+                    Ok(Some(r)) if r.pid != pid => {
+                        return Err(format!("{shown}: it says it is pid {}; ignoring it", r.pid))
+                    }
+                    Ok(r) => return Ok(r),
+                    Err(e @ ParseError::Version(_)) => return Err(format!("{shown}: {e}")),
+                    Err(e) => last = e,
+                }
+            }
+            Err(format!("{shown}: {last}"))
+        }
+
+        /// Removes process `pid`'s report (of a process that is gone).
+        pub fn remove(&self, pid: u32) {
+            let _ = fs::unlinkat(&self.fd, report_name(pid).as_cstr(), fs::AtFlags::empty());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        let p = |x: Option<&str>, uid, use_xdg| {
+            String::from_utf8(
+                dir_path(x.map(str::as_bytes), uid, use_xdg)
+                    .unwrap()
+                    .as_bytes()
+                    .to_vec(),
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            p(Some("/run/user/1000"), 1000, true),
+            "/run/user/1000/smcrun"
+        );
+        assert_eq!(p(Some("relative"), 1000, true), "/tmp/smcrun-1000");
+        assert_eq!(p(Some("/run/user/0"), 65534, false), "/tmp/smcrun-65534");
+        assert_eq!(p(None, 0, true), "/run/smcrun");
+        assert_eq!(report_name(4242).as_bytes(), b"4242.json");
+        assert_eq!(
+            report_name(4242).as_cstr().to_bytes_with_nul(),
+            b"4242.json\0"
+        );
+        let long = "/x".repeat(300);
+        assert!(dir_path(Some(long.as_bytes()), 1, true).is_err());
+        for r in [
+            Refusal::TooLong,
+            Refusal::Io(Stage::MoveFd, libc::EMFILE),
+            Refusal::NotDirectory,
+            Refusal::Owner(1001),
+            Refusal::Mode(0o755),
+            Refusal::NotOurFile,
+        ] {
+            assert_eq!(Refusal::unpack(r.pack()), Some(r));
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! The sidecar's state machine, fed with made-up kernel answers: every connection ends counted
+//! exactly once, as the kernel said, whoever (hook or sidecar) gets there first.
+
+use super::*;
+use crate::fdtable::{Kind, WHY_POLICY};
+use smcrun_telemetry::sock_diag::Mode;
+use std::collections::HashMap;
+use std::sync::Mutex as TestLock;
+
+/// The runtime's tables are process-wide: one test at a time.
+static SERIAL: TestLock<()> = TestLock::new(());
+
+#[derive(Default)]
+struct Fake {
+    dump: Vec<SmcSocket>,
+    inodes: HashMap<i32, u64>,
+    states: HashMap<i32, TcpState>,
+    peers: HashMap<i32, SocketAddr>,
+    diag_fails: bool,
+}
+
+impl Kernel for Fake {
+    fn smc_diag(&self) -> Result<Vec<SmcSocket>, String> {
+        if self.diag_fails {
+            return Err("cannot read smc_diag: no such module".into());
+        }
+        Ok(self.dump.clone())
+    }
+    fn inode(&self, fd: i32) -> Option<u64> {
+        self.inodes.get(&fd).copied()
+    }
+    fn local(&self, _fd: i32) -> Option<SocketAddr> {
+        None
+    }
+    fn peer(&self, fd: i32) -> Option<SocketAddr> {
+        self.peers.get(&fd).copied()
+    }
+    fn tcp_state(&self, fd: i32) -> Option<TcpState> {
+        self.states.get(&fd).copied()
+    }
+}
+
+fn diag(inode: u64, mode: Mode, state: u8, fallback: Option<(u32, u32)>) -> SmcSocket {
+    SmcSocket {
+        family: 43,
+        state,
+        mode,
+        shutdown: 0,
+        local: "127.0.0.1:6379".parse().unwrap(),
+        peer: "127.0.0.1:40000".parse().unwrap(),
+        interface: 0,
+        uid: 0,
+        inode,
+        fallback,
+        conninfo: None,
+        lgrinfo: None,
+        dmbinfo: None,
+    }
+}
+
+/// A clean slate: zero counts, an empty table range and queue.
+fn fresh() -> std::sync::MutexGuard<'static, ()> {
+    let g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    COUNTS.reset();
+    for fd in 800_000..800_100 {
+        fdtable::clear(fd);
+    }
+    while record::pop().is_some() {}
+    g
+}
+
+fn smc_open(fd: i32, server: bool) -> Entry {
+    let e = Entry::new(Kind::Smc, Phase::Open, server);
+    fdtable::set(fd, e);
+    e
+}
+
+fn totals(st: &mut State) -> ConnectionCounts {
+    let c = st.report().connections;
+    assert_eq!(
+        c.total,
+        c.smc_r + c.smc_d + c.smc_unknown + c.tcp + c.pending + c.unclassified,
+        "the counts must add up: {c:?}"
+    );
+    c
+}
+
+#[test]
+fn smc_connections_are_classified_by_inode_with_their_reason() {
+    let _g = fresh();
+    let mut k = Fake::default();
+    for (fd, ino) in [(800_001, 11), (800_002, 12), (800_003, 13)] {
+        let e = smc_open(fd, true);
+        assert!(track::established(fd, e, None, None));
+        k.inodes.insert(fd, ino);
+    }
+    k.dump = vec![
+        diag(11, Mode::SmcR, 1, None),
+        diag(12, Mode::SmcD, 1, None),
+        diag(13, Mode::Fallback, 1, Some((0x0301_0000, 0))),
+    ];
+    let mut st = State::default();
+    assert_eq!(
+        totals(&mut st).pending,
+        3,
+        "waiting until the sidecar looks"
+    );
+    let look = st.look(&k, false);
+    assert_eq!(look.waiting, 0);
+    let c = totals(&mut st);
+    assert_eq!((c.total, c.smc_r, c.smc_d, c.tcp), (3, 1, 1, 1));
+    let r = st.report();
+    assert_eq!(r.reasons.len(), 1);
+    assert_eq!(r.reasons[0].code.as_deref(), Some("0x03010000"));
+    assert_eq!(r.recent.len(), 3);
+    assert!(r
+        .recent
+        .iter()
+        .all(|c| c.local.as_deref() == Some("127.0.0.1:6379")));
+    // A second look counts nothing again.
+    st.look(&k, false);
+    assert_eq!(totals(&mut st).total, 3);
+    assert_eq!(load(&COUNTS.smc_r), 1);
+}
+
+#[test]
+fn a_handshake_still_running_waits_and_is_unclassified_at_exit() {
+    let _g = fresh();
+    let mut k = Fake::default();
+    let fd = 800_010;
+    let e = smc_open(fd, false);
+    track::established(fd, e, None, None);
+    k.inodes.insert(fd, 21);
+    k.dump = vec![diag(21, Mode::SmcR, 2, None)]; // INIT
+    let mut st = State::default();
+    assert_eq!(st.look(&k, false).waiting, 1);
+    assert_eq!(totals(&mut st).pending, 1);
+    st.look(&k, true);
+    let c = totals(&mut st);
+    assert_eq!((c.pending, c.unclassified), (0, 1));
+}
+
+#[test]
+fn a_socket_gone_or_a_kernel_without_smc_diag_is_unclassified_never_guessed() {
+    let _g = fresh();
+    let mut k = Fake::default();
+    let gone = 800_020; // no inode: the fd is not a socket any more
+    let e = smc_open(gone, false);
+    track::established(gone, e, None, None);
+    let mut st = State::default();
+    st.look(&k, false);
+    assert_eq!(totals(&mut st).unclassified, 1);
+    let fd = 800_021;
+    let e = smc_open(fd, false);
+    track::established(fd, e, None, None);
+    k.inodes.insert(fd, 5);
+    k.diag_fails = true;
+    st.look(&k, false);
+    let r = st.report();
+    assert_eq!(r.connections.unclassified, 2);
+    assert_eq!(r.errors, 1);
+    assert!(r.last_error.unwrap().contains("smc_diag"));
+}
+
+#[test]
+fn nonblocking_connects_count_once_connected_and_failures_are_not_connections() {
+    let _g = fresh();
+    let mut k = Fake::default();
+    let (ok_tcp, refused, still) = (800_030, 800_031, 800_032);
+    for fd in [ok_tcp, refused, still] {
+        fdtable::set(fd, Entry::new(Kind::Tcp(97), Phase::Open, false));
+        track::connect_returned(fd, -1, libc::EINPROGRESS, None);
+        assert_eq!(fdtable::get(fd).unwrap().phase, Phase::Connecting);
+    }
+    k.states.insert(ok_tcp, TcpState::Connected);
+    k.peers.insert(ok_tcp, "10.0.0.5:6379".parse().unwrap());
+    k.states.insert(refused, TcpState::Closed);
+    k.states.insert(still, TcpState::Connecting);
+    let mut st = State::default();
+    assert_eq!(st.look(&k, false).waiting, 1);
+    let r = st.report();
+    assert_eq!((r.connections.total, r.connections.tcp), (1, 1));
+    assert_eq!(r.connections.failed_connects, 1);
+    assert_eq!(r.reasons[0].errno.as_deref(), Some("EAFNOSUPPORT"));
+    assert_eq!(r.endpoints[0].remote, "10.0.0.5:6379");
+    // SO_ERROR read by the program settles the last one.
+    track::so_error_read(still, libc::ECONNREFUSED);
+    assert_eq!(load(&COUNTS.failed_connects), 2);
+    assert_eq!(totals(&mut st).total, 1);
+}
+
+#[test]
+fn blocking_connects_and_the_policy() {
+    let _g = fresh();
+    let fd = 800_040;
+    smc_open(fd, false);
+    track::policy_tcp(fd);
+    assert_eq!(fdtable::get(fd).unwrap().kind, Kind::Tcp(WHY_POLICY));
+    track::connect_returned(fd, 0, 0, Some("10.0.0.5:80".parse().unwrap()));
+    // A second connect() on a connected socket (EISCONN) is no second connection.
+    track::connect_returned(fd, -1, libc::EISCONN, None);
+    let refused = 800_041;
+    smc_open(refused, false);
+    track::connect_returned(refused, -1, libc::ECONNREFUSED, None);
+    let mut st = State::default();
+    st.look(&Fake::default(), false);
+    let r = st.report();
+    assert_eq!((r.connections.total, r.connections.tcp), (1, 1));
+    assert_eq!(r.connections.failed_connects, 1);
+    assert_eq!(r.reasons[0].text, "TCP by policy");
+    assert_eq!(r.recent[0].remote.as_deref(), Some("10.0.0.5:80"));
+}
+
+#[test]
+fn the_close_hook_classifies_what_the_sidecar_has_not_seen_and_only_once() {
+    let _g = fresh();
+    // A real TCP socket stands for an SMC socket that fell back: its fd reads as TCP.
+    let s = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
+    let e = smc_open(fd, true);
+    track::established(fd, e, None, None);
+    track::closing(fd);
+    assert_eq!(fdtable::get(fd), None);
+    let mut st = State::default();
+    st.look(&Fake::default(), false);
+    let r = st.report();
+    assert_eq!((r.connections.total, r.connections.tcp), (1, 1));
+    assert_eq!(
+        r.reasons[0].text,
+        "SMC fell back to TCP; closed before the reason was read"
+    );
+    assert_eq!(r.recent[0].mode, "TCP");
+    // Closing again (or the sidecar looking) counts nothing more.
+    track::closing(fd);
+    st.look(&Fake::default(), false);
+    assert_eq!(totals(&mut st).total, 1);
+    fdtable::clear(fd);
+}
+
+#[test]
+fn an_fd_reused_behind_the_shims_back_leaves_its_connection_unclassified() {
+    let _g = fresh();
+    let fd = 800_050;
+    let e = smc_open(fd, false);
+    track::established(fd, e, None, None);
+    // The program dup2()'d something over it and made a new socket there.
+    track::socket_made(fd, Kind::Smc);
+    let mut st = State::default();
+    let c = totals(&mut st);
+    assert_eq!((c.total, c.unclassified, c.pending), (1, 1, 0));
+}
+
+#[test]
+fn a_forked_childs_epoch_does_not_count_its_parents_connections() {
+    let _g = fresh();
+    let listener = 800_060;
+    fdtable::set(listener, Entry::new(Kind::Tcp(97), Phase::Listening, false));
+    let parents = 800_061;
+    let e = smc_open(parents, false);
+    track::established(parents, e, None, None);
+    let before = fdtable::epoch();
+    fdtable::new_epoch_in_child();
+    COUNTS.reset();
+    let mut st = State::default();
+    st.look(&Fake::default(), true);
+    assert_eq!(
+        totals(&mut st).total,
+        0,
+        "the parent's connection is not the child's"
+    );
+    // The inherited listener still tells accepted connections their story.
+    track::accepted(listener, 800_062, Some("10.1.1.1:5555".parse().unwrap()));
+    st.look(&Fake::default(), false);
+    let r = st.report();
+    assert_eq!((r.connections.total, r.connections.tcp), (1, 1));
+    assert_eq!(r.reasons[0].errno.as_deref(), Some("EAFNOSUPPORT"));
+    assert_eq!(r.endpoints[0].remote, "10.1.1.1");
+    assert_ne!(fdtable::epoch(), before);
+}

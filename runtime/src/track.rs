@@ -1,0 +1,321 @@
+//! What the shim's hooks tell the runtime, one function per event. Each is called inside a hook
+//! (maybe inside a signal handler, or a forked child): atomics and raw system calls only, no
+//! allocation, no lock, errno left as it was.
+//!
+//! The rule that makes the counts exact: a connection is counted once, by whoever moves its fd's
+//! entry out of "connecting" or "pending" with a compare-and-swap; a TCP connection from the start
+//! is counted by the hook that sees it established; an SMC connection is classified by the
+//! sidecar while it is open, or, if the program closes it first, coarsely by the close hook (still
+//! SMC, or fallen back, from its real family alone).
+
+use crate::classify::{self, Outcome};
+use crate::counters::{bump, COUNTS};
+use crate::fdtable::{self, Entry, Kind, Phase, WHY_NOT_OURS, WHY_UNRECORDED};
+use crate::record::{self, Record};
+use crate::{rundir, sidecar};
+use smcrun_sys::errno::keep;
+use smcrun_sys::smc::SocketKind;
+use smcrun_sys::sock::{self, TcpState};
+use std::net::SocketAddr;
+
+/// Counts an outcome decided for a connection (and lets the sidecar know the report changed).
+pub(crate) fn count(o: Outcome) {
+    sidecar::wake();
+    let c = &COUNTS;
+    match o {
+        Outcome::SmcR => bump(&c.smc_r),
+        Outcome::SmcD => bump(&c.smc_d),
+        Outcome::SmcUnknown => bump(&c.smc_unknown),
+        Outcome::Fallback { .. } => bump(&c.fallback),
+        Outcome::FallbackUnseen => bump(&c.fallback_unseen),
+        Outcome::Tcp(w) => bump(&c.tcp_from_start[usize::from(w)]),
+    }
+}
+
+/// What an entry replaced without the close hook seeing its fd closed (dup2, close_range, a
+/// close the shim does not see) leaves behind: a connection still waiting is counted as not
+/// classified.
+fn retire(old: Option<Entry>) {
+    if let Some(e) = old.filter(Entry::ours) {
+        match e.phase {
+            Phase::Pending => {
+                bump(&COUNTS.unclassified);
+                sidecar::wake();
+            }
+            Phase::Connecting => {
+                sidecar::wake();
+                // Maybe a connection, maybe a failed connect: shown as a connection not classified.
+                bump(&COUNTS.connections);
+                bump(&COUNTS.unclassified);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The process made (or got) its first TCP socket: its report file, and the sidecar. (Not in
+/// the crate's unit tests, which drive the state machine by hand.)
+fn touch() {
+    if cfg!(test) {
+        return;
+    }
+    rundir::register(fdtable::epoch());
+    sidecar::maybe_start();
+}
+
+/// `socket()` made a TCP socket: an SMC one, or a TCP one (with the reason).
+pub fn socket_made(fd: i32, kind: Kind) {
+    bump(match kind {
+        Kind::Smc => &COUNTS.converted,
+        Kind::Tcp(_) => &COUNTS.tcp_at_creation,
+    });
+    sidecar::wake();
+    let (_, old) = fdtable::set(fd, Entry::new(kind, Phase::Open, false));
+    retire(old);
+    touch();
+}
+
+/// `socket()` made a socket the shim does not touch (UDP, UNIX, ...) on `fd`.
+pub fn other_socket_made(fd: i32) {
+    bump(&COUNTS.untouched);
+    retire(fdtable::clear(fd));
+}
+
+/// The policy turned SMC socket `fd` to TCP (before it connected or listened).
+pub fn policy_tcp(fd: i32) {
+    if let Some(e) = fdtable::get(fd) {
+        fdtable::transition(
+            fd,
+            e,
+            Some(Entry {
+                kind: Kind::Tcp(fdtable::WHY_POLICY),
+                ..e
+            }),
+        );
+    }
+}
+
+/// `listen()` succeeded on `fd`.
+pub fn listening(fd: i32) {
+    if let Some(e) = fdtable::get(fd) {
+        fdtable::transition(fd, e, Some(e.with(Phase::Listening)));
+    }
+}
+
+/// The connection on `fd` (entry `e`) is established: counted now when it is TCP from the start,
+/// queued for the sidecar when it is an SMC socket. False when someone else got there first.
+pub(crate) fn established(
+    fd: i32,
+    e: Entry,
+    remote: Option<SocketAddr>,
+    local: Option<SocketAddr>,
+) -> bool {
+    let to = match e.kind {
+        Kind::Tcp(_) => Phase::Done,
+        Kind::Smc => Phase::Pending,
+    };
+    if !fdtable::transition(fd, e, Some(e.with(to))) {
+        return false;
+    }
+    bump(&COUNTS.connections);
+    match e.kind {
+        Kind::Tcp(why) => {
+            let o = Outcome::Tcp(why);
+            count(o);
+            record::push(Record {
+                fd,
+                server: e.server,
+                outcome: o,
+                remote,
+                local,
+            });
+        }
+        Kind::Smc => sidecar::wake(),
+    }
+    true
+}
+
+/// A connection on an fd beyond the table: counted, TCP with the reason unrecorded, or SMC that
+/// cannot be followed (not classified).
+fn untracked_connection(fd: i32) {
+    match keep(|| sock::kind(fd)) {
+        Ok(SocketKind::Ip) => {
+            bump(&COUNTS.connections);
+            count(Outcome::Tcp(WHY_UNRECORDED));
+        }
+        Ok(SocketKind::AfSmc | SocketKind::IpprotoSmc) => {
+            bump(&COUNTS.connections);
+            bump(&COUNTS.unclassified);
+            sidecar::wake();
+        }
+        _ => {}
+    }
+}
+
+/// A connect that failed is counted (not a connection).
+fn failed_connect() {
+    bump(&COUNTS.failed_connects);
+    sidecar::wake();
+}
+
+/// `connect()` returned `ret` with `errno` on `fd`, to `remote`.
+pub fn connect_returned(fd: i32, ret: i32, errno: i32, remote: Option<SocketAddr>) {
+    let Some(e) = fdtable::get(fd) else {
+        if fd as usize >= fdtable::LIMIT && ret == 0 {
+            untracked_connection(fd);
+        }
+        return;
+    };
+    let e = if e.ours() {
+        e
+    } else if e.phase == Phase::Open {
+        // A socket an ancestor made and this process connects: the connection is this one's.
+        let mine = Entry {
+            epoch: fdtable::epoch(),
+            ..e
+        };
+        if !fdtable::transition(fd, e, Some(mine)) {
+            return;
+        }
+        mine
+    } else {
+        return; // an ancestor's connection
+    };
+    match (ret, errno, e.phase) {
+        (0, _, Phase::Open | Phase::Connecting) | (_, libc::EISCONN, Phase::Connecting) => {
+            established(fd, e, remote, None);
+        }
+        (_, libc::EINPROGRESS, Phase::Open)
+            if fdtable::transition(fd, e, Some(e.with(Phase::Connecting))) =>
+        {
+            sidecar::wake();
+        }
+        (_, libc::EALREADY | libc::EINPROGRESS | libc::EINTR, _) => {}
+        (r, _, Phase::Open | Phase::Connecting)
+            if r != 0 && fdtable::transition(fd, e, Some(e.with(Phase::Open))) =>
+        {
+            failed_connect();
+        }
+        _ => {}
+    }
+}
+
+/// The program read `SO_ERROR` of `fd` (value `err`): the end of a nonblocking connect.
+pub fn so_error_read(fd: i32, err: i32) {
+    let Some(e) = fdtable::get(fd).filter(|e| e.ours() && e.phase == Phase::Connecting) else {
+        return;
+    };
+    if err != 0 {
+        if fdtable::transition(fd, e, Some(e.with(Phase::Open))) {
+            failed_connect();
+        }
+    } else if keep(|| sock::tcp_state(fd)) == Ok(TcpState::Connected) {
+        let remote = keep(|| sock::peer_addr(fd)).ok().flatten();
+        established(fd, e, remote, None);
+    }
+}
+
+/// `accept()` returned connection `fd` from `listener`, from `remote` (read by the caller from the
+/// caller's buffer, within the length it gave).
+pub fn accepted(listener: i32, fd: i32, remote: Option<SocketAddr>) {
+    let kind = match fdtable::get(listener) {
+        Some(l) => l.kind,
+        // A listener the shim never saw made (inherited across exec, socket activation): the new
+        // socket itself says whether it is SMC.
+        None => match keep(|| sock::kind(fd)) {
+            Ok(k) if k.is_smc() => Kind::Smc,
+            Ok(SocketKind::Ip) => Kind::Tcp(WHY_NOT_OURS),
+            _ => return, // a UNIX listener, or gone
+        },
+    };
+    bump(&COUNTS.accepts);
+    let entry = Entry::new(kind, Phase::Open, true);
+    let (tracked, old) = fdtable::set(fd, entry);
+    retire(old);
+    touch();
+    if !tracked {
+        untracked_connection(fd);
+        return;
+    }
+    let local = match kind {
+        Kind::Tcp(_) => keep(|| sock::local_addr(fd)).ok().flatten(),
+        Kind::Smc => None, // the sidecar reads it from smc_diag
+    };
+    established(fd, entry, remote, local);
+}
+
+/// The program is about to close `fd`.
+pub fn closing(fd: i32) {
+    rundir::before_close(fd);
+    let Some(e) = fdtable::get(fd) else { return };
+    if !e.ours() || !matches!(e.phase, Phase::Pending | Phase::Connecting) {
+        fdtable::clear(fd);
+        return;
+    }
+    // One look at what the socket has become, with raw getsockopt calls: the close is not held up
+    // for an smc_diag dump.
+    let outcome = match e.phase {
+        Phase::Connecting => match keep(|| sock::tcp_state(fd)) {
+            Ok(TcpState::Connected) => {
+                let remote = keep(|| sock::peer_addr(fd)).ok().flatten();
+                if !established(fd, e, remote, None) {
+                    return close_settled(fd);
+                }
+                match e.kind {
+                    Kind::Tcp(_) => return close_settled(fd),
+                    Kind::Smc => Some(e.with(Phase::Pending)),
+                }
+            }
+            // Closed before the connect completed, or after it failed: not a connection.
+            _ => {
+                if fdtable::transition(fd, e, None) {
+                    failed_connect();
+                }
+                return;
+            }
+        },
+        _ => Some(e),
+    };
+    let Some(pending) = outcome else { return };
+    if fdtable::transition(fd, pending, None) {
+        match keep(|| sock::kind(fd)).ok().and_then(classify::at_close) {
+            Some(o) => {
+                count(o);
+                let remote = keep(|| sock::peer_addr(fd)).ok().flatten();
+                record::push(Record {
+                    fd,
+                    server: e.server,
+                    outcome: o,
+                    remote,
+                    local: None,
+                });
+            }
+            None => {
+                bump(&COUNTS.unclassified);
+                sidecar::wake();
+            }
+        }
+    }
+}
+
+/// Forgets `fd` once its connection is settled (the sidecar or another thread counted it).
+fn close_settled(fd: i32) {
+    fdtable::clear(fd);
+}
+
+/// The program is about to switch its uid (setuid and kin): its report file is opened now, while
+/// it can still be made in the run directory of the user who started it.
+pub fn before_uid_change() {
+    rundir::register(fdtable::epoch());
+}
+
+/// In a forked child, right after fork (pthread_atfork's child handler): a new epoch, zero counts,
+/// no sidecar yet (threads do not survive fork), and a report file of its own.
+pub fn after_fork_in_child() {
+    fdtable::new_epoch_in_child();
+    COUNTS.reset();
+    // SAFETY: the child of fork has a single thread until it makes another.
+    unsafe { record::reset_in_child() };
+    sidecar::forget_in_child();
+    rundir::register_child(fdtable::epoch());
+}

@@ -1,0 +1,213 @@
+//! errno values: the calling thread's errno, kept intact around smcrun's own system calls, and the
+//! symbolic name of every Linux errno for messages.
+
+/// An errno value returned by a failed system call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Errno(pub i32);
+
+impl Errno {
+    /// The calling thread's errno now.
+    pub fn last() -> Errno {
+        // SAFETY: __errno_location always returns the calling thread's valid errno slot.
+        Errno(unsafe { *libc::__errno_location() })
+    }
+
+    /// Sets the calling thread's errno.
+    pub fn set(self) {
+        // SAFETY: as in `last`.
+        unsafe { *libc::__errno_location() = self.0 }
+    }
+
+    /// The symbolic name (`"ECONNREFUSED"`), or `"errno"` for a number Linux does not define.
+    pub fn name(self) -> &'static str {
+        name(self.0)
+    }
+}
+
+impl core::fmt::Display for Errno {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match name(self.0) {
+            "errno" => write!(f, "errno {}", self.0),
+            n => f.write_str(n),
+        }
+    }
+}
+
+/// Runs `f` and puts the calling thread's errno back as it was before: for the system calls
+/// smcrun makes on its own behalf inside a program.
+pub fn keep<T>(f: impl FnOnce() -> T) -> T {
+    let saved = Errno::last();
+    let r = f();
+    saved.set();
+    r
+}
+
+/// The symbolic name of a Linux errno (`name(libc::EINPROGRESS) == "EINPROGRESS"`); `"errno"` for a
+/// number that is none. Aliases (EWOULDBLOCK, EDEADLOCK, ENOTSUP) have their primary name.
+pub fn name(e: i32) -> &'static str {
+    match e {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::ESRCH => "ESRCH",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::ENXIO => "ENXIO",
+        libc::E2BIG => "E2BIG",
+        libc::ENOEXEC => "ENOEXEC",
+        libc::EBADF => "EBADF",
+        libc::ECHILD => "ECHILD",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EFAULT => "EFAULT",
+        libc::ENOTBLK => "ENOTBLK",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EXDEV => "EXDEV",
+        libc::ENODEV => "ENODEV",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EISDIR => "EISDIR",
+        libc::EINVAL => "EINVAL",
+        libc::ENFILE => "ENFILE",
+        libc::EMFILE => "EMFILE",
+        libc::ENOTTY => "ENOTTY",
+        libc::ETXTBSY => "ETXTBSY",
+        libc::EFBIG => "EFBIG",
+        libc::ENOSPC => "ENOSPC",
+        libc::ESPIPE => "ESPIPE",
+        libc::EROFS => "EROFS",
+        libc::EMLINK => "EMLINK",
+        libc::EPIPE => "EPIPE",
+        libc::EDOM => "EDOM",
+        libc::ERANGE => "ERANGE",
+        libc::EDEADLK => "EDEADLK",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ENOLCK => "ENOLCK",
+        libc::ENOSYS => "ENOSYS",
+        libc::ENOTEMPTY => "ENOTEMPTY",
+        libc::ELOOP => "ELOOP",
+        libc::ENOMSG => "ENOMSG",
+        libc::EIDRM => "EIDRM",
+        libc::ECHRNG => "ECHRNG",
+        libc::EL2NSYNC => "EL2NSYNC",
+        libc::EL3HLT => "EL3HLT",
+        libc::EL3RST => "EL3RST",
+        libc::ELNRNG => "ELNRNG",
+        libc::EUNATCH => "EUNATCH",
+        libc::ENOCSI => "ENOCSI",
+        libc::EL2HLT => "EL2HLT",
+        libc::EBADE => "EBADE",
+        libc::EBADR => "EBADR",
+        libc::EXFULL => "EXFULL",
+        libc::ENOANO => "ENOANO",
+        libc::EBADRQC => "EBADRQC",
+        libc::EBADSLT => "EBADSLT",
+        libc::EBFONT => "EBFONT",
+        libc::ENOSTR => "ENOSTR",
+        libc::ENODATA => "ENODATA",
+        libc::ETIME => "ETIME",
+        libc::ENOSR => "ENOSR",
+        libc::ENONET => "ENONET",
+        libc::ENOPKG => "ENOPKG",
+        libc::EREMOTE => "EREMOTE",
+        libc::ENOLINK => "ENOLINK",
+        libc::EADV => "EADV",
+        libc::ESRMNT => "ESRMNT",
+        libc::ECOMM => "ECOMM",
+        libc::EPROTO => "EPROTO",
+        libc::EMULTIHOP => "EMULTIHOP",
+        libc::EDOTDOT => "EDOTDOT",
+        libc::EBADMSG => "EBADMSG",
+        libc::EOVERFLOW => "EOVERFLOW",
+        libc::ENOTUNIQ => "ENOTUNIQ",
+        libc::EBADFD => "EBADFD",
+        libc::EREMCHG => "EREMCHG",
+        libc::ELIBACC => "ELIBACC",
+        libc::ELIBBAD => "ELIBBAD",
+        libc::ELIBSCN => "ELIBSCN",
+        libc::ELIBMAX => "ELIBMAX",
+        libc::ELIBEXEC => "ELIBEXEC",
+        libc::EILSEQ => "EILSEQ",
+        libc::ERESTART => "ERESTART",
+        libc::ESTRPIPE => "ESTRPIPE",
+        libc::EUSERS => "EUSERS",
+        libc::ENOTSOCK => "ENOTSOCK",
+        libc::EDESTADDRREQ => "EDESTADDRREQ",
+        libc::EMSGSIZE => "EMSGSIZE",
+        libc::EPROTOTYPE => "EPROTOTYPE",
+        libc::ENOPROTOOPT => "ENOPROTOOPT",
+        libc::EPROTONOSUPPORT => "EPROTONOSUPPORT",
+        libc::ESOCKTNOSUPPORT => "ESOCKTNOSUPPORT",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::EPFNOSUPPORT => "EPFNOSUPPORT",
+        libc::EAFNOSUPPORT => "EAFNOSUPPORT",
+        libc::EADDRINUSE => "EADDRINUSE",
+        libc::EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        libc::ENETDOWN => "ENETDOWN",
+        libc::ENETUNREACH => "ENETUNREACH",
+        libc::ENETRESET => "ENETRESET",
+        libc::ECONNABORTED => "ECONNABORTED",
+        libc::ECONNRESET => "ECONNRESET",
+        libc::ENOBUFS => "ENOBUFS",
+        libc::EISCONN => "EISCONN",
+        libc::ENOTCONN => "ENOTCONN",
+        libc::ESHUTDOWN => "ESHUTDOWN",
+        libc::ETOOMANYREFS => "ETOOMANYREFS",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::ECONNREFUSED => "ECONNREFUSED",
+        libc::EHOSTDOWN => "EHOSTDOWN",
+        libc::EHOSTUNREACH => "EHOSTUNREACH",
+        libc::EALREADY => "EALREADY",
+        libc::EINPROGRESS => "EINPROGRESS",
+        libc::ESTALE => "ESTALE",
+        libc::EUCLEAN => "EUCLEAN",
+        libc::ENOTNAM => "ENOTNAM",
+        libc::ENAVAIL => "ENAVAIL",
+        libc::EISNAM => "EISNAM",
+        libc::EREMOTEIO => "EREMOTEIO",
+        libc::EDQUOT => "EDQUOT",
+        libc::ENOMEDIUM => "ENOMEDIUM",
+        libc::EMEDIUMTYPE => "EMEDIUMTYPE",
+        libc::ECANCELED => "ECANCELED",
+        libc::ENOKEY => "ENOKEY",
+        libc::EKEYEXPIRED => "EKEYEXPIRED",
+        libc::EKEYREVOKED => "EKEYREVOKED",
+        libc::EKEYREJECTED => "EKEYREJECTED",
+        libc::EOWNERDEAD => "EOWNERDEAD",
+        libc::ENOTRECOVERABLE => "ENOTRECOVERABLE",
+        libc::ERFKILL => "ERFKILL",
+        libc::EHWPOISON => "EHWPOISON",
+        _ => "errno",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_errno_up_to_the_last_one_has_a_name() {
+        for e in 1..=libc::EHWPOISON {
+            // 41 and 58 are unused on Linux (EWOULDBLOCK and EDEADLOCK are aliases).
+            if e == 41 || e == 58 {
+                assert_eq!(name(e), "errno");
+            } else {
+                assert_ne!(name(e), "errno", "errno {e} has no name");
+            }
+        }
+        assert_eq!(name(libc::EINPROGRESS), "EINPROGRESS");
+        assert_eq!(name(libc::EWOULDBLOCK), "EAGAIN");
+        assert_eq!(name(0), "errno");
+        assert_eq!(name(-1), "errno");
+    }
+
+    #[test]
+    fn keep_restores_errno() {
+        Errno(libc::EINTR).set();
+        let r = keep(|| {
+            Errno(libc::EBADF).set();
+            7
+        });
+        assert_eq!((r, Errno::last()), (7, Errno(libc::EINTR)));
+    }
+}
