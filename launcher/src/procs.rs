@@ -77,11 +77,20 @@ struct PsEntry {
     report: Option<ProcessReport>,
 }
 
+/// The most frequent reason for TCP, cut to the column's width (`why` has it whole).
 fn top_reason(r: &ProcessReport) -> String {
-    r.reasons
-        .first()
-        .map(|x| format!("{} ({})", x.label(), x.count))
-        .unwrap_or_else(|| "-".into())
+    const WIDTH: usize = 40;
+    let Some(x) = r.reasons.first() else {
+        return "-".into();
+    };
+    let count = format!(" ({})", x.count);
+    let label = x.label();
+    let room = WIDTH.saturating_sub(count.chars().count());
+    if label.chars().count() <= room {
+        return label + &count;
+    }
+    let cut: String = label.chars().take(room.saturating_sub(1)).collect();
+    format!("{}…{count}", cut.trim_end())
 }
 
 /// Ends a view whose output went away: a closed pipe (`| head`) quietly, anything else with one

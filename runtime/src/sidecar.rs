@@ -623,6 +623,7 @@ pub fn at_exit() -> Option<ProcessReport> {
     EXITING.store(true, Ordering::Release);
     st.look(&Live, true);
     st.exited = true;
+    st.dirty = true;
     st.write_if_due(true);
     let r = st.report();
     Some(r)
