@@ -12,7 +12,7 @@
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-const AF_SMC: libc::c_int = 43;
+use smcrun_sys::smc::AF_SMC;
 
 fn die(what: &str) -> ! {
     eprintln!("views-cost: {what}: {}", std::io::Error::last_os_error());

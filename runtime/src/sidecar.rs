@@ -397,23 +397,31 @@ fn role(server: bool) -> &'static str {
     }
 }
 
-/// The name the program was started as (argv\[0\]'s base name; Debian's redis-server is a symlink
-/// to redis-check-rdb, and the operator started redis-server) and the executable's path.
-fn names() -> (String, String) {
-    let exe = std::fs::read_link("/proc/self/exe")
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
+/// The name the program was started as, read when the library is loaded: argv\[0\]'s base name
+/// (Debian's redis-server is a symlink to redis-check-rdb, and the operator started
+/// redis-server), before the program can rewrite its argv (nginx's workers call themselves
+/// "nginx: worker process"). A forked child inherits it; an exec'd program reads its own.
+static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn started_as() -> String {
     let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
     let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
     let base = argv0.rsplit(|b| *b == b'/').next().unwrap_or_default();
-    let program = if base.is_empty() {
+    if base.is_empty() {
         std::fs::read_to_string("/proc/self/comm")
             .map(|c| c.trim_end().to_string())
             .unwrap_or_default()
     } else {
         String::from_utf8_lossy(base).into_owned()
-    };
-    (program, exe)
+    }
+}
+
+/// The program's name (see [`PROGRAM`]) and the executable's path.
+fn names() -> (String, String) {
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    (PROGRAM.get_or_init(started_as).clone(), exe)
 }
 
 /// Field 22 of a `/proc/PID/stat` file: the start time in clock ticks since boot.
@@ -474,6 +482,7 @@ static NORMAL_MASK: Mask = Mask(std::cell::UnsafeCell::new(unsafe { std::mem::ze
 /// Called once by the library constructor, before the program runs.
 pub fn init() {
     rundir::snapshot_env();
+    let _ = PROGRAM.set(started_as());
     // SAFETY: the constructor is the only writer, before any reader; pthread_sigmask with a null
     // new set only reads the calling thread's mask into ours.
     unsafe {
