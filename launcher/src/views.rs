@@ -306,7 +306,7 @@ mod tests {
 
     fn sock(state: u8, mode: Mode, fallback: Option<(u32, u32)>) -> SmcSocket {
         SmcSocket {
-            family: 43,
+            family: smcrun_sys::smc::AF_SMC as u8,
             state,
             mode,
             shutdown: 0,

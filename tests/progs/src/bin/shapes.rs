@@ -21,11 +21,12 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> T {
     })
 }
 
-/// One short exchange on an accepted connection: a byte in, a byte out, closed.
+/// One short exchange on an accepted connection: a byte in, a byte out, then closed when the
+/// client closes (so the connection lives as long as the client holds it).
 fn answer(mut s: TcpStream) {
     let mut b = [0u8; 1];
-    if s.read_exact(&mut b).is_ok() {
-        let _ = s.write_all(&b);
+    if s.read_exact(&mut b).is_ok() && s.write_all(&b).is_ok() {
+        let _ = s.read(&mut b);
     }
 }
 
@@ -42,12 +43,17 @@ fn serve_n(args: &[String]) {
     say(format!("served={n}"));
 }
 
-/// `hammer ADDR TOTAL THREADS`: TOTAL short connections (connect, a byte each way, close) from
-/// THREADS threads.
+/// `hammer ADDR TOTAL THREADS [HOLD_MS]`: TOTAL short connections (connect, a byte each way,
+/// held HOLD_MS, close) from THREADS threads.
 fn hammer(args: &[String]) {
     let addr: SocketAddr = arg(args, 0, "HOST:PORT");
     let total: u64 = arg(args, 1, "a count");
     let threads: u64 = arg(args, 2, "a thread count");
+    let hold = std::time::Duration::from_millis(if args.len() > 3 {
+        arg(args, 3, "milliseconds")
+    } else {
+        0
+    });
     let next = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
     std::thread::scope(|sc| {
@@ -57,7 +63,9 @@ fn hammer(args: &[String]) {
                     let ok = TcpStream::connect(addr).and_then(|mut s| {
                         s.write_all(b"x")?;
                         let mut b = [0u8; 1];
-                        s.read_exact(&mut b)
+                        s.read_exact(&mut b)?;
+                        std::thread::sleep(hold);
+                        Ok(())
                     });
                     if ok.is_err() {
                         failed.fetch_add(1, Ordering::Relaxed);
