@@ -19,6 +19,14 @@ pub const OBJECT: &[u8] = include_bytes!("smcrun.bpf.o");
 /// The socket() hook's function, in vmlinux BTF.
 pub const HOOK: &str = "update_socket_protocol";
 
+/// The running kernel's BTF, parsed once per process (it is several MB).
+pub fn kernel_btf() -> Result<&'static Btf, String> {
+    static BTF: std::sync::OnceLock<Result<Btf, String>> = std::sync::OnceLock::new();
+    BTF.get_or_init(|| Btf::from_sys_fs().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
 /// A map made for an instance: its fd and sizes.
 #[derive(Debug)]
 pub struct MapHandle {
@@ -81,12 +89,12 @@ pub fn load(programs: &[&str]) -> Result<Instance, Error> {
     let data = OBJECT.to_vec();
     let mut obj = aya_obj::Object::parse(&data)
         .map_err(|e| Error::new(format!("the committed BPF object does not parse: {e}")))?;
-    let btf = Btf::from_sys_fs().map_err(|e| {
+    let btf = kernel_btf().map_err(|e| {
         Error::new(format!(
             "cannot read the kernel's BTF (/sys/kernel/btf/vmlinux): {e}"
         ))
     })?;
-    obj.relocate_btf(&btf)
+    obj.relocate_btf(btf)
         .map_err(|e| Error::new(format!("CO-RE relocation against this kernel failed: {e}")))?;
 
     let mut maps = HashMap::new();

@@ -157,7 +157,7 @@ fn check_kernel() -> Check {
 }
 
 fn check_btf_and_hook() -> (Check, Check) {
-    let btf = aya_obj::btf::Btf::from_sys_fs();
+    let btf = crate::loader::kernel_btf();
     let btf_check = Check {
         id: "btf",
         what: "the kernel's BTF (CONFIG_DEBUG_INFO_BTF)",
@@ -354,6 +354,25 @@ fn check_cgroup2() -> Check {
             .is_none()
             .then(|| "mount it: mount -t cgroup2 none /sys/fs/cgroup".to_string()),
         needed: Needed::Cgroup,
+    }
+}
+
+/// The prerequisites that can be seen without loading the program, for a command that is about
+/// to load it anyway (the load then is the last check; under an emulated CPU each load takes
+/// seconds).
+pub fn check_before_attach() -> Report {
+    let (btf, hook) = check_btf_and_hook();
+    Report {
+        checks: vec![
+            check_kernel(),
+            btf,
+            hook,
+            check_mptcp(),
+            check_caps(),
+            check_smc(),
+            check_bpffs(),
+            check_cgroup2(),
+        ],
     }
 }
 

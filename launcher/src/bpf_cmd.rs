@@ -124,7 +124,7 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let report = prereq::check();
+    let report = prereq::check_before_attach();
     if let Some(why) = report.refusal(false) {
         if mode == BpfMode::Auto {
             return fall_back(&format!("BPF mode is unavailable: {why}"));
@@ -370,7 +370,7 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Some(why) = prereq::check().refusal(true) {
+    if let Some(why) = prereq::check_before_attach().refusal(true) {
         eprintln!("smcrun: attach: {why} (nothing was attached)");
         return ExitCode::from(EXIT_UNAVAILABLE);
     }

@@ -18,6 +18,7 @@ mod preload;
 mod procs;
 mod rdma_view;
 mod signals;
+mod smc_procs;
 mod stats_view;
 mod sysctl;
 mod viewfmt;
@@ -99,6 +100,9 @@ enum Command {
     /// Hidden: run the demo's echo pair inside this (preloaded) process.
     #[command(hide = true, name = "__demo-worker")]
     DemoWorker(demo::WorkerArgs),
+    /// Hidden: every process holding SMC sockets, with modes, reasons and BPF scope (JSON).
+    #[command(hide = true, name = "__smc-procs")]
+    SmcProcs,
     /// A program to run under the shim.
     #[command(external_subcommand)]
     Run(Vec<OsString>),
@@ -152,5 +156,6 @@ fn main() -> ExitCode {
         (Some(Command::Why(a)), None) => procs::why(&a),
         (Some(Command::Attach(a)), None) => bpf_cmd::attach(&a),
         (Some(Command::Detach(a)), None) => bpf_cmd::detach(&a),
+        (Some(Command::SmcProcs), None) => smc_procs::print_json(),
     }
 }

@@ -69,23 +69,26 @@ smcr_grew() {
     [ "$c" = "$3" ] && [ "$s" = "$3" ] || fail "SMC-R successes grew by client +$c server +$s, expected +$3 each"
 }
 
-# echo_pair NAME PORT N SERVER-CMD CLIENT-CMD: N clients (each holding its connection 3 s) against
-# one server, all under `smcrun --bpf`; asserts SMC-R in smc_diag and the counters, data intact,
-# and nothing attached afterwards. CLIENT-CMD is run by `sh -c` with $i set.
+# bpf_echo_pair NAME PORT N SERVER-CMD CLIENT-CMD: N (at most 3) clients, each holding its connection
+# until its stdin (a fifo on fd 3+i) is closed, against one server, all under `smcrun --bpf`;
+# asserts SMC-R in smc_diag and the counters, data intact, and nothing attached afterwards.
 bpf_echo_pair() {
     local name=$1 p=$2 n=$3 srv=$4 cli=$5 i pids= cnt
     stats_snap /tmp/$name.s0
     track smcrun --bpf -- $srv > /tmp/$name.srv 2>&1
-    wait_for /tmp/$name.srv listening || fail "server did not listen: $(first "$(cat /tmp/$name.srv)")"
+    wait_for /tmp/$name.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/$name.srv)")"
     i=1
     while [ $i -le $n ]; do
-        sh -c "smcrun --bpf -- $cli" > /tmp/$name.c$i 2>&1 &
+        rm -f /tmp/$name.hold$i
+        mkfifo /tmp/$name.hold$i
+        sh -c "exec smcrun --bpf -- $cli" < /tmp/$name.hold$i > /tmp/$name.c$i 2>&1 &
         pids="$pids $!"
+        eval "exec $((3 + i))> /tmp/$name.hold$i"
         i=$((i + 1))
     done
     i=1
     while [ $i -le $n ]; do
-        wait_for /tmp/$name.c$i '^ok ' 150 || fail "client $i: $(first "$(cat /tmp/$name.c$i)")"
+        wait_for /tmp/$name.c$i '^ok ' 900 || fail "client $i: $(first "$(cat /tmp/$name.c$i)")"
         i=$((i + 1))
     done
     ss_snap /tmp/$name.ss
@@ -93,6 +96,12 @@ bpf_echo_pair() {
     echo "smc_diag: $cnt SMCR sockets on port $p"
     ss_show /tmp/$name.ss ".lport == $p or .rport == $p"
     [ "$cnt" -ge $((2 * n)) ] || fail "smc_diag shows $cnt SMCR sockets on port $p, expected $((2 * n)): $(ss_show /tmp/$name.ss ".lport == $p or .rport == $p")"
+    # every process holding SMC sockets, with its BPF scope (smc_diag + /proc/*/fd)
+    smcrun __smc-procs > /tmp/$name.procs 2>&1 || fail "smcrun __smc-procs failed: $(first "$(cat /tmp/$name.procs)")"
+    cnt=$(jq "[.processes[] | select(.bpf_scope == \"tree\" and .smcr > 0)] | length" /tmp/$name.procs)
+    echo "__smc-procs: $cnt processes with SMC-R sockets in a tree scope: $(jq -c '[.processes[] | [.pid, .name, .smcr, .bpf_scope]]' /tmp/$name.procs)"
+    [ "$cnt" -ge $((n + 1)) ] || fail "__smc-procs lists $cnt processes with SMC-R sockets in a tree scope, expected >= $((n + 1)): $(jq -c .processes /tmp/$name.procs)"
+    exec 4>&- 5>&- 6>&-
     for pid in $pids; do wait "$pid" || fail "a client exited non-zero"; done
     wait_for /tmp/$name.srv "served $n" 50 || fail "server: $(lastl "$(cat /tmp/$name.srv)")"
     cat /tmp/$name.srv /tmp/$name.c*
@@ -112,7 +121,7 @@ check_bpf_static() {
     need_setup
     need_prog sechod
     bpf_setup
-    bpf_echo_pair bstatic 7101 3 "sechod server 127.0.0.1 7101 3" "sechod client 127.0.0.1 7101 262144 3"
+    bpf_echo_pair bstatic 7101 3 "sechod server 127.0.0.1 7101 3" "sechod client 127.0.0.1 7101 262144 stdin"
     ok
 }
 
@@ -121,7 +130,7 @@ check_bpf_go() {
     need_setup
     need_prog goecho
     bpf_setup
-    bpf_echo_pair bgo 7102 3 "goecho server 127.0.0.1:7102 3" "goecho client 127.0.0.1:7102 262144 3"
+    bpf_echo_pair bgo 7102 3 "goecho server 127.0.0.1:7102 3" "goecho client 127.0.0.1:7102 262144 stdin"
     ok
 }
 
@@ -142,16 +151,20 @@ check_bpf_setuid() {
         fail "cannot make /tmp/suid-sechod setuid root"
     stats_snap /tmp/bsuid.s0
     track smcrun --bpf -- sechod server 127.0.0.1 $p 1 > /tmp/bsuid.srv 2>&1
-    wait_for /tmp/bsuid.srv listening || fail "server did not listen: $(first "$(cat /tmp/bsuid.srv)")"
-    smcrun --bpf -- su -s /bin/sh nobody -c "/tmp/suid-sechod client 127.0.0.1 $p 262144 3" > /tmp/bsuid.c 2>&1 &
+    wait_for /tmp/bsuid.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/bsuid.srv)")"
+    rm -f /tmp/bsuid.hold
+    mkfifo /tmp/bsuid.hold
+    smcrun --bpf -- su -s /bin/sh nobody -c "/tmp/suid-sechod client 127.0.0.1 $p 262144 stdin" < /tmp/bsuid.hold > /tmp/bsuid.c 2>&1 &
     cpid=$!
-    wait_for /tmp/bsuid.c '^ok ' 150 || fail "setuid client: $(first "$(cat /tmp/bsuid.c)")"
+    exec 4> /tmp/bsuid.hold
+    wait_for /tmp/bsuid.c '^ok ' 600 || fail "setuid client: $(first "$(cat /tmp/bsuid.c)")"
     uid=$(grep '^Uid:' /proc/$(pidof suid-sechod | cut -d' ' -f1)/status 2>/dev/null | tr -s '\t ' ' ')
     echo "setuid client: $uid"
     case $uid in "Uid: 65534 0 "*) ;; *) fail "the client did not run as real uid 65534, effective uid 0: $uid" ;; esac
     ss_snap /tmp/bsuid.ss
     cnt=$(ss_count /tmp/bsuid.ss "(.lport == $p or .rport == $p) and .mode == \"SMCR\" and .state != \"LISTEN\"")
     [ "$cnt" -ge 2 ] || fail "smc_diag shows $cnt SMCR sockets on port $p, expected 2: $(ss_show /tmp/bsuid.ss ".lport == $p or .rport == $p")"
+    exec 4>&-
     wait $cpid || fail "setuid client exited non-zero: $(first "$(cat /tmp/bsuid.c)")"
     wait_for /tmp/bsuid.srv "served 1" 50 || fail "server: $(lastl "$(cat /tmp/bsuid.srv)")"
     cat /tmp/bsuid.c
@@ -191,7 +204,7 @@ check_bpf_cgroup() {
     need_prog sechod
     bpf_setup
     track smcrun --bpf -- sechod server 127.0.0.1 $p 3 > /tmp/bcg.srv 2>&1
-    wait_for /tmp/bcg.srv listening || fail "server did not listen: $(first "$(cat /tmp/bcg.srv)")"
+    wait_for /tmp/bcg.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/bcg.srv)")"
     start_dialer bcg smcrun-a $p
     exec 7> /tmp/bcg.in
     l=$(dial bcg 7 1)
@@ -232,7 +245,7 @@ check_bpf_scopes() {
     need_prog sechod
     bpf_setup
     track smcrun --bpf -- sechod server 127.0.0.1 $p 3 > /tmp/bsc.srv 2>&1
-    wait_for /tmp/bsc.srv listening || fail "server did not listen: $(first "$(cat /tmp/bsc.srv)")"
+    wait_for /tmp/bsc.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/bsc.srv)")"
     start_dialer bsa scope-a $p
     start_dialer bsb scope-b $p
     start_dialer bsc scope-c $p
@@ -274,7 +287,7 @@ check_bpf_module() {
     track smcrun --bpf -- sleep 4
     i=0
     until scopes_json /tmp/bmod.l && [ "$(jq '[.scopes[] | select(.scope == "tree")] | length' /tmp/bmod.l)" = 1 ]; do
-        [ $i -ge 30 ] && fail "the tree scope of smcrun --bpf -- sleep 4 is not listed"
+        [ $i -ge 300 ] && fail "the tree scope of smcrun --bpf -- sleep 4 is not listed"
         sleep 0.1
         i=$((i + 1))
     done

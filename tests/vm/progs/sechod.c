@@ -4,7 +4,8 @@
 //   sechod server ADDR PORT COUNT        accept COUNT connections (one child each), echo until EOF
 //   sechod client ADDR PORT BYTES [HOLD] send BYTES in 16 KiB chunks, read each back, compare,
 //                                        print "ok BYTES proto=P" (P: SO_PROTOCOL, 256 for SMC),
-//                                        keep the connection HOLD seconds, then close
+//                                        keep the connection HOLD seconds (HOLD "stdin": until
+//                                        stdin ends), then close
 //   sechod dial ADDR PORT BYTES          for each line on stdin, one client connection as above
 //                                        (protocol IPPROTO_TCP instead of 0), one line each
 // Exit status 0 when every byte came back as sent, 1 otherwise.
@@ -101,6 +102,11 @@ static int client(struct sockaddr_in *sa, long bytes, int hold, int protocol)
 	fflush(stdout);
 	if (hold > 0)
 		sleep((unsigned)hold);
+	if (hold < 0) {
+		char b[256];
+		while (read(0, b, sizeof(b)) > 0)
+			;
+	}
 	close(s);
 	return 0;
 }
@@ -115,7 +121,8 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "server"))
 		return server(&sa, atoi(argv[4]));
 	if (!strcmp(argv[1], "client"))
-		return client(&sa, atol(argv[4]), argc > 5 ? atoi(argv[5]) : 0, 0);
+		return client(&sa, atol(argv[4]),
+			      argc > 5 ? (!strcmp(argv[5], "stdin") ? -1 : atoi(argv[5])) : 0, 0);
 	if (!strcmp(argv[1], "dial")) {
 		char line[64];
 		int bad = 0;

@@ -2,7 +2,8 @@
 // system calls itself, so LD_PRELOAD cannot reach it (BPF mode's test program).
 //
 //	goecho server ADDR:PORT COUNT        echo COUNT connections until EOF, print "served COUNT"
-//	goecho client ADDR:PORT BYTES [HOLD] send, read back, compare; print "ok BYTES proto=P"
+//	goecho client ADDR:PORT BYTES [HOLD] send, read back, compare; print "ok BYTES proto=P";
+//	                                     hold HOLD seconds ("stdin": until stdin ends)
 package main
 
 import (
@@ -29,7 +30,11 @@ func main() {
 	case "client":
 		hold := 0
 		if len(os.Args) > 4 {
-			hold, _ = strconv.Atoi(os.Args[4])
+			if os.Args[4] == "stdin" {
+				hold = -1
+			} else {
+				hold, _ = strconv.Atoi(os.Args[4])
+			}
 		}
 		os.Exit(client(os.Args[2], n, hold))
 	}
@@ -104,7 +109,11 @@ func client(addr string, total, hold int) int {
 		sent += n
 	}
 	fmt.Printf("ok %d proto=%d\n", total, proto)
-	time.Sleep(time.Duration(hold) * time.Second)
+	if hold < 0 {
+		io.Copy(io.Discard, os.Stdin)
+	} else {
+		time.Sleep(time.Duration(hold) * time.Second)
+	}
 	c.Close()
 	return 0
 }
