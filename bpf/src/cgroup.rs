@@ -29,7 +29,14 @@ pub const PROGRAM: &str = "smcrun_cgroup";
 /// The pinned link's file name in [`PIN_DIR`].
 const LINK: &str = "link";
 /// The maps pinned beside it.
-const MAPS: &[&str] = &["cgroups", "rules", "policies", "counters", "by_program", "scopes"];
+const MAPS: &[&str] = &[
+    "cgroups",
+    "rules",
+    "policies",
+    "counters",
+    "by_program",
+    "scopes",
+];
 
 const PATH_LEN: usize = 256;
 const POLICY_LEN: usize = 512;
@@ -87,8 +94,8 @@ pub struct CgroupScope {
 
 /// The cgroup id of a cgroup v2 directory, refusing anything else.
 pub fn cgroup_id(dir: &Path) -> Result<u64, Error> {
-    let meta = std::fs::metadata(dir)
-        .map_err(|e| Error::io(format!("cgroup {}", dir.display()), e))?;
+    let meta =
+        std::fs::metadata(dir).map_err(|e| Error::io(format!("cgroup {}", dir.display()), e))?;
     if !meta.is_dir() {
         return Err(Error::new(format!(
             "cgroup {}: not a directory; expected a cgroup v2 directory such as /sys/fs/cgroup/system.slice/redis.service",
@@ -320,8 +327,8 @@ pub fn detach(dir: &Path) -> Result<Detached, Error> {
         .map_err(|e| Error::io("writing the cgroups map", e))?;
     let scope = scope_of(&p, slot)?;
     maps::put(p.map("scopes"), &slot, &ScopeInfo::default())?;
-    let left = sys::map_keys(p.map("cgroups"), 8)
-        .map_err(|e| Error::io("listing the cgroups map", e))?;
+    let left =
+        sys::map_keys(p.map("cgroups"), 8).map_err(|e| Error::io("listing the cgroups map", e))?;
     let unloaded = left.is_empty();
     if unloaded {
         unpin_all();

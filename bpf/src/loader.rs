@@ -164,8 +164,11 @@ pub fn load(programs: &[&str]) -> Result<Instance, Error> {
                     .find(|l| !l.trim().is_empty())
                     .unwrap_or("")
                     .to_string();
-                Error::io(format!("the kernel refused BPF program {name} ({last})"), e.error)
-                    .with_log(e.log)
+                Error::io(
+                    format!("the kernel refused BPF program {name} ({last})"),
+                    e.error,
+                )
+                .with_log(e.log)
             })?;
         progs.insert(name.to_string(), fd);
     }

@@ -2,7 +2,7 @@
 //! counts, the same for a process tree's instance and the pinned cgroup instance.
 
 use crate::error::Error;
-use crate::layout::{self, bytes_of, from_bytes, Counters, PolicyHead, Pod, ProgramKey, COMM_LEN};
+use crate::layout::{self, bytes_of, from_bytes, Counters, Pod, PolicyHead, ProgramKey, COMM_LEN};
 use crate::rules::KernelPolicy;
 use crate::sys;
 use std::os::fd::BorrowedFd;
@@ -74,7 +74,11 @@ pub fn by_program(map: BorrowedFd<'_>, slot: u32) -> Result<Vec<ProgramCount>, E
             });
         }
     }
-    out.sort_by(|a, b| b.converted.cmp(&a.converted).then(a.program.cmp(&b.program)));
+    out.sort_by(|a, b| {
+        b.converted
+            .cmp(&a.converted)
+            .then(a.program.cmp(&b.program))
+    });
     Ok(out)
 }
 

@@ -161,7 +161,11 @@ fn check_btf_and_hook() -> (Check, Check) {
     let btf_check = Check {
         id: "btf",
         what: "the kernel's BTF (CONFIG_DEBUG_INFO_BTF)",
-        state: if btf.is_ok() { State::Ok } else { State::Missing },
+        state: if btf.is_ok() {
+            State::Ok
+        } else {
+            State::Missing
+        },
         detail: match &btf {
             Ok(_) => "/sys/kernel/btf/vmlinux".to_string(),
             Err(e) => format!("/sys/kernel/btf/vmlinux: {e}"),
@@ -219,7 +223,10 @@ fn check_mptcp() -> Check {
             Ok(cfg) if cfg.lines().any(|l| l == "CONFIG_MPTCP=y") => {
                 (State::Ok, format!("CONFIG_MPTCP=y in /boot/config-{rel}"))
             }
-            Ok(_) => (State::Missing, format!("no CONFIG_MPTCP=y in /boot/config-{rel}")),
+            Ok(_) => (
+                State::Missing,
+                format!("no CONFIG_MPTCP=y in /boot/config-{rel}"),
+            ),
             Err(_) => (
                 State::Missing,
                 "no /proc/sys/net/mptcp: the kernel has no MPTCP".to_string(),
@@ -231,7 +238,8 @@ fn check_mptcp() -> Check {
         what: "CONFIG_MPTCP (it registers the socket() hook for BPF)",
         state,
         detail,
-        fix: (state == State::Missing).then(|| "use a kernel built with CONFIG_MPTCP=y".to_string()),
+        fix: (state == State::Missing)
+            .then(|| "use a kernel built with CONFIG_MPTCP=y".to_string()),
         needed: Needed::Always,
     }
 }
@@ -240,7 +248,10 @@ fn check_caps() -> Check {
     let eff = cap_eff();
     let has = |c: u32| eff.is_some_and(|e| e & (1u64 << c) != 0);
     let (state, detail) = match eff {
-        None => (State::Unknown, "cannot read CapEff in /proc/self/status".to_string()),
+        None => (
+            State::Unknown,
+            "cannot read CapEff in /proc/self/status".to_string(),
+        ),
         Some(_) if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) => (
             State::Ok,
             if has(CAP_SYS_ADMIN) {
@@ -345,7 +356,11 @@ fn check_cgroup2() -> Check {
     Check {
         id: "cgroup2",
         what: "the cgroup v2 hierarchy",
-        state: if m.is_some() { State::Ok } else { State::Missing },
+        state: if m.is_some() {
+            State::Ok
+        } else {
+            State::Missing
+        },
         detail: match &m {
             Some(p) => format!("cgroup2 mounted at {}", p.display()),
             None => "no cgroup2 file system is mounted".to_string(),
@@ -381,7 +396,14 @@ pub fn check_before_attach() -> Report {
 /// socket() program once.
 pub fn check() -> Report {
     let (btf, hook) = check_btf_and_hook();
-    let mut checks = vec![check_kernel(), btf, hook, check_mptcp(), check_caps(), check_smc()];
+    let mut checks = vec![
+        check_kernel(),
+        btf,
+        hook,
+        check_mptcp(),
+        check_caps(),
+        check_smc(),
+    ];
     checks.push(check_load(&checks));
     checks.push(check_bpffs());
     checks.push(check_cgroup2());

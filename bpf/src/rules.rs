@@ -191,10 +191,7 @@ pub fn analyse(policy: &Policy) -> Analysis {
         });
     }
     if table.len() > MAX_RULES as usize {
-        if let Some(v) = verdicts
-            .iter_mut()
-            .find(|v| v.honour == Honour::Kernel)
-        {
+        if let Some(v) = verdicts.iter_mut().find(|v| v.honour == Honour::Kernel) {
             v.honour = Honour::Cannot(format!(
                 "is one of {} program patterns; BPF mode holds at most {MAX_RULES} per scope",
                 table.len()
@@ -240,8 +237,16 @@ mod tests {
         let a = an("tcp remote 127.0.0.0/8; smc");
         assert!(a.kernel.is_none());
         let r = a.refusal().unwrap();
-        assert!(r.starts_with("rule 1 \"tcp remote 127.0.0.0/8\" is about remote"), "{r}");
-        assert_eq!(an("smc role server port 6379; tcp").needing_preload().count(), 1);
+        assert!(
+            r.starts_with("rule 1 \"tcp remote 127.0.0.0/8\" is about remote"),
+            "{r}"
+        );
+        assert_eq!(
+            an("smc role server port 6379; tcp")
+                .needing_preload()
+                .count(),
+            1
+        );
     }
 
     #[test]

@@ -39,7 +39,9 @@ pub struct Scopes {
 pub fn trees() -> Result<Vec<TreeInfo>, Error> {
     let mut out = Vec::new();
     let mut id = 0;
-    while let Some(next) = sys::next_id(Kind::Prog, id).map_err(|e| Error::io("listing BPF programs", e))? {
+    while let Some(next) =
+        sys::next_id(Kind::Prog, id).map_err(|e| Error::io("listing BPF programs", e))?
+    {
         id = next;
         let Ok(fd) = sys::fd_by_id(Kind::Prog, id) else {
             continue; // unloaded meanwhile
@@ -58,7 +60,12 @@ pub fn trees() -> Result<Vec<TreeInfo>, Error> {
                 }
             }
         }
-        let map = |n: &str| maps_by_name.iter().find(|(m, _)| m == n).map(|(_, fd)| fd.as_fd());
+        let map = |n: &str| {
+            maps_by_name
+                .iter()
+                .find(|(m, _)| m == n)
+                .map(|(_, fd)| fd.as_fd())
+        };
         let (Some(t), Some(c), Some(b)) = (map("tree"), map("counters"), map("by_program")) else {
             continue;
         };

@@ -15,7 +15,10 @@ fn can_load() -> bool {
 #[test]
 fn every_program_loads_and_attaches_where_the_kernel_allows() {
     if !can_load() {
-        eprintln!("skipped: this kernel or user cannot load BPF tracing programs: {:?}", prereq::check());
+        eprintln!(
+            "skipped: this kernel or user cannot load BPF tracing programs: {:?}",
+            prereq::check()
+        );
         return;
     }
     let inst = loader::load(&["smcrun_tree", "smcrun_cgroup", "smcrun_fork", "smcrun_exit"])

@@ -154,7 +154,9 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
         }
     };
     if let Err(e) = spawn_holder(|| hold_tree(scope)) {
-        eprintln!("smcrun: --bpf: cannot start the holder of the attachment: {e} (nothing was started)");
+        eprintln!(
+            "smcrun: --bpf: cannot start the holder of the attachment: {e} (nothing was started)"
+        );
         return ExitCode::from(1);
     }
     if opts.debug > 0 {
@@ -257,7 +259,12 @@ fn hold_cgroups() {
 pub struct AttachArgs {
     /// The cgroup v2 directory (/sys/fs/cgroup/...), a path below the cgroup2 root
     /// (/system.slice/redis.service) or a systemd unit (redis.service).
-    #[arg(long, value_name = "PATH", required_unless_present = "list", conflicts_with = "list")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        required_unless_present = "list",
+        conflicts_with = "list"
+    )]
     pub cgroup: Option<PathBuf>,
     /// The policy for the cgroup's sockets (program rules only; see `smcrun policy check --bpf`).
     #[arg(long, value_name = "POLICY", conflicts_with = "config")]
@@ -590,7 +597,10 @@ pub fn policy_check(policy: &Policy, json_out: bool) -> ExitCode {
     let a: Analysis = rules::analyse(policy);
     let honoured = a.kernel.is_some();
     let kind = |h: &Honour| match h {
-        Honour::Kernel => ("kernel", "decided in the kernel at socket(), by program name".to_string()),
+        Honour::Kernel => (
+            "kernel",
+            "decided in the kernel at socket(), by program name".to_string(),
+        ),
         Honour::NeedsPreload(w) => ("preload", w.clone()),
         Honour::Cannot(w) => ("cannot", w.clone()),
     };
@@ -614,7 +624,11 @@ pub fn policy_check(policy: &Policy, json_out: bool) -> ExitCode {
             println!("rule {} of {n}: {}: {k}: {why}", v.position, v.text);
         }
         if honoured {
-            let k = a.kernel.as_ref().map(|k: &KernelPolicy| k.rules.len()).unwrap_or(0);
+            let k = a
+                .kernel
+                .as_ref()
+                .map(|k: &KernelPolicy| k.rules.len())
+                .unwrap_or(0);
             println!(
                 "BPF mode honours this policy ({k} program pattern{} in the kernel)",
                 if k == 1 { "" } else { "s" }

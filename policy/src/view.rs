@@ -56,7 +56,8 @@ mod tests {
 
     #[test]
     fn rules_show_their_qualifiers() {
-        let p = Policy::parse("tcp program redis-benchmark,x?; smc role client port 80; tcp").unwrap();
+        let p =
+            Policy::parse("tcp program redis-benchmark,x?; smc role client port 80; tcp").unwrap();
         let r = p.rules();
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].programs, vec!["redis-benchmark", "x?"]);

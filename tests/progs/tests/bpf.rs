@@ -56,7 +56,13 @@ fn bpf_refuses_without_smc_and_starts_nothing() {
     touch_cmd(&mut c, &m);
     let (_, err, o) = run(c);
     assert_eq!(o.status.code(), Some(125), "{err}");
-    assert!(err.starts_with("smcrun: --bpf: ") && err.trim_end().ends_with("(nothing was attached or started)"), "{err}");
+    assert!(
+        err.starts_with("smcrun: --bpf: ")
+            && err
+                .trim_end()
+                .ends_with("(nothing was attached or started)"),
+        "{err}"
+    );
     assert_eq!(err.lines().count(), 1, "{err}");
     if smc_is_the_first_gap() {
         assert!(
@@ -76,11 +82,25 @@ fn bpf_auto_falls_back_to_the_preload() {
         return;
     }
     let mut c = smcrun();
-    c.args(["--bpf=auto", "-d", "--", "sh", "-c", "echo \"preload=$LD_PRELOAD\""]);
+    c.args([
+        "--bpf=auto",
+        "-d",
+        "--",
+        "sh",
+        "-c",
+        "echo \"preload=$LD_PRELOAD\"",
+    ]);
     let (out, err, o) = run(c);
     assert!(o.status.success(), "{err}");
-    assert!(value(&out, "preload").ends_with("libsmcrun_shim.so"), "{out}");
-    assert!(err.contains("smcrun: --bpf=auto: BPF mode is unavailable: ") && err.contains("; using the preload"), "{err}");
+    assert!(
+        value(&out, "preload").ends_with("libsmcrun_shim.so"),
+        "{out}"
+    );
+    assert!(
+        err.contains("smcrun: --bpf=auto: BPF mode is unavailable: ")
+            && err.contains("; using the preload"),
+        "{err}"
+    );
     // Without -d, the fallback is silent and the program's status is its own.
     let mut c = smcrun();
     c.args(["--bpf=auto", "--", "sh", "-c", "exit 7"]);
@@ -130,7 +150,13 @@ fn bpf_refuses_what_it_cannot_honour_before_anything_is_attached() {
 fn policy_check_says_which_rules_bpf_mode_honours() {
     let (out, err, o) = run({
         let mut c = smcrun();
-        c.args(["policy", "check", "--bpf", "--policy", "tcp program redis-benchmark; smc program redis-*; tcp"]);
+        c.args([
+            "policy",
+            "check",
+            "--bpf",
+            "--policy",
+            "tcp program redis-benchmark; smc program redis-*; tcp",
+        ]);
         c
     });
     assert!(o.status.success(), "{err}");
@@ -143,13 +169,25 @@ fn policy_check_says_which_rules_bpf_mode_honours() {
     );
     let (out, err, o) = run({
         let mut c = smcrun();
-        c.args(["policy", "check", "--bpf", "--json", "--policy", "smc port 6379; tcp program [ab]*; smc"]);
+        c.args([
+            "policy",
+            "check",
+            "--bpf",
+            "--json",
+            "--policy",
+            "smc port 6379; tcp program [ab]*; smc",
+        ]);
         c
     });
     assert_eq!(o.status.code(), Some(1), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["bpf_honours"], false);
-    let honour: Vec<&str> = v["rules"].as_array().unwrap().iter().map(|r| r["honour"].as_str().unwrap()).collect();
+    let honour: Vec<&str> = v["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["honour"].as_str().unwrap())
+        .collect();
     assert_eq!(honour, ["preload", "cannot", "kernel"]);
     assert_eq!(v["rules"][0]["text"], "smc port 6379");
 }
@@ -159,7 +197,8 @@ fn cgroup2() -> Option<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     info.lines().find_map(|l| {
         let (left, right) = l.split_once(" - ")?;
-        (right.split(' ').next() == Some("cgroup2")).then(|| PathBuf::from(left.split(' ').nth(4).unwrap()))
+        (right.split(' ').next() == Some("cgroup2"))
+            .then(|| PathBuf::from(left.split(' ').nth(4).unwrap()))
     })
 }
 
@@ -178,7 +217,10 @@ fn attach_and_detach_refuse_clearly() {
         c
     });
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("/no/such/cgroup/here: no such cgroup; expected a cgroup v2 directory"), "{err}");
+    assert!(
+        err.contains("/no/such/cgroup/here: no such cgroup; expected a cgroup v2 directory"),
+        "{err}"
+    );
     let (_, err, o) = run({
         let mut c = smcrun();
         c.args(["attach", "--cgroup", "/tmp"]);

@@ -182,7 +182,8 @@ start_dialer() {
     mkdir -p "$CG/$2" || fail "mkdir $CG/$2 failed"
     rm -f /tmp/$1.in /tmp/$1.out
     mkfifo /tmp/$1.in
-    track sh -c "echo \$\$ > $CG/$2/cgroup.procs && exec sechod dial 127.0.0.1 $3 65536" < /tmp/$1.in > /tmp/$1.out 2>&1
+    # (the fifo is opened by the dialer itself: opening it here would wait for a writer)
+    track sh -c "echo \$\$ > $CG/$2/cgroup.procs && exec sechod dial 127.0.0.1 $3 65536 < /tmp/$1.in > /tmp/$1.out 2>&1"
 }
 # dial NAME FD N: ask the dialer for one more connection (the Nth) and wait for its line
 dial() {
