@@ -46,10 +46,7 @@ const HOLD_POLL: Duration = Duration::from_millis(100);
 fn policy_of(opts: &RunOptions) -> Result<Policy, String> {
     let text = match &opts.policy {
         Some(t) => t.clone(),
-        None => match std::env::var(var::POLICY) {
-            Ok(t) => t,
-            Err(_) => String::new(),
-        },
+        None => std::env::var(var::POLICY).unwrap_or_default(),
     };
     Policy::parse(&text).map_err(|e| format!("--policy: {e}"))
 }
