@@ -245,7 +245,7 @@ check_bpf_scopes() {
     need_setup
     need_prog sechod
     bpf_setup
-    track smcrun --bpf -- sechod server 127.0.0.1 $p 3 > /tmp/bsc.srv 2>&1
+    track smcrun --bpf -- sechod server 127.0.0.1 $p 5 > /tmp/bsc.srv 2>&1 # outlives the 4 dials
     wait_for /tmp/bsc.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/bsc.srv)")"
     start_dialer bsa scope-a $p
     start_dialer bsb scope-b $p
