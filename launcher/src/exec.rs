@@ -56,6 +56,12 @@ pub struct RunOptions {
     /// policy, ...); options on the command line override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// BPF mode: the command and all its descendants get SMC sockets through the kernel's
+    /// socket() hook, static, Go and setuid programs too (Linux 6.11+, root); `--bpf=auto`: BPF
+    /// mode where the kernel allows it, else the preload.
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
+          default_missing_value = "on", value_enum)]
+    pub bpf: Option<crate::bpf_cmd::BpfMode>,
 }
 
 fn size_arg(s: &str) -> Result<i32, String> {
@@ -186,7 +192,7 @@ pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> ExitCode {
             return ExitCode::from(126);
         }
         eprintln!(
-            "smcrun: warning: {}: {problem}; running it anyway, without SMC",
+            "smcrun: warning: {}: {problem}; running it anyway, without SMC (smcrun --bpf reaches it)",
             resolved.display()
         );
     }
@@ -197,7 +203,7 @@ pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> ExitCode {
 }
 
 /// Finds what execvp would run, reporting 127 (not found) or 126 (not executable) as a shell does.
-fn resolve_command(program: &OsStr) -> Result<PathBuf, ExitCode> {
+pub(crate) fn resolve_command(program: &OsStr) -> Result<PathBuf, ExitCode> {
     let name = Path::new(program);
     let candidates: Vec<PathBuf> = if program.as_bytes().contains(&b'/') {
         vec![name.to_path_buf()]

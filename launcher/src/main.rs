@@ -5,6 +5,7 @@
 //! built-in tools. A program whose name is also a subcommand is run with `smcrun -- NAME`.
 
 mod admin;
+mod bpf_cmd;
 mod capture;
 mod config;
 mod demo;
@@ -17,6 +18,7 @@ mod preload;
 mod procs;
 mod rdma_view;
 mod signals;
+mod smc_procs;
 mod stats_view;
 mod sysctl;
 mod viewfmt;
@@ -84,6 +86,11 @@ enum Command {
     Ps(procs::PsArgs),
     /// One program's connections under smcrun, each with its mode and why it was not SMC.
     Why(procs::WhyArgs),
+    /// BPF mode: make every new TCP socket of a cgroup v2 subtree SMC (`--cgroup PATH`), or list
+    /// what is attached (`--list`).
+    Attach(bpf_cmd::AttachArgs),
+    /// BPF mode: stop making a cgroup's sockets SMC.
+    Detach(bpf_cmd::DetachArgs),
     /// Check a policy: which rule a program's connect or bind matches, and the action.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCommand),
@@ -93,6 +100,9 @@ enum Command {
     /// Hidden: run the demo's echo pair inside this (preloaded) process.
     #[command(hide = true, name = "__demo-worker")]
     DemoWorker(demo::WorkerArgs),
+    /// Hidden: every process holding SMC sockets, with modes, reasons and BPF scope (JSON).
+    #[command(hide = true, name = "__smc-procs")]
+    SmcProcs,
     /// A program to run under the shim.
     #[command(external_subcommand)]
     Run(Vec<OsString>),
@@ -110,7 +120,10 @@ fn main() -> ExitCode {
     };
     match (cli.command, forced) {
         (None, Some(cmd)) | (Some(Command::Run(cmd)), None) => match config::resolve(&cli.run) {
-            Ok(opts) => exec::run(&opts, cmd),
+            Ok(opts) => match opts.bpf {
+                Some(mode) => bpf_cmd::run(&opts, mode, cmd),
+                None => exec::run(&opts, cmd),
+            },
             Err(code) => code,
         },
         (Some(_), Some(_)) => {
@@ -141,5 +154,8 @@ fn main() -> ExitCode {
         (Some(Command::Policy(c)), None) => policy_cmd::run(c),
         (Some(Command::Ps(a)), None) => procs::ps(&a),
         (Some(Command::Why(a)), None) => procs::why(&a),
+        (Some(Command::Attach(a)), None) => bpf_cmd::attach(&a),
+        (Some(Command::Detach(a)), None) => bpf_cmd::detach(&a),
+        (Some(Command::SmcProcs), None) => smc_procs::print_json(),
     }
 }

@@ -1,0 +1,126 @@
+//! Every process that holds SMC sockets, whether it runs under smcrun or not (`smcrun ps
+//! --all`): the SMC sockets from smc_diag, their owners from `/proc/*/fd` (as `ss -p` finds
+//! them), per process the sockets by mode, the fallback reasons, and the BPF scope the process
+//! is in (a `smcrun --bpf` tree or an attached cgroup). The lead's `ps` calls
+//! [`smc_processes`] and prints it; [`bpf_scopes`] gives the scopes and their counts for `ps`
+//! and the exporter.
+
+use crate::owners;
+use serde::Serialize;
+use smcrun_bpf::scopes::{self, Scopes};
+use smcrun_telemetry::reasons;
+use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+/// One process with SMC sockets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SmcProcess {
+    /// Process id.
+    pub pid: u32,
+    /// Its command name.
+    pub name: String,
+    /// SMC sockets over SMC-R.
+    pub smcr: usize,
+    /// Over SMC-D.
+    pub smcd: usize,
+    /// Fallen back to TCP.
+    pub fallback: usize,
+    /// Fallback reasons, `0x03010000 PEERNOSMC` style, with how many sockets each, most first.
+    pub reasons: Vec<(String, usize)>,
+    /// The BPF scope it is in: `tree` (a `smcrun --bpf` command's), `cgroup PATH`, or `None`.
+    pub bpf_scope: Option<String>,
+}
+
+/// The BPF scopes and their counts (empty when BPF mode was never used, or cannot be read).
+pub fn bpf_scopes() -> Scopes {
+    scopes::all().unwrap_or_default()
+}
+
+/// The cgroup v2 path of a process (`/proc/PID/cgroup`'s `0::` line), below the cgroup2 root.
+fn cgroup_of(pid: u32) -> Option<String> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(|p| p.to_string())
+}
+
+/// The scope a process is in, given every scope.
+fn scope_of(pid: u32, all: &Scopes, cg_root: Option<&Path>) -> Option<String> {
+    if all.trees.iter().any(|t| t.processes.contains(&pid)) {
+        return Some("tree".to_string());
+    }
+    let cg = cgroup_of(pid)?;
+    let full = cg_root?.join(cg.trim_start_matches('/'));
+    all.cgroups
+        .iter()
+        .filter(|c| full.starts_with(&c.path))
+        .max_by_key(|c| c.path.as_os_str().len())
+        .map(|c| format!("cgroup {}", c.path.display()))
+}
+
+/// Groups sockets by owning process.
+fn group(
+    sockets: &[SmcSocket],
+    owned: &HashMap<u64, Vec<owners::Owner>>,
+    all: &Scopes,
+) -> Vec<SmcProcess> {
+    let root = smcrun_bpf::prereq::cgroup2_root();
+    let mut by_pid: BTreeMap<u32, SmcProcess> = BTreeMap::new();
+    for s in sockets {
+        for o in owned.get(&s.inode).map(Vec::as_slice).unwrap_or(&[]) {
+            let p = by_pid.entry(o.pid).or_insert_with(|| SmcProcess {
+                pid: o.pid,
+                name: o.name.clone(),
+                smcr: 0,
+                smcd: 0,
+                fallback: 0,
+                reasons: Vec::new(),
+                bpf_scope: scope_of(o.pid, all, root.as_deref()),
+            });
+            match s.mode {
+                Mode::SmcR => p.smcr += 1,
+                Mode::SmcD => p.smcd += 1,
+                _ => {
+                    p.fallback += 1;
+                    if let Some((code, _)) = s.fallback {
+                        let r = reasons::describe(code);
+                        let label = format!("0x{code:08x} {}", r.name);
+                        match p.reasons.iter_mut().find(|(l, _)| *l == label) {
+                            Some((_, n)) => *n += 1,
+                            None => p.reasons.push((label, 1)),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut out: Vec<SmcProcess> = by_pid.into_values().collect();
+    for p in &mut out {
+        p.reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    }
+    out
+}
+
+/// Every process holding SMC sockets this user may see. An error is the kernel's (smc_diag
+/// missing), to be shown as `ss` shows it.
+pub fn smc_processes() -> Result<Vec<SmcProcess>, smcrun_telemetry::error::Error> {
+    let sockets = sock_diag::dump(0)?;
+    let inodes: HashSet<u64> = sockets.iter().map(|s| s.inode).collect();
+    let owned = owners::owners(&inodes);
+    Ok(group(&sockets, &owned, &bpf_scopes()))
+}
+
+/// `smcrun __smc-procs`: [`smc_processes`] as JSON, until `smcrun ps --all` shows it.
+pub fn print_json() -> std::process::ExitCode {
+    match smc_processes() {
+        Ok(list) => {
+            println!("{}", serde_json::json!({ "processes": list }));
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("smcrun: {e}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
