@@ -383,9 +383,16 @@ impl State {
         }
     }
 
-    /// Whether the report is due to be written soon.
+    /// Whether the report shows something it does not show yet.
     fn unwritten(&self) -> bool {
         self.dirty || COUNTS.fingerprint() != self.fingerprint
+    }
+
+    /// How long until the report may be rewritten.
+    fn next_write(&self) -> Duration {
+        self.last_write
+            .map_or(Duration::ZERO, |t| WRITE_EVERY.saturating_sub(t.elapsed()))
+            .max(NAP_MIN)
     }
 }
 
@@ -465,10 +472,16 @@ static SIDECAR: AtomicPtr<Sidecar> = AtomicPtr::new(std::ptr::null_mut());
 static STARTED: AtomicU8 = AtomicU8::new(0);
 /// Start attempts refused because the caller's signal mask was not the program's usual one.
 static DEFERRED: AtomicU32 = AtomicU32::new(0);
-/// Set by a hook when there is work; the sidecar waits on it (futex) when idle.
+/// Set by a hook when there is work; the sidecar waits on it (futex).
 static WAKE: AtomicU32 = AtomicU32::new(0);
-/// 1 while the sidecar blocks waiting for work (only then do hooks wake it).
-static SLEEPING: AtomicU32 = AtomicU32::new(0);
+/// What the sidecar is doing: [`RUNNING`], [`IDLE`] or [`TIMED`].
+static SLEEPING: AtomicU32 = AtomicU32::new(RUNNING);
+/// Looking, or napping between looks while connections wait (hooks never wake it then).
+const RUNNING: u32 = 0;
+/// Blocked with nothing to do: any news wakes it.
+const IDLE: u32 = 1;
+/// Waiting until the report may be rewritten: only a connection to classify wakes it early.
+const TIMED: u32 = 2;
 /// Set by the exit handler: the final report is written, the sidecar writes no more.
 static EXITING: AtomicBool = AtomicBool::new(false);
 
@@ -555,21 +568,48 @@ fn start() {
     }
 }
 
-/// Tells the sidecar there is work (a futex wake only when it is blocked idle).
+/// Tells the sidecar the report changed (a futex wake only when it is blocked idle: a timed wait
+/// picks the change up anyway).
 pub fn wake() {
     WAKE.store(1, Ordering::SeqCst);
-    if SLEEPING.load(Ordering::SeqCst) == 1 {
-        let _ = rustix::thread::futex::wake(&WAKE, rustix::thread::futex::Flags::PRIVATE, 1);
+    if SLEEPING.load(Ordering::SeqCst) == IDLE {
+        futex_wake();
     }
 }
 
-/// Blocks until a hook calls [`wake`] (returns at once if one did since the last wait).
-fn wait() {
-    SLEEPING.store(1, Ordering::SeqCst);
-    if WAKE.swap(0, Ordering::SeqCst) == 0 {
-        let _ = rustix::thread::futex::wait(&WAKE, rustix::thread::futex::Flags::PRIVATE, 0, None);
+/// Tells the sidecar a connection waits to be classified: it must look while the connection is
+/// open, so a waiting sidecar is woken (at most once per look: after a look it naps, unwoken).
+pub fn wake_now() {
+    WAKE.store(1, Ordering::SeqCst);
+    if SLEEPING.load(Ordering::SeqCst) != RUNNING {
+        futex_wake();
     }
-    SLEEPING.store(0, Ordering::SeqCst);
+}
+
+fn futex_wake() {
+    let _ = rustix::thread::futex::wake(&WAKE, rustix::thread::futex::Flags::PRIVATE, 1);
+}
+
+/// Blocks until a hook wakes it (returns at once if one did since the last wait), for at most
+/// `timeout` when given.
+fn wait(timeout: Option<Duration>) {
+    SLEEPING.store(
+        if timeout.is_some() { TIMED } else { IDLE },
+        Ordering::SeqCst,
+    );
+    if WAKE.swap(0, Ordering::SeqCst) == 0 {
+        let ts = timeout.map(|d| rustix::time::Timespec {
+            tv_sec: d.as_secs() as i64,
+            tv_nsec: i64::from(d.subsec_nanos()),
+        });
+        let _ = rustix::thread::futex::wait(
+            &WAKE,
+            rustix::thread::futex::Flags::PRIVATE,
+            0,
+            ts.as_ref(),
+        );
+    }
+    SLEEPING.store(RUNNING, Ordering::SeqCst);
 }
 
 /// In a forked child: no sidecar (its thread did not survive the fork); it starts again on demand.
@@ -579,31 +619,29 @@ pub fn forget_in_child() {
     STARTED.store(0, Ordering::Release);
     DEFERRED.store(0, Ordering::Relaxed);
     WAKE.store(0, Ordering::Relaxed);
-    SLEEPING.store(0, Ordering::Relaxed);
+    SLEEPING.store(RUNNING, Ordering::Relaxed);
     EXITING.store(false, Ordering::Relaxed);
 }
 
 fn run(sc: &'static Sidecar) {
     loop {
-        let (look, unwritten) = {
+        let (look, due) = {
             let Ok(mut st) = sc.state.lock() else { return };
             if EXITING.load(Ordering::Acquire) {
                 return;
             }
             let look = st.look(&Live, false);
             st.write_if_due(false);
-            (look, st.unwritten())
+            (look, st.unwritten().then(|| st.next_write()))
         };
-        // Only the idle wait is woken by hooks (one futex wake per idle period); the naps in
-        // between are plain sleeps that events do not interrupt.
         if look.waiting > 0 {
             // Connections are open and waiting: look again soon, but spend at most about a
-            // twentieth of the time in the kernel.
+            // twentieth of the time in the kernel. A plain sleep: hooks do not wake it.
             std::thread::sleep((look.cost * 20).clamp(NAP_MIN, NAP_MAX));
-        } else if unwritten {
-            std::thread::sleep(WRITE_EVERY);
         } else {
-            wait();
+            // Until the report may be rewritten (new connections to classify wake it early), or
+            // with nothing to do until anything happens.
+            wait(due);
         }
     }
 }

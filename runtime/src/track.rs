@@ -130,7 +130,7 @@ pub(crate) fn established(
                 local,
             });
         }
-        Kind::Smc => sidecar::wake(),
+        Kind::Smc => sidecar::wake_now(),
     }
     true
 }
@@ -188,7 +188,7 @@ pub fn connect_returned(fd: i32, ret: i32, errno: i32, remote: Option<SocketAddr
         (_, libc::EINPROGRESS, Phase::Open)
             if fdtable::transition(fd, e, Some(e.with(Phase::Connecting))) =>
         {
-            sidecar::wake();
+            sidecar::wake_now();
         }
         (_, libc::EALREADY | libc::EINPROGRESS | libc::EINTR, _) => {}
         (r, _, Phase::Open | Phase::Connecting)

@@ -4,18 +4,17 @@
 #
 # shellcheck disable=SC2015,SC2086,SC2016,SC2154
 
-# rt_wait JQ-CONDITION-ON-THE-LIST: until `smcrun ps --json` satisfies it (15 s); prints the list
+# rt_wait JQ-CONDITION-ON-THE-LIST: until `smcrun ps --json` satisfies it (20 s); prints the list
 rt_wait() {
-    local i l
-    i=0
-    while [ $i -lt 75 ]; do
+    local end l
+    end=$(($(date +%s) + 20))
+    while [ "$(date +%s)" -lt $end ]; do
         l=$(smcrun ps --json 2> /dev/null)
         if printf '%s\n' "$l" | jq -e "$1" > /dev/null 2>&1; then
             printf '%s\n' "$l" | jq -c '.[] | {pid, program, uid, state, c: .report.connections}'
             return 0
         fi
         sleep 0.2
-        i=$((i + 1))
     done
     printf '%s\n' "$l" | jq -c '.[] | {pid, program, uid, state, c: .report.connections}' 2> /dev/null
     return 1
@@ -116,7 +115,8 @@ check_runtime_sysctl() {
     [ -e /proc/sys/net/smc/wmem ] || fail "no /proc/sys/net/smc/wmem in this kernel"
     was=$(cat /proc/sys/net/smc/wmem)
     want=$((was + 65536))
-    out=$(smcrun --sysctl net.smc.wmem=$want cat /proc/sys/net/smc/wmem 2>&1) || fail "smcrun --sysctl failed: $(first "$out")"
+    out=$(smcrun --sysctl net.smc.wmem=$want cat /proc/sys/net/smc/wmem 2> /tmp/sy.err) ||
+        fail "smcrun --sysctl failed: $(first "$(cat /tmp/sy.err)")"
     [ "$out" = "$want" ] || fail "the program saw net.smc.wmem=$out, expected $want"
     echo "$was" > /proc/sys/net/smc/wmem
     ok

@@ -114,7 +114,8 @@ fn prefork(args: &[String]) {
 }
 
 /// `drop-root PORT UID N`: listens as root, switches to UID (setresuid, as servers that drop
-/// privileges do), then accepts and answers N connections.
+/// privileges do), then accepts and answers N connections, and waits to be killed (so that it can
+/// be asked about while it runs).
 fn drop_root(args: &[String]) {
     let port: u16 = arg(args, 0, "a port");
     let uid: libc::uid_t = arg(args, 1, "a uid");
@@ -129,6 +130,9 @@ fn drop_root(args: &[String]) {
         answer(l.accept().unwrap().0);
     }
     say(format!("served={n}"));
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
 }
 
 /// `accept-short`: accept and accept4 with address buffers shorter than the peer's address,
