@@ -190,6 +190,7 @@ fn a_server_that_drops_root_stays_in_roots_list_with_its_own_numbers() {
         3,
         "{out}"
     );
+    server.kill().unwrap();
     server.wait().unwrap();
     let _ = std::fs::remove_dir_all(dir);
 }
