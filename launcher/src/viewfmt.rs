@@ -3,8 +3,8 @@
 //! text tables, interface names and the network namespace cookie.
 //!
 //! Exit status of the views: 0 the kernel answered (possibly with nothing), 1 the kernel interface
-//! is missing or refused (one line names the module and the `modprobe` that loads it, or the
-//! refusal), 2 bad usage.
+//! is missing or refused (one line names the module and, where the kernel can load it, the
+//! `modprobe` that does; or the refusal), 2 bad usage.
 
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
