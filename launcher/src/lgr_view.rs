@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use smcrun_telemetry::reasons;
 use smcrun_telemetry::smc_genl::{Device, Link, LinkGroup, LinkGroupSmcd, SmcGenl};
 use smcrun_telemetry::Error;
+use smcrun_views::netns;
 
 use crate::viewfmt::{self, ifname, Align, Table};
 
@@ -48,17 +49,6 @@ fn blank(s: &str) -> String {
     } else {
         s.to_string()
     }
-}
-
-/// The SMC-R link groups of this network namespace (all of them when the kernel does not say
-/// whose they are, or this kernel cannot tell our namespace's cookie).
-pub fn local_groups(all: Vec<LinkGroup>, cookie: Option<u64>) -> Vec<LinkGroup> {
-    all.into_iter()
-        .filter(|g| match (g.net_cookie, cookie) {
-            (Some(theirs), Some(ours)) => theirs == ours,
-            _ => true,
-        })
-        .collect()
 }
 
 fn link_json(g: &LinkGroup, l: &Link) -> Value {
@@ -220,7 +210,7 @@ pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
     let read = || -> Result<(Vec<LinkGroup>, Vec<LinkGroupSmcd>), Error> {
         let c = open()?;
         Ok((
-            local_groups(c.link_groups()?, viewfmt::netns_cookie()),
+            netns::local_groups(c.link_groups()?, netns::cookie()),
             c.link_groups_smcd()?,
         ))
     };
@@ -297,7 +287,7 @@ pub fn links_table(groups: &[LinkGroup]) -> Table {
 /// Run `smcrun link`.
 pub fn link(a: &JsonArgs) -> ExitCode {
     let groups = match open().and_then(|c| c.link_groups()) {
-        Ok(g) => local_groups(g, viewfmt::netns_cookie()),
+        Ok(g) => netns::local_groups(g, netns::cookie()),
         Err(e) => return viewfmt::refused(&e),
     };
     if a.json {
@@ -554,16 +544,6 @@ mod tests {
             links[1].contains("ACTIVE") && links[1].contains("rxe_lo"),
             "{links:?}"
         );
-    }
-
-    #[test]
-    fn groups_of_other_namespaces_are_left_out() {
-        let mut groups = parse_link_groups(&fixture("smc_GET_LGR_SMCR")).unwrap();
-        let n = groups.len();
-        let cookie = groups[0].net_cookie.expect("6.12 sends the netns cookie");
-        groups[0].net_cookie = Some(cookie + 1);
-        assert_eq!(local_groups(groups.clone(), Some(cookie)).len(), n - 1);
-        assert_eq!(local_groups(groups, None).len(), n);
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod capture;
 mod config;
 mod demo;
 mod exec;
+mod exporter;
 mod lgr_view;
 mod monitor;
 mod owners;
@@ -84,6 +85,11 @@ enum Command {
     Ps(procs::PsArgs),
     /// One program's connections under smcrun, each with its mode and why it was not SMC.
     Why(procs::WhyArgs),
+    /// Serve the SMC metrics to Prometheus over HTTP (127.0.0.1:9609), or write them as a
+    /// node_exporter textfile (--textfile DIR).
+    Exporter(exporter::ExporterArgs),
+    /// Print one scrape of the SMC metrics (Prometheus text format).
+    Metrics(exporter::MetricsArgs),
     /// Check a policy: which rule a program's connect or bind matches, and the action.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCommand),
@@ -141,5 +147,7 @@ fn main() -> ExitCode {
         (Some(Command::Policy(c)), None) => policy_cmd::run(c),
         (Some(Command::Ps(a)), None) => procs::ps(&a),
         (Some(Command::Why(a)), None) => procs::why(&a),
+        (Some(Command::Exporter(a)), None) => exporter::exporter(&a),
+        (Some(Command::Metrics(a)), None) => exporter::metrics(&a),
     }
 }

@@ -19,6 +19,7 @@ use smcrun_telemetry::uverbs::{self, Limits};
 use smcrun_telemetry::Error;
 
 use crate::viewfmt::{self, Align, Table, EXIT_KERNEL};
+use smcrun_views::rdma::{max, used};
 
 /// `smcrun rdma` arguments.
 #[derive(Args, Debug)]
@@ -149,27 +150,6 @@ pub fn objects_table(objects: &[Object]) -> Table {
         ]);
     }
     t
-}
-
-/// The used count of `kind` in a summary (0 when the kernel did not list the type).
-pub fn used(s: &ResourceSummary, kind: ResourceKind) -> Option<u64> {
-    s.counts
-        .iter()
-        .find(|(name, _)| name == kind.name())
-        .map(|(_, n)| *n)
-}
-
-/// The device limit of `kind` (CM ids and contexts have none).
-pub fn max(l: Option<&Limits>, kind: ResourceKind) -> Option<u32> {
-    let l = l?;
-    match kind {
-        ResourceKind::Qp => Some(l.max_qp),
-        ResourceKind::Cq => Some(l.max_cq),
-        ResourceKind::Mr => Some(l.max_mr),
-        ResourceKind::Pd => Some(l.max_pd),
-        ResourceKind::Srq => Some(l.max_srq),
-        ResourceKind::CmId | ResourceKind::Ctx => None,
-    }
 }
 
 /// The summary line of one device, used/max per type as in seed 002's `rdma res show`:

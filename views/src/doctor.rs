@@ -1,0 +1,1 @@
+//! `smcrun doctor`: host facts and live counters as checks.
