@@ -8,6 +8,7 @@ mod admin;
 mod capture;
 mod config;
 mod demo;
+mod doctor_cmd;
 mod exec;
 mod exporter;
 mod lgr_view;
@@ -90,6 +91,9 @@ enum Command {
     Exporter(exporter::ExporterArgs),
     /// Print one scrape of the SMC metrics (Prometheus text format).
     Metrics(exporter::MetricsArgs),
+    /// Check this host for SMC (kernel, modules, RDMA, UEID, PNET, sysctls, the live counters)
+    /// and, with `-- PROGRAM`, whether smcrun can reach the program; one line of advice each.
+    Doctor(doctor_cmd::DoctorArgs),
     /// Check a policy: which rule a program's connect or bind matches, and the action.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCommand),
@@ -149,5 +153,6 @@ fn main() -> ExitCode {
         (Some(Command::Why(a)), None) => procs::why(&a),
         (Some(Command::Exporter(a)), None) => exporter::exporter(&a),
         (Some(Command::Metrics(a)), None) => exporter::metrics(&a),
+        (Some(Command::Doctor(a)), None) => doctor_cmd::run(&a),
     }
 }

@@ -57,6 +57,21 @@ impl Availability {
         )
     }
 
+    /// Why the kernel does not have `module` and cannot get it, for [`Availability::impossible`]
+    /// states ("it is not built in, and the kernel has no module support ..."); `None` otherwise.
+    pub fn why_impossible(&self, module: &str) -> Option<String> {
+        match self {
+            Availability::NotBuilt { release } => Some(format!(
+                "it is not built in and /lib/modules/{release}/ has no `{module}` module"
+            )),
+            Availability::NoModuleSupport => Some(
+                "it is not built in, and the kernel has no module support (no /proc/modules) to load it"
+                    .to_string(),
+            ),
+            _ => None,
+        }
+    }
+
     /// One clause saying why `module` is not there and what to do, for an error that found the
     /// kernel interface missing: "the kernel module `smc` is not loaded; load it with `modprobe
     /// smc` (as root)" only where that is true.
@@ -70,11 +85,9 @@ impl Availability {
                  is this a network namespace or a kernel where it is disabled?",
                 if *self == Availability::Loaded { "loaded" } else { "built in" }
             ),
-            Availability::NotBuilt { release } => format!(
-                "this kernel ({release}) has no `{module}`: it is not built in and /lib/modules/{release}/ has no such module; it needs a kernel built with it"
-            ),
-            Availability::NoModuleSupport => format!(
-                "this kernel has no `{module}`: it is not built in, and the kernel has no module support (no /proc/modules) to load it; it needs a kernel built with it"
+            Availability::NotBuilt { .. } | Availability::NoModuleSupport => format!(
+                "this kernel has no `{module}`: {}; it needs a kernel built with it",
+                self.why_impossible(module).unwrap_or_default()
             ),
             Availability::LoadingDisabled => format!(
                 "the kernel module `{module}` is not loaded, and module loading is switched off until the next boot (kernel.modules_disabled = 1)"

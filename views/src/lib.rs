@@ -44,6 +44,18 @@ pub(crate) mod fixtures {
         );
         std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
     }
+
+    /// A snapshot of a capture phase, as the kernel gave it (no verbs limits in a capture), with
+    /// an empty list of programs.
+    pub fn snapshot(phase: &str) -> crate::snapshot::Snapshot {
+        let dir = format!(
+            "{}/../telemetry/tests/fixtures/{phase}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut s = crate::snapshot::replay(std::path::Path::new(&dir));
+        s.processes = crate::snapshot::Part::Read(crate::snapshot::Processes::default());
+        s
+    }
 }
 
 #[cfg(test)]

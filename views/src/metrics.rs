@@ -663,20 +663,9 @@ fn ifname(index: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::snapshot as captured;
     use crate::snapshot::{Part, Processes};
     use smcrun_telemetry::uverbs::Limits;
-
-    /// A snapshot of a capture phase, as the kernel gave it (no verbs limits in the capture),
-    /// with an empty list of programs.
-    pub(crate) fn captured(phase: &str) -> Snapshot {
-        let dir = format!(
-            "{}/../telemetry/tests/fixtures/{phase}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let mut s = crate::snapshot::replay(std::path::Path::new(&dir));
-        s.processes = Part::Read(Processes::default());
-        s
-    }
 
     /// (labels, value) of every sample of family `name` in the text.
     fn samples(text: &str, name: &str) -> Vec<(String, f64)> {
