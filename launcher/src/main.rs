@@ -21,6 +21,7 @@ mod rdma_view;
 mod signals;
 mod stats_view;
 mod sysctl;
+mod systemd;
 mod viewfmt;
 mod views;
 
@@ -94,6 +95,11 @@ enum Command {
     /// Check this host for SMC (kernel, modules, RDMA, UEID, PNET, sysctls, the live counters)
     /// and, with `-- PROGRAM`, whether smcrun can reach the program; one line of advice each.
     Doctor(doctor_cmd::DoctorArgs),
+    /// Run a systemd service under smcrun: a drop-in wraps its ExecStart (then run
+    /// `systemctl daemon-reload` and restart it).
+    Enable(systemd::EnableArgs),
+    /// Remove `smcrun enable`'s drop-in from a systemd service.
+    Disable(systemd::DisableArgs),
     /// Check a policy: which rule a program's connect or bind matches, and the action.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCommand),
@@ -154,5 +160,7 @@ fn main() -> ExitCode {
         (Some(Command::Exporter(a)), None) => exporter::exporter(&a),
         (Some(Command::Metrics(a)), None) => exporter::metrics(&a),
         (Some(Command::Doctor(a)), None) => doctor_cmd::run(&a),
+        (Some(Command::Enable(a)), None) => systemd::enable(&a),
+        (Some(Command::Disable(a)), None) => systemd::disable(&a),
     }
 }
