@@ -225,26 +225,24 @@ pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
         }));
     }
     if groups.is_empty() && smcd.is_empty() {
-        println!("no SMC link groups");
-        return ExitCode::SUCCESS;
+        return viewfmt::print_lines(["no SMC link groups"]);
     }
+    let mut out = Vec::new();
     if a.details {
         for (i, g) in groups.iter().enumerate() {
             if i > 0 {
-                println!();
+                out.push(String::new());
             }
-            for l in group_details(g) {
-                println!("{l}");
-            }
+            out.extend(group_details(g));
         }
     } else if !groups.is_empty() {
-        groups_table(&groups).print();
+        out.extend(groups_table(&groups).render());
     }
     if !smcd.is_empty() {
-        println!("\nSMC-D link groups");
-        smcd_table(&smcd).print();
+        out.push("\nSMC-D link groups".to_string());
+        out.extend(smcd_table(&smcd).render());
     }
-    ExitCode::SUCCESS
+    viewfmt::print_lines(out)
 }
 
 /// `smcr linkgroup link-show` columns: one row per link.
@@ -299,11 +297,10 @@ pub fn link(a: &JsonArgs) -> ExitCode {
     }
     let t = links_table(&groups);
     if t.is_empty() {
-        println!("no SMC-R links");
+        viewfmt::print_lines(["no SMC-R links"])
     } else {
-        t.print();
+        t.print()
     }
-    ExitCode::SUCCESS
 }
 
 fn device_json(d: &Device) -> Value {
@@ -405,16 +402,16 @@ pub fn device(a: &JsonArgs) -> ExitCode {
         }));
     }
     let r = devices_table(&smcr);
-    if r.is_empty() {
-        println!("no SMC-R devices (add one with `smcrun setup soft-roce` on a host without RDMA hardware)");
+    let mut out = if r.is_empty() {
+        vec!["no SMC-R devices (add one with `smcrun setup soft-roce` on a host without RDMA hardware)".to_string()]
     } else {
-        r.print();
-    }
+        r.render()
+    };
     if !smcd.is_empty() {
-        println!("\nSMC-D devices");
-        smcd_devices_table(&smcd).print();
+        out.push("\nSMC-D devices".to_string());
+        out.extend(smcd_devices_table(&smcd).render());
     }
-    ExitCode::SUCCESS
+    viewfmt::print_lines(out)
 }
 
 /// Run `smcrun info`.
@@ -448,10 +445,7 @@ pub fn info(a: &JsonArgs) -> ExitCode {
     if a.json {
         return viewfmt::print_json(&v);
     }
-    for l in info_text(&v) {
-        println!("{l}");
-    }
-    ExitCode::SUCCESS
+    viewfmt::print_lines(info_text(&v))
 }
 
 /// The text of `smcrun info` from its JSON.

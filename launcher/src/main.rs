@@ -20,12 +20,13 @@ mod procs;
 mod rdma_view;
 mod signals;
 mod stats_view;
+mod suggest;
 mod sysctl;
 mod systemd;
 mod viewfmt;
 mod views;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -103,6 +104,17 @@ enum Command {
     /// Check a policy: which rule a program's connect or bind matches, and the action.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCommand),
+    /// Print a shell completion script: smcrun completions bash > /etc/bash_completion.d/smcrun
+    Completions {
+        /// bash, zsh, fish (or elvish, powershell).
+        shell: clap_complete::Shell,
+    },
+    /// Hidden: write the man pages (smcrun.1 and one per subcommand) into DIR.
+    #[command(hide = true, name = "__man")]
+    Man {
+        /// Directory to write the pages into.
+        dir: std::path::PathBuf,
+    },
     /// Hidden: save the kernel's raw netlink replies as test fixtures.
     #[command(hide = true, name = "__capture")]
     Capture(capture::CaptureArgs),
@@ -115,6 +127,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    viewfmt::install_stdout_guard();
     let args: Vec<OsString> = std::env::args_os().collect();
     let (head, forced) = exec::split_forced_command(&args);
     let cli = match Cli::try_parse_from(head) {
@@ -125,17 +138,51 @@ fn main() -> ExitCode {
         }
     };
     match (cli.command, forced) {
-        (None, Some(cmd)) | (Some(Command::Run(cmd)), None) => match config::resolve(&cli.run) {
+        (None, Some(cmd)) => match config::resolve(&cli.run) {
             Ok(opts) => exec::run(&opts, cmd),
             Err(code) => code,
         },
+        (Some(Command::Run(cmd)), None) => {
+            let cli_cmd = Cli::command();
+            let subs: Vec<&str> = cli_cmd
+                .get_subcommands()
+                .filter(|s| !s.is_hide_set())
+                .map(|s| s.get_name())
+                .collect();
+            if let Some(code) = suggest::before_run(&cmd, &subs) {
+                return code;
+            }
+            match config::resolve(&cli.run) {
+                Ok(opts) => exec::run(&opts, cmd),
+                Err(code) => code,
+            }
+        }
         (Some(_), Some(_)) => {
             eprintln!("smcrun: a subcommand and `-- COMMAND` cannot be combined");
             ExitCode::from(2)
         }
         (None, None) => {
-            eprintln!("smcrun: no command given\nusage: smcrun [OPTIONS] [--] COMMAND [ARGS...]\n       smcrun demo | setup | ueid | pnet ... (see smcrun --help)");
+            eprintln!(
+                "smcrun: no command given\n\n{}",
+                Cli::command().render_help()
+            );
             ExitCode::from(2)
+        }
+        (Some(Command::Completions { shell }), None) => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "smcrun", &mut out);
+            viewfmt::write_stdout(&out)
+        }
+        (Some(Command::Man { dir }), None) => {
+            match std::fs::create_dir_all(&dir)
+                .and_then(|()| clap_mangen::generate_to(Cli::command(), &dir))
+            {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("smcrun __man: {}: {e}", dir.display());
+                    ExitCode::from(1)
+                }
+            }
         }
         (Some(Command::Demo(a)), None) => match config::resolve(&cli.run) {
             Ok(opts) => demo::run(&opts, &a),

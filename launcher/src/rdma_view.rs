@@ -297,25 +297,29 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
         }));
     }
     if sel.kind.is_none() && a.pid.is_none() && a.state.is_none() {
-        for (d, l) in devices.iter().zip(&limits) {
-            match shown.iter().find(|s| s.device_index == d.index) {
-                Some(s) => println!("{}  ({})", summary_line(s, l.as_ref()), port_text(d)),
-                None => println!("{}: no resource summary  ({})", d.name, port_text(d)),
-            }
-        }
-        if limits.iter().any(Option::is_none) {
-            println!("(used/max; max unknown where the device's verbs interface (ib_uverbs) does not answer)");
+        let mut out: Vec<String> = devices
+            .iter()
+            .zip(&limits)
+            .map(
+                |(d, l)| match shown.iter().find(|s| s.device_index == d.index) {
+                    Some(s) => format!("{}  ({})", summary_line(s, l.as_ref()), port_text(d)),
+                    None => format!("{}: no resource summary  ({})", d.name, port_text(d)),
+                },
+            )
+            .collect();
+        out.push(if limits.iter().any(Option::is_none) {
+            "(used/max; max unknown where the device's verbs interface (ib_uverbs) does not answer)"
+                .to_string()
         } else {
-            println!("(used/max; cm_id and ctx have no device maximum)");
-        }
-        return ExitCode::SUCCESS;
+            "(used/max; cm_id and ctx have no device maximum)".to_string()
+        });
+        return viewfmt::print_lines(out);
     }
     if objects.is_empty() {
-        println!("no matching RDMA objects");
+        viewfmt::print_lines(["no matching RDMA objects"])
     } else {
-        objects_table(&objects).print();
+        objects_table(&objects).print()
     }
-    ExitCode::SUCCESS
 }
 
 #[cfg(test)]

@@ -35,6 +35,24 @@ pub fn stdout_result(written: std::io::Result<()>) -> ExitCode {
     }
 }
 
+/// The last guard for output still written with `print!`/`println!` (std panics with "failed
+/// printing to stdout" when stdout is closed or full): a closed pipe ends quietly with success,
+/// any other failure is the one line of [`stdout_result`] and exit 1, never a panic (101).
+pub fn install_stdout_guard() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info.payload_as_str().unwrap_or("");
+        if let Some(why) = msg.strip_prefix("failed printing to stdout: ") {
+            if why.contains("Broken pipe") {
+                std::process::exit(0);
+            }
+            eprintln!("smcrun: cannot write to stdout: {why}");
+            std::process::exit(i32::from(EXIT_KERNEL));
+        }
+        default(info);
+    }));
+}
+
 /// Write `bytes` to stdout in one go (see [`stdout_result`]).
 pub fn write_stdout(bytes: &[u8]) -> ExitCode {
     let mut out = std::io::stdout().lock();
@@ -62,10 +80,11 @@ pub fn print_lines<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> ExitCod
     stdout_result(written)
 }
 
-/// Print one line now (the monitor's); false when stdout is gone and the caller should stop.
-pub fn emit_line(line: &str) -> bool {
+/// Print one line now (the monitor's); an error means the caller should stop (and end with
+/// [`stdout_result`]).
+pub fn emit_line(line: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}").and_then(|()| out.flush()).is_ok()
+    writeln!(out, "{line}").and_then(|()| out.flush())
 }
 
 /// A counter in smc-tools' short form: 4 significant digits and a decimal suffix

@@ -296,8 +296,7 @@ pub fn ss(a: &SsArgs) -> ExitCode {
             text.push_str(&owners::owners_text(owners_of(s)));
         }
     }
-    print_lines([text]);
-    ExitCode::SUCCESS
+    print_lines([text])
 }
 
 #[cfg(test)]
