@@ -816,7 +816,7 @@ mod tests {
             .contains("IPPROTO_SMC (--mode inet, 6.11+): yes"));
         assert!(by_id(&c, "kernel")
             .detail
-            .contains("IPv4-mapped IPv6 clients (6.14+): no"));
+            .contains("IPv4-mapped IPv6 clients over SMC-Rv2 (6.14+): no"));
         // 6.12 < 6.14: the Java advice.
         let j = by_id(&c, "ipv6-java");
         assert_eq!(j.status, Status::Warn);
