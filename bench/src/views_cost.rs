@@ -106,8 +106,8 @@ fn measure(args: &[&str]) -> (f64, f64) {
     (wall, ms(ru.ru_utime) + ms(ru.ru_stime))
 }
 
-/// CPU milliseconds (utime + stime) process `pid` has used.
-fn cpu_ms(pid: u32) -> f64 {
+/// CPU milliseconds (user, system) process `pid` has used.
+fn cpu_ms(pid: u32) -> (f64, f64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let rest = stat.rsplit_once(')').map_or("", |x| x.1);
     let f: Vec<f64> = rest
@@ -118,7 +118,8 @@ fn cpu_ms(pid: u32) -> f64 {
         .collect();
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    f.iter().sum::<f64>() * 1e3 / hz
+    let ms = |i: usize| f.get(i).copied().unwrap_or(0.0) * 1e3 / hz;
+    (ms(0), ms(1))
 }
 
 fn http_get(port: u16) -> String {
@@ -133,9 +134,9 @@ fn http_get(port: u16) -> String {
     out
 }
 
-/// One scrape's cost inside a running `smcrun exporter` (its CPU time over `n` scrapes, per
-/// scrape, and the mean wall time of a request), and how many sockets the last one counted.
-fn exporter_scrape_cost(n: u64) -> (f64, f64, f64) {
+/// One scrape's cost inside a running `smcrun exporter`: its CPU time (user, system) over `n`
+/// scrapes, per scrape, the mean wall time of a request, and how many sockets the last counted.
+fn exporter_scrape_cost(n: u64) -> ((f64, f64), f64, f64) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -164,7 +165,11 @@ fn exporter_scrape_cost(n: u64) -> (f64, f64, f64) {
         last = http_get(port);
     }
     let wall = t0.elapsed().as_secs_f64() * 1e3 / n as f64;
-    let cpu = (cpu_ms(child.id()) - before) / n as f64;
+    let after = cpu_ms(child.id());
+    let cpu = (
+        (after.0 - before.0) / n as f64,
+        (after.1 - before.1) / n as f64,
+    );
     let _ = child.kill();
     let _ = child.wait();
     let counted: f64 = last
@@ -247,9 +252,10 @@ fn main() {
         );
     }
 
-    let (per_scrape, wall, counted) = exporter_scrape_cost(runs.max(5) * 4);
+    let ((user, sys), wall, counted) = exporter_scrape_cost(runs.max(5) * 4);
     println!(
-        "smcrun exporter: one scrape {per_scrape:.2} ms CPU in the exporter, {wall:.1} ms wall (mean of {} scrapes); smc_sockets adds up to {counted}",
+        "smcrun exporter: one scrape {:.1} ms CPU in the exporter ({user:.1} user + {sys:.1} system), {wall:.1} ms wall (mean of {} scrapes); smc_sockets adds up to {counted}",
+        user + sys,
         runs.max(5) * 4
     );
 

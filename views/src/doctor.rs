@@ -525,11 +525,16 @@ fn buffers(tech: &str, t: &TechStats, h: &Host) -> Vec<Check> {
         Check::new(
             format!("rx-buffer-full:{tech}"),
             Status::Warn,
-            format!("receive buffer full in {} of {} receive requests ({} > {th})", pct(rx), t.rx_count, t.rx_buffers.full),
+            format!("receive buffer full {} times in {} receive requests: {} (threshold {th})", t.rx_buffers.full, t.rx_count, pct(rx)),
             format!("the programs read too slowly, or net.smc.rmem (now {}) is too small: raise it (`smcrun --sysctl net.smc.rmem=N`, for new connections)", cur("rmem")),
         )
     } else {
-        Check::new(format!("rx-buffer-full:{tech}"), Status::Pass, format!("receive buffer full in {} of {} receive requests (threshold {th})", pct(rx), t.rx_count), "")
+        Check::new(
+            format!("rx-buffer-full:{tech}"),
+            Status::Pass,
+            format!("receive buffer full {} times in {} receive requests: {} (threshold {th})", t.rx_buffers.full, t.rx_count, pct(rx)),
+            "",
+        )
     });
     let full = ratio(t.tx_buffers.full, t.tx_count);
     let small = ratio(t.tx_buffers.size_small, t.tx_count);
@@ -870,7 +875,7 @@ mod tests {
         let c = checks(&h);
         let rx = by_id(&c, "rx-buffer-full:smcr");
         assert_eq!(rx.status, Status::Warn);
-        assert!(rx.detail.contains("> 5.00%"), "{rx:?}");
+        assert!(rx.detail.ends_with("20.00% (threshold 5.00%)"), "{rx:?}");
         assert!(rx.advice.contains("net.smc.rmem (now 131072)"), "{rx:?}");
         let tx = by_id(&c, "tx-buffer:smcr");
         assert_eq!(tx.status, Status::Warn);
