@@ -866,16 +866,22 @@ mod tests {
     #[test]
     fn buffer_ratios_show_ratio_threshold_and_sysctl() {
         let mut h = vm_host("smcr");
+        let (mut t_rx_full, mut t_rx) = (0, 1);
         if let Part::Read(c) = &mut h.counters {
             let t = &mut c.stats.smcr;
             t.rx_buffers.full = t.rx_count / 5;
+            (t_rx_full, t_rx) = (t.rx_buffers.full, t.rx_count);
             t.tx_buffers.size_small = t.tx_count / 4;
             t.tx_buffers.full_peer = t.tx_count / 2;
         }
         let c = checks(&h);
         let rx = by_id(&c, "rx-buffer-full:smcr");
         assert_eq!(rx.status, Status::Warn);
-        assert!(rx.detail.ends_with("20.00% (threshold 5.00%)"), "{rx:?}");
+        let want = format!(
+            "{:.2}% (threshold 5.00%)",
+            (t_rx_full as f64) * 100.0 / t_rx as f64
+        );
+        assert!(rx.detail.ends_with(&want), "{rx:?}");
         assert!(rx.advice.contains("net.smc.rmem (now 131072)"), "{rx:?}");
         let tx = by_id(&c, "tx-buffer:smcr");
         assert_eq!(tx.status, Status::Warn);
