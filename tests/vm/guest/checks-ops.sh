@@ -145,6 +145,8 @@ check_ops_exporter() {
 #     IPv6/Java advice of a kernel before 6.14; a dynamically linked program is reachable.
 check_ops_doctor() {
     need_setup
+    # Traffic first, so that the counter rows have something to judge.
+    smcrun demo --connections 2 --bytes 256k > /dev/null 2>&1 || fail "smcrun demo failed before doctor"
     smcrun doctor --json > /tmp/ops.doc
     rc=$?
     smcrun doctor > /tmp/ops.doc.txt
@@ -229,12 +231,13 @@ check_ops_scale() {
 check_ops_reload() {
     need_setup
     port=9611
+    smcrun demo --connections 1 --bytes 64k > /dev/null 2>&1 || fail "smcrun demo failed before the unload"
     exporter_up $port
     epid=$(cat /tmp/check.pids | tail -n1)
     scrape /tmp/rl.m0 $port
     [ "$(mval /tmp/rl.m0 smc_up)" = 1 ] || fail "smc_up is not 1 before the unload"
     before=$(mval /tmp/rl.m0 'smc_connections_total{technology="smcr",role="client",version="v2"}')
-    [ "$before" -gt 0 ] || fail "no SMC-R connections counted before the unload (the other checks made some)"
+    [ "$before" -gt 0 ] || fail "no SMC-R connections counted before the unload, after a demo"
     i=0
     while ! { rmmod smc_diag 2> /dev/null || ! grep -q '^smc_diag ' /proc/modules; } || ! rmmod smc 2> /tmp/rl.rmmod; do
         i=$((i + 1))
