@@ -9,7 +9,7 @@
 //! `smcrun --version` is measured too: the cost of starting the program, which every run pays;
 //! and one scrape of the Prometheus exporter: the CPU a running `smcrun exporter` spends per
 //! `GET /metrics` (its utime + stime over many scrapes), with the sockets the scrape counted.
-//! `smcrun` is found on PATH.
+//! `smcrun` is found on PATH (`VIEWS_COST_SMCRUN=NAME` measures another build).
 
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -77,12 +77,17 @@ fn raise_fd_limit(need: u64) {
     }
 }
 
+/// The smcrun to measure: `$VIEWS_COST_SMCRUN` (e.g. an older build, for an A/B), else `smcrun`.
+fn smcrun() -> String {
+    std::env::var("VIEWS_COST_SMCRUN").unwrap_or_else(|_| "smcrun".to_string())
+}
+
 /// Wall and CPU milliseconds of one run of `smcrun ARGS` (output discarded).
 // The child is reaped by wait4, which also gives its CPU time (std's wait would not).
 #[allow(clippy::zombie_processes)]
 fn measure(args: &[&str]) -> (f64, f64) {
     let t0 = Instant::now();
-    let child = Command::new("smcrun")
+    let child = Command::new(smcrun())
         .args(args)
         .stdout(Stdio::null())
         .spawn()
@@ -141,7 +146,7 @@ fn exporter_scrape_cost(n: u64) -> ((f64, f64), f64, f64) {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .unwrap_or(19609);
-    let mut child = Command::new("smcrun")
+    let mut child = Command::new(smcrun())
         .args(["exporter", "--listen", &format!("127.0.0.1:{port}")])
         .stderr(Stdio::null())
         .spawn()
