@@ -141,13 +141,14 @@ fn http_get(port: u16) -> String {
 
 /// One scrape's cost inside a running `smcrun exporter`: its CPU time (user, system) over `n`
 /// scrapes, per scrape, the mean wall time of a request, and how many sockets the last counted.
-fn exporter_scrape_cost(n: u64) -> ((f64, f64), f64, f64) {
+fn exporter_scrape_cost(n: u64, extra: &[&str]) -> ((f64, f64), f64, f64) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .unwrap_or(19609);
     let mut child = Command::new(smcrun())
         .args(["exporter", "--listen", &format!("127.0.0.1:{port}")])
+        .args(extra)
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| {
@@ -257,12 +258,15 @@ fn main() {
         );
     }
 
-    let ((user, sys), wall, counted) = exporter_scrape_cost(runs.max(5) * 4);
-    println!(
-        "smcrun exporter: one scrape {:.1} ms CPU in the exporter ({user:.1} user + {sys:.1} system), {wall:.1} ms wall (mean of {} scrapes); smc_sockets adds up to {counted}",
-        user + sys,
-        runs.max(5) * 4
-    );
+    for extra in [&[][..], &["--no-sockets"]] {
+        let ((user, sys), wall, counted) = exporter_scrape_cost(runs.max(5) * 4, extra);
+        println!(
+            "smcrun exporter{}: one scrape {:.1} ms CPU in the exporter ({user:.1} user + {sys:.1} system), {wall:.1} ms wall (mean of {} scrapes); smc_sockets adds up to {counted}",
+            extra.iter().map(|a| format!(" {a}")).collect::<String>(),
+            user + sys,
+            runs.max(5) * 4
+        );
+    }
 
     let count = ticks.to_string();
     let (mut base, mut full) = (Vec::new(), Vec::new());

@@ -52,6 +52,10 @@ pub struct ExporterArgs {
     /// Write the textfile once and exit (for cron).
     #[arg(long, requires = "textfile")]
     once: bool,
+    /// Leave out the SMC socket census (`smc_sockets`): on hosts with tens of thousands of SMC
+    /// sockets it is most of a scrape's cost (the kernel's smc_diag dump of every socket).
+    #[arg(long)]
+    no_sockets: bool,
 }
 
 /// `smcrun metrics` arguments.
@@ -62,17 +66,20 @@ pub struct MetricsArgs {
     replay: Option<PathBuf>,
 }
 
-/// What lasts across scrapes: the error count and where the runtime's reports are.
+/// What lasts across scrapes: the error count, where the runtime's reports are, and whether
+/// the socket census is on.
 struct Exporter {
     errors: AtomicU64,
     run_dir: PathBuf,
+    sockets: bool,
 }
 
 impl Exporter {
-    fn new() -> Exporter {
+    fn new(sockets: bool) -> Exporter {
         Exporter {
             errors: AtomicU64::new(0),
             run_dir: rundir::run_dir(),
+            sockets,
         }
     }
 
@@ -91,14 +98,17 @@ impl Exporter {
     /// Read the kernel and render.
     fn scrape(&self) -> Result<String, String> {
         let t0 = Instant::now();
-        let snap = snapshot::read(Some(&self.run_dir));
+        let snap = snapshot::read(snapshot::Reads {
+            run_dir: Some(&self.run_dir),
+            sockets: self.sockets,
+        });
         self.render(&snap, t0.elapsed().as_secs_f64())
     }
 }
 
 /// Run `smcrun metrics`.
 pub fn metrics(a: &MetricsArgs) -> ExitCode {
-    let e = Exporter::new();
+    let e = Exporter::new(true);
     let text = match &a.replay {
         Some(dir) => e.render(&snapshot::replay(dir), 0.0),
         None => e.scrape(),
@@ -114,17 +124,19 @@ pub fn metrics(a: &MetricsArgs) -> ExitCode {
 
 /// Run `smcrun exporter`.
 pub fn exporter(a: &ExporterArgs) -> ExitCode {
+    let exporter = Exporter::new(!a.no_sockets);
     match &a.textfile {
-        Some(dir) => textfile_loop(dir, a.interval.unwrap_or(15.0), a.once),
-        None => serve(a.listen.unwrap_or_else(|| {
-            DEFAULT_LISTEN
+        Some(dir) => textfile_loop(exporter, dir, a.interval.unwrap_or(15.0), a.once),
+        None => {
+            let default = DEFAULT_LISTEN
                 .parse()
-                .expect("DEFAULT_LISTEN is an address")
-        })),
+                .expect("DEFAULT_LISTEN is an address");
+            serve(exporter, a.listen.unwrap_or(default))
+        }
     }
 }
 
-fn serve(addr: SocketAddr) -> ExitCode {
+fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
     let server = match tiny_http::Server::http(addr) {
         Ok(s) => Arc::new(s),
         Err(e) => {
@@ -138,7 +150,7 @@ fn serve(addr: SocketAddr) -> ExitCode {
         "reachable from other hosts"
     };
     eprintln!("smcrun exporter: serving http://{addr}/metrics ({scope})");
-    let exporter = Arc::new(Exporter::new());
+    let exporter = Arc::new(exporter);
     let workers: Vec<_> = (0..WORKERS)
         .map(|_| {
             let (server, exporter) = (Arc::clone(&server), Arc::clone(&exporter));
@@ -190,8 +202,7 @@ fn answer(exporter: &Exporter, req: tiny_http::Request) {
     let _ = req.respond(response);
 }
 
-fn textfile_loop(dir: &Path, interval: f64, once: bool) -> ExitCode {
-    let exporter = Exporter::new();
+fn textfile_loop(exporter: Exporter, dir: &Path, interval: f64, once: bool) -> ExitCode {
     let dirfd = match open_dir(dir) {
         Ok(fd) => fd,
         Err(e) => {

@@ -213,7 +213,7 @@ pub fn exchange(request: &Request<'_>) -> Result<Vec<u8>, Error> {
             return Err(Error::malformed(what, "empty datagram before NLMSG_DONE"));
         }
         let mut finished = false;
-        for message in Messages::new(&datagram) {
+        for message in Messages::new(datagram) {
             let message = message.map_err(|d| Error::malformed(what, d))?;
             if message.sequence != sequence {
                 continue;
@@ -226,7 +226,7 @@ pub fn exchange(request: &Request<'_>) -> Result<Vec<u8>, Error> {
                 Control::Bad(detail) => return Err(Error::malformed(what, detail)),
             }
         }
-        raw.extend_from_slice(&datagram);
+        raw.extend_from_slice(datagram);
         if finished {
             return Ok(raw);
         }

@@ -717,7 +717,10 @@ impl Host {
         let ib_core = kmod::availability("ib_core");
         let af_smc = probe(43, 0);
         let ipproto_smc = probe(libc::AF_INET, 256);
-        let snap = snapshot::read(None);
+        let snap = snapshot::read(snapshot::Reads {
+            run_dir: None,
+            sockets: false,
+        });
         let pnet = match pnet::Pnet::open().and_then(|p| p.show()) {
             Ok(r) => Part::Read(r),
             Err(e) if e.is_module_missing() => Part::Absent(e.to_string()),

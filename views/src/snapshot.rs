@@ -285,8 +285,19 @@ pub fn replay(dir: &Path) -> Snapshot {
     }
 }
 
-/// Read a snapshot from the running kernel; the per-process reports from `run_dir` when given.
-pub fn read(run_dir: Option<&Path>) -> Snapshot {
+/// What [`read`] reads besides the always-read parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reads<'a> {
+    /// The per-process reports' directory (`None`: no per-process part).
+    pub run_dir: Option<&'a Path>,
+    /// The SMC socket census (smc_diag dumps every socket: with tens of thousands of sockets
+    /// this is most of a scrape's cost, nearly all of it in the kernel).
+    pub sockets: bool,
+}
+
+/// Read a snapshot from the running kernel, with the optional parts `reads` asks for.
+pub fn read(reads: Reads<'_>) -> Snapshot {
+    let run_dir = reads.run_dir;
     let (counters, info, topology) = match SmcGenl::open() {
         Ok(c) => (
             Part::from_result(read_counters(&c)),
@@ -301,8 +312,11 @@ pub fn read(run_dir: Option<&Path>) -> Snapshot {
             (p.map_err(), p.map_err(), p.map_err())
         }
     };
-    let sockets =
-        Part::from_result(sock_diag::dump_raw(0).and_then(|raw| sock_diag::parse_states(&raw)));
+    let sockets = if reads.sockets {
+        Part::from_result(sock_diag::dump_raw(0).and_then(|raw| sock_diag::parse_states(&raw)))
+    } else {
+        Part::Absent("the socket census is off (--no-sockets)".into())
+    };
     let rdma = Part::from_result(read_rdma());
     let processes = match run_dir {
         Some(dir) if dir.is_dir() => {
