@@ -8,6 +8,12 @@
 # shellcheck disable=SC2015,SC2086,SC2016,SC2154
 
 OPS_PORT=9609
+# Watchdog seconds (checks.sh's run_check reads these): these checks start many programs, each
+# slow under TCG on a loaded host (ops-exporter took 36-66 s).
+CHECK_LIMIT_ops_exporter=180
+CHECK_LIMIT_ops_doctor=120
+CHECK_LIMIT_ops_textfile=150
+CHECK_LIMIT_ops_scale=150
 
 # mval FILE SERIES: the value of exactly that series (name{labels} as the exporter writes it)
 mval() {
