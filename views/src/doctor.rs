@@ -514,71 +514,61 @@ fn pct(r: f64) -> String {
     format!("{:.2}%", r * 100.0)
 }
 
-/// The buffer checks of one technology that saw traffic.
+/// The buffer checks of one technology that saw traffic: each a warning with its advice above
+/// the threshold, else a pass with the same figures.
 fn buffers(tech: &str, t: &TechStats, h: &Host) -> Vec<Check> {
     let cur = |k: &str| sysctl_value(h, k).map_or_else(|| "?".to_string(), String::from);
     let ratio = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
     let th = pct(BUFFER_RATIO_WARN);
-    let mut out = Vec::new();
+    let row = |id: &str, worst: f64, detail: String, advice: String| {
+        let warn = worst > BUFFER_RATIO_WARN;
+        Check::new(
+            format!("{id}:{tech}"),
+            if warn { Status::Warn } else { Status::Pass },
+            detail,
+            if warn { advice } else { String::new() },
+        )
+    };
     let rx = ratio(t.rx_buffers.full, t.rx_count);
-    out.push(if rx > BUFFER_RATIO_WARN {
-        Check::new(
-            format!("rx-buffer-full:{tech}"),
-            Status::Warn,
-            format!("receive buffer full {} times in {} receive requests: {} (threshold {th})", t.rx_buffers.full, t.rx_count, pct(rx)),
-            format!("the programs read too slowly, or net.smc.rmem (now {}) is too small: raise it (`smcrun --sysctl net.smc.rmem=N`, for new connections)", cur("rmem")),
-        )
-    } else {
-        Check::new(
-            format!("rx-buffer-full:{tech}"),
-            Status::Pass,
-            format!("receive buffer full {} times in {} receive requests: {} (threshold {th})", t.rx_buffers.full, t.rx_count, pct(rx)),
-            "",
-        )
-    });
     let full = ratio(t.tx_buffers.full, t.tx_count);
     let small = ratio(t.tx_buffers.size_small, t.tx_count);
-    out.push(if full.max(small) > BUFFER_RATIO_WARN {
-        Check::new(
-            format!("tx-buffer:{tech}"),
-            Status::Warn,
-            format!(
-                "send buffer full in {}, too small in {} of {} send requests (threshold {th})",
-                pct(full),
-                pct(small),
-                t.tx_count
-            ),
-            format!(
-                "raise net.smc.wmem (now {}): `smcrun --sysctl net.smc.wmem=N` (new connections)",
-                cur("wmem")
-            ),
-        )
-    } else {
-        Check::new(
-            format!("tx-buffer:{tech}"),
-            Status::Pass,
-            format!(
-                "send buffer full in {}, too small in {} of {} send requests (threshold {th})",
-                pct(full),
-                pct(small),
-                t.tx_count
-            ),
-            "",
-        )
-    });
     let rfull = ratio(t.tx_buffers.full_peer, t.tx_count);
     let rsmall = ratio(t.tx_buffers.size_small_peer, t.tx_count);
-    out.push(if rfull.max(rsmall) > BUFFER_RATIO_WARN {
-        Check::new(
-            format!("peer-buffer:{tech}"),
-            Status::Warn,
-            format!("the peer's receive buffer was full in {}, too small in {} of {} send requests (threshold {th})", pct(rfull), pct(rsmall), t.tx_count),
-            "raise net.smc.rmem on the peers (or make them read faster)",
-        )
-    } else {
-        Check::new(format!("peer-buffer:{tech}"), Status::Pass, format!("the peer's receive buffer full in {}, too small in {} of {} send requests (threshold {th})", pct(rfull), pct(rsmall), t.tx_count), "")
-    });
-    out
+    vec![
+        row(
+            "rx-buffer-full",
+            rx,
+            format!(
+                "receive buffer full {} times in {} receive requests: {} (threshold {th})",
+                t.rx_buffers.full,
+                t.rx_count,
+                pct(rx)
+            ),
+            format!("the programs read too slowly, or net.smc.rmem (now {}) is too small: raise it (`smcrun --sysctl net.smc.rmem=N`, for new connections)", cur("rmem")),
+        ),
+        row(
+            "tx-buffer",
+            full.max(small),
+            format!(
+                "send buffer full in {}, too small in {} of {} send requests (threshold {th})",
+                pct(full),
+                pct(small),
+                t.tx_count
+            ),
+            format!("raise net.smc.wmem (now {}): `smcrun --sysctl net.smc.wmem=N` (new connections)", cur("wmem")),
+        ),
+        row(
+            "peer-buffer",
+            rfull.max(rsmall),
+            format!(
+                "the peer's receive buffer was full in {}, too small in {} of {} send requests (threshold {th})",
+                pct(rfull),
+                pct(rsmall),
+                t.tx_count
+            ),
+            "raise net.smc.rmem on the peers (or make them read faster)".to_string(),
+        ),
+    ]
 }
 
 fn fallbacks(c: &Counters) -> Check {

@@ -388,6 +388,27 @@ fn info(f: &mut Families, i: &Info) {
     }
 }
 
+/// A link group's buffer memory, where the kernel reports it.
+fn group_buffers(f: &mut Families, tech: &str, id: &str, sndbuf: Option<u64>, rmb: Option<u64>) {
+    let l = [("technology", tech), ("link_group", id)];
+    if let Some(b) = sndbuf {
+        f.gauge(
+            "smc_link_group_sndbuf_bytes",
+            "Bytes of send buffers the link group holds",
+            &l,
+            b as f64,
+        );
+    }
+    if let Some(b) = rmb {
+        f.gauge(
+            "smc_link_group_rmb_bytes",
+            "Bytes of receive buffers (SMC-R RMBs, SMC-D DMBs) the link group holds",
+            &l,
+            b as f64,
+        );
+    }
+}
+
 fn topology(f: &mut Families, t: &Topology) {
     for (tech, n) in [
         ("smcr", t.link_groups.len()),
@@ -415,23 +436,7 @@ fn topology(f: &mut Families, t: &Topology) {
             ],
             f64::from(g.conns),
         );
-        let l = [("technology", "smcr"), ("link_group", id.as_str())];
-        if let Some(b) = g.sndbuf_alloc {
-            f.gauge(
-                "smc_link_group_sndbuf_bytes",
-                "Bytes of send buffers the link group holds",
-                &l,
-                b as f64,
-            );
-        }
-        if let Some(b) = g.rmb_alloc {
-            f.gauge(
-                "smc_link_group_rmb_bytes",
-                "Bytes of receive buffers (SMC-R RMBs, SMC-D DMBs) the link group holds",
-                &l,
-                b as f64,
-            );
-        }
+        group_buffers(f, "smcr", &id, g.sndbuf_alloc, g.rmb_alloc);
         for link in &g.links {
             let link_id = link.id.to_string();
             let port = link.ib_port.to_string();
@@ -474,23 +479,7 @@ fn topology(f: &mut Families, t: &Topology) {
             &[("technology", "smcd"), ("link_group", &id)],
             f64::from(g.conns),
         );
-        let l = [("technology", "smcd"), ("link_group", id.as_str())];
-        if let Some(b) = g.sndbuf_alloc {
-            f.gauge(
-                "smc_link_group_sndbuf_bytes",
-                "Bytes of send buffers the link group holds",
-                &l,
-                b as f64,
-            );
-        }
-        if let Some(b) = g.dmb_alloc {
-            f.gauge(
-                "smc_link_group_rmb_bytes",
-                "Bytes of receive buffers (SMC-R RMBs, SMC-D DMBs) the link group holds",
-                &l,
-                b as f64,
-            );
-        }
+        group_buffers(f, "smcd", &id, g.sndbuf_alloc, g.dmb_alloc);
     }
     for (tech, devs) in [("smcr", &t.smcr_devices), ("smcd", &t.smcd_devices)] {
         for d in devs {

@@ -449,38 +449,31 @@ fn doctor_on_this_host() {
         assert_eq!(by_id("smc-rv2")["status"], "skip");
     }
     // A program LD_PRELOAD cannot reach fails its row; a dynamic one passes.
-    let busybox = ["/bin/busybox", "/usr/bin/busybox"]
-        .into_iter()
-        .find(|p| Path::new(p).exists());
-    if let Some(b) = busybox {
+    let program_row = |prog: &[&str]| {
         let mut c = smcrun();
-        c.args(["doctor", "--json", "--", b, "true"]);
+        c.args(["doctor", "--json", "--"]).args(prog);
         let (json, _, _) = run(c);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        let p = v["checks"]
+        v["checks"]
             .as_array()
             .unwrap()
             .iter()
             .find(|c| c["id"] == "program")
             .unwrap()
-            .clone();
+            .clone()
+    };
+    let busybox = ["/bin/busybox", "/usr/bin/busybox"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    if let Some(b) = busybox {
+        let p = program_row(&[b, "true"]);
         assert_eq!(p["status"], "fail", "{p}");
         assert!(
             p["detail"].as_str().unwrap().contains("statically linked"),
             "{p}"
         );
     }
-    let mut c = smcrun();
-    c.args(["doctor", "--json", "--", "sh", "-c", "true"]);
-    let (json, _, _) = run(c);
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let p = v["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "program")
-        .unwrap()
-        .clone();
+    let p = program_row(&["sh", "-c", "true"]);
     assert_eq!(p["status"], "pass", "{p}");
 }
 
