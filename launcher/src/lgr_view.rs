@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use smcrun_telemetry::reasons;
 use smcrun_telemetry::smc_genl::{Device, Link, LinkGroup, LinkGroupSmcd, SmcGenl};
 use smcrun_telemetry::Error;
+use smcrun_views::netns;
 
 use crate::viewfmt::{self, ifname, Align, Table};
 
@@ -48,17 +49,6 @@ fn blank(s: &str) -> String {
     } else {
         s.to_string()
     }
-}
-
-/// The SMC-R link groups of this network namespace (all of them when the kernel does not say
-/// whose they are, or this kernel cannot tell our namespace's cookie).
-pub fn local_groups(all: Vec<LinkGroup>, cookie: Option<u64>) -> Vec<LinkGroup> {
-    all.into_iter()
-        .filter(|g| match (g.net_cookie, cookie) {
-            (Some(theirs), Some(ours)) => theirs == ours,
-            _ => true,
-        })
-        .collect()
 }
 
 fn link_json(g: &LinkGroup, l: &Link) -> Value {
@@ -220,7 +210,7 @@ pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
     let read = || -> Result<(Vec<LinkGroup>, Vec<LinkGroupSmcd>), Error> {
         let c = open()?;
         Ok((
-            local_groups(c.link_groups()?, viewfmt::netns_cookie()),
+            netns::local_groups(c.link_groups()?, netns::cookie()),
             c.link_groups_smcd()?,
         ))
     };
@@ -235,26 +225,24 @@ pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
         }));
     }
     if groups.is_empty() && smcd.is_empty() {
-        println!("no SMC link groups");
-        return ExitCode::SUCCESS;
+        return viewfmt::print_lines(["no SMC link groups"]);
     }
+    let mut out = Vec::new();
     if a.details {
         for (i, g) in groups.iter().enumerate() {
             if i > 0 {
-                println!();
+                out.push(String::new());
             }
-            for l in group_details(g) {
-                println!("{l}");
-            }
+            out.extend(group_details(g));
         }
     } else if !groups.is_empty() {
-        groups_table(&groups).print();
+        out.extend(groups_table(&groups).render());
     }
     if !smcd.is_empty() {
-        println!("\nSMC-D link groups");
-        smcd_table(&smcd).print();
+        out.push("\nSMC-D link groups".to_string());
+        out.extend(smcd_table(&smcd).render());
     }
-    ExitCode::SUCCESS
+    viewfmt::print_lines(out)
 }
 
 /// `smcr linkgroup link-show` columns: one row per link.
@@ -297,7 +285,7 @@ pub fn links_table(groups: &[LinkGroup]) -> Table {
 /// Run `smcrun link`.
 pub fn link(a: &JsonArgs) -> ExitCode {
     let groups = match open().and_then(|c| c.link_groups()) {
-        Ok(g) => local_groups(g, viewfmt::netns_cookie()),
+        Ok(g) => netns::local_groups(g, netns::cookie()),
         Err(e) => return viewfmt::refused(&e),
     };
     if a.json {
@@ -309,11 +297,10 @@ pub fn link(a: &JsonArgs) -> ExitCode {
     }
     let t = links_table(&groups);
     if t.is_empty() {
-        println!("no SMC-R links");
+        viewfmt::print_lines(["no SMC-R links"])
     } else {
-        t.print();
+        t.print()
     }
-    ExitCode::SUCCESS
 }
 
 fn device_json(d: &Device) -> Value {
@@ -415,16 +402,16 @@ pub fn device(a: &JsonArgs) -> ExitCode {
         }));
     }
     let r = devices_table(&smcr);
-    if r.is_empty() {
-        println!("no SMC-R devices (add one with `smcrun setup soft-roce` on a host without RDMA hardware)");
+    let mut out = if r.is_empty() {
+        vec!["no SMC-R devices (add one with `smcrun setup soft-roce` on a host without RDMA hardware)".to_string()]
     } else {
-        r.print();
-    }
+        r.render()
+    };
     if !smcd.is_empty() {
-        println!("\nSMC-D devices");
-        smcd_devices_table(&smcd).print();
+        out.push("\nSMC-D devices".to_string());
+        out.extend(smcd_devices_table(&smcd).render());
     }
-    ExitCode::SUCCESS
+    viewfmt::print_lines(out)
 }
 
 /// Run `smcrun info`.
@@ -458,10 +445,7 @@ pub fn info(a: &JsonArgs) -> ExitCode {
     if a.json {
         return viewfmt::print_json(&v);
     }
-    for l in info_text(&v) {
-        println!("{l}");
-    }
-    ExitCode::SUCCESS
+    viewfmt::print_lines(info_text(&v))
 }
 
 /// The text of `smcrun info` from its JSON.
@@ -554,16 +538,6 @@ mod tests {
             links[1].contains("ACTIVE") && links[1].contains("rxe_lo"),
             "{links:?}"
         );
-    }
-
-    #[test]
-    fn groups_of_other_namespaces_are_left_out() {
-        let mut groups = parse_link_groups(&fixture("smc_GET_LGR_SMCR")).unwrap();
-        let n = groups.len();
-        let cookie = groups[0].net_cookie.expect("6.12 sends the netns cookie");
-        groups[0].net_cookie = Some(cookie + 1);
-        assert_eq!(local_groups(groups.clone(), Some(cookie)).len(), n - 1);
-        assert_eq!(local_groups(groups, None).len(), n);
     }
 
     #[test]

@@ -424,8 +424,10 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return viewfmt::refused(&e),
     };
-    if !a.json && !viewfmt::emit_line(&header(a.view)) {
-        return ExitCode::SUCCESS;
+    if !a.json {
+        if let Err(e) = viewfmt::emit_line(&header(a.view)) {
+            return viewfmt::stdout_result(Err(e));
+        }
     }
     let mut printed = 0u64;
     while a.count.is_none_or(|n| printed < n) {
@@ -445,8 +447,8 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         } else {
             text(a.view, mode, &date, &l, a.raw)
         };
-        if !viewfmt::emit_line(&shown) {
-            break;
+        if let Err(e) = viewfmt::emit_line(&shown) {
+            return viewfmt::stdout_result(Err(e));
         }
         prev = next;
         printed += 1;

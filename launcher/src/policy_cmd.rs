@@ -147,20 +147,12 @@ fn check(args: &CheckArgs) -> ExitCode {
             matched,
             action: decision.action.as_str(),
         };
-        match serde_json::to_string_pretty(&out) {
-            Ok(s) => println!("{s}"),
-            Err(e) => {
-                eprintln!("smcrun: {e}");
-                return ExitCode::from(1);
-            }
-        }
+        crate::viewfmt::print_json(&out)
     } else {
-        println!("{matched}");
         let why = match decision.action {
             Action::Smc => "the socket is made SMC",
             Action::Tcp => "the socket stays TCP",
         };
-        println!("action: {} ({why})", decision.action);
+        crate::viewfmt::print_lines([matched, format!("action: {} ({why})", decision.action)])
     }
-    ExitCode::SUCCESS
 }

@@ -92,6 +92,44 @@ pub fn merge_ld_preload(existing: Option<&OsStr>, shim: &Path) -> OsString {
     OsString::from_vec(out)
 }
 
+/// Where `program` is: itself when it holds a '/', else the first executable regular file of
+/// that name in `$PATH` (as execvp looks).
+pub fn find_program(program: &OsStr) -> Option<PathBuf> {
+    let name = Path::new(program);
+    if program.as_bytes().contains(&b'/') {
+        return Some(name.to_path_buf()).filter(|p| p.is_file());
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| {
+            if d.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                d
+            }
+        })
+        .map(|d| d.join(name))
+        .find(|c| c.is_file() && nix::unistd::access(c, nix::unistd::AccessFlags::X_OK).is_ok())
+}
+
+/// Whether the file has capabilities (`security.capability`): the loader then runs it in secure
+/// mode and ignores LD_PRELOAD, unless the user is root.
+pub fn has_file_capabilities(path: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a size query (NULL buffer, 0 bytes) on a NUL-terminated path.
+    let n = unsafe {
+        libc::getxattr(
+            c.as_ptr(),
+            c"security.capability".as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    n > 0
+}
+
 /// Why LD_PRELOAD will not reach this program, if it will not: statically linked, setuid or
 /// setgid (the loader ignores LD_PRELOAD in secure mode), or Go (its net package makes system
 /// calls itself, not through the C library).
@@ -151,5 +189,17 @@ mod tests {
     #[test]
     fn dynamic_programs_are_reachable() {
         assert_eq!(reach_problem(Path::new("/bin/sh")), None);
+        assert!(!has_file_capabilities(Path::new("/bin/sh")));
+    }
+
+    #[test]
+    fn programs_are_found_as_execvp_finds_them() {
+        let sh = find_program(OsStr::new("sh")).expect("sh is on PATH");
+        assert!(sh.ends_with("sh") && sh.is_absolute() || sh.starts_with("."));
+        assert_eq!(
+            find_program(OsStr::new("/bin/sh")),
+            Some(PathBuf::from("/bin/sh"))
+        );
+        assert_eq!(find_program(OsStr::new("smcrun-no-such-program")), None);
     }
 }

@@ -525,8 +525,7 @@ pub fn stats(a: &StatsArgs) -> ExitCode {
         lines.push(String::new());
         lines.extend(reasons_text(&shown.fallback));
     }
-    viewfmt::print_lines(lines);
-    ExitCode::SUCCESS
+    viewfmt::print_lines(lines)
 }
 
 #[cfg(test)]

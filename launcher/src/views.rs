@@ -1,8 +1,8 @@
 //! `smcrun ss` (like smcss, plus `-p`: the owning processes), as text or as JSON with stable
 //! snake_case keys for scripts and the VM tests. (`smcrun stats` is in stats_view.rs.)
 //!
-//! Without SMC in the kernel it prints one line naming the missing module and the `modprobe`
-//! that loads it, and exits 1 ([`crate::viewfmt`]). Exit 0 means the kernel answered (possibly
+//! Without SMC in the kernel it prints one line naming the missing module and, where the kernel
+//! can load it, the `modprobe` that does (`smcrun_telemetry::kmod` decides), and exits 1 ([`crate::viewfmt`]). Exit 0 means the kernel answered (possibly
 //! with nothing).
 
 use std::collections::{HashMap, HashSet};
@@ -296,8 +296,7 @@ pub fn ss(a: &SsArgs) -> ExitCode {
             text.push_str(&owners::owners_text(owners_of(s)));
         }
     }
-    print_lines([text]);
-    ExitCode::SUCCESS
+    print_lines([text])
 }
 
 #[cfg(test)]

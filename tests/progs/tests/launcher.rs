@@ -168,10 +168,17 @@ fn sysctl_failures_refuse_to_start_unless_best_effort() {
     c.args(["--sysctl", "net.smc.wmem=262144", "true"]);
     let (_, err, o) = run(c);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains("net.smc.wmem") && err.contains("modprobe smc"),
-        "{err}"
-    );
+    assert!(err.contains("net.smc.wmem"), "{err}");
+    // `modprobe smc` only where the kernel can load modules (this machine's cannot).
+    if std::path::Path::new("/proc/modules").exists() {
+        assert!(
+            err.contains("modprobe smc") || err.contains("has no `smc`"),
+            "{err}"
+        );
+    } else {
+        assert!(!err.contains("modprobe"), "{err}");
+        assert!(err.contains("no module support"), "{err}");
+    }
     let mut c = smcrun();
     c.args(["--sysctl", "net.smc.wmem=262144", "--sysctl-best-effort"])
         .arg(bin("sockcheck"))
