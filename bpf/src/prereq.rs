@@ -293,7 +293,7 @@ fn check_smc() -> Check {
             Ok(()) => "an IPPROTO_SMC socket can be made".to_string(),
             Err(e) => format!("socket(AF_INET, SOCK_STREAM, IPPROTO_SMC) failed: {e}"),
         },
-        fix: r.as_ref().err().map(|e| smc::fix_for(e).to_string()),
+        fix: r.as_ref().err().map(smc::fix_for),
         needed: Needed::Always,
     }
 }

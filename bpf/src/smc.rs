@@ -30,15 +30,16 @@ pub fn probe() -> io::Result<()> {
     open().map(drop)
 }
 
-/// What to do about a failed [`open`].
-pub fn fix_for(e: &io::Error) -> &'static str {
+/// What to do about a failed [`open`]: for a missing protocol, what this kernel allows (load the
+/// module only where there is one to load; see `smcrun_telemetry::kmod`).
+pub fn fix_for(e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EPROTONOSUPPORT) | Some(libc::EAFNOSUPPORT) | Some(libc::ESOCKTNOSUPPORT) => {
-            "load the smc module (modprobe smc, as root) on a kernel built with CONFIG_SMC"
+            smcrun_telemetry::kmod::availability("smc").advice("smc")
         }
         Some(libc::EPERM) | Some(libc::EACCES) => {
-            "a seccomp filter or an LSM refuses SMC sockets here"
+            "a seccomp filter or an LSM refuses SMC sockets here".to_string()
         }
-        _ => "see the error above",
+        _ => "see the error above".to_string(),
     }
 }

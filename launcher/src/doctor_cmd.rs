@@ -160,14 +160,37 @@ fn program_check(cmd: &[OsString], release: &str) -> Vec<Check> {
     out
 }
 
-/// BPF mode's prerequisites.
-///
-/// BPF MODE: the `smcrun-bpf` crate (written in parallel) provides the function that checks BPF
-/// mode's prerequisites; its rows are added here when it lands, e.g.
-/// `out.extend(smcrun_bpf::prerequisites().into_iter().map(into_check))`. Until then doctor shows no
-/// BPF row at all (no placeholder check).
+/// BPF mode's prerequisites (`smcrun_bpf::prereq`), one row each, `bpf:ID`. BPF mode is optional
+/// (the preload does not need it): a missing prerequisite warns, naming what to do.
 fn bpf_checks() -> Vec<Check> {
-    Vec::new()
+    use smcrun_bpf::prereq::{Needed, State};
+    smcrun_bpf::prereq::check()
+        .checks
+        .into_iter()
+        .map(|c| {
+            let scope = match c.needed {
+                Needed::Always => "",
+                Needed::Cgroup => " (for `smcrun attach --cgroup`)",
+            };
+            let (status, advice) = match c.state {
+                State::Ok => (Status::Pass, String::new()),
+                State::Missing => (
+                    Status::Warn,
+                    format!(
+                        "BPF mode{scope} needs it: {}",
+                        c.fix.as_deref().unwrap_or("see README, BPF mode")
+                    ),
+                ),
+                State::Unknown => (Status::Skip, String::new()),
+            };
+            Check::new(
+                format!("bpf:{}", c.id),
+                status,
+                format!("{}: {}", c.what, c.detail),
+                advice,
+            )
+        })
+        .collect()
 }
 
 fn text(checks: &[Check], code: u8) -> Vec<String> {

@@ -128,9 +128,6 @@ enum Command {
     /// Hidden: run the demo's echo pair inside this (preloaded) process.
     #[command(hide = true, name = "__demo-worker")]
     DemoWorker(demo::WorkerArgs),
-    /// Hidden: every process holding SMC sockets, with modes, reasons and BPF scope (JSON).
-    #[command(hide = true, name = "__smc-procs")]
-    SmcProcs,
     /// A program to run under the shim.
     #[command(external_subcommand)]
     Run(Vec<OsString>),
@@ -216,7 +213,6 @@ fn main() -> ExitCode {
         (Some(Command::Why(a)), None) => procs::why(&a),
         (Some(Command::Attach(a)), None) => bpf_cmd::attach(&a),
         (Some(Command::Detach(a)), None) => bpf_cmd::detach(&a),
-        (Some(Command::SmcProcs), None) => smc_procs::print_json(),
         (Some(Command::Exporter(a)), None) => exporter::exporter(&a),
         (Some(Command::Metrics(a)), None) => exporter::metrics(&a),
         (Some(Command::Doctor(a)), None) => doctor_cmd::run(&a),

@@ -26,6 +26,8 @@ pub struct SmcProcess {
     pub smcd: usize,
     /// Fallen back to TCP.
     pub fallback: usize,
+    /// Listening SMC sockets (not connections).
+    pub listening: usize,
     /// Fallback reasons, `0x03010000 PEERNOSMC` style, with how many sockets each, most first.
     pub reasons: Vec<(String, usize)>,
     /// The BPF scope it is in: `tree` (a `smcrun --bpf` command's), `cgroup PATH`, or `None`.
@@ -68,6 +70,11 @@ fn group(
     let root = smcrun_bpf::prereq::cgroup2_root();
     let mut by_pid: BTreeMap<u32, SmcProcess> = BTreeMap::new();
     for s in sockets {
+        // An SMC socket not connected (INIT) or closed holds no connection: BPF mode's holder
+        // keeps one such socket open to pin the module.
+        if matches!(s.state, 2 | 7) {
+            continue;
+        }
         for o in owned.get(&s.inode).map(Vec::as_slice).unwrap_or(&[]) {
             let p = by_pid.entry(o.pid).or_insert_with(|| SmcProcess {
                 pid: o.pid,
@@ -75,10 +82,12 @@ fn group(
                 smcr: 0,
                 smcd: 0,
                 fallback: 0,
+                listening: 0,
                 reasons: Vec::new(),
                 bpf_scope: scope_of(o.pid, all, root.as_deref()),
             });
             match s.mode {
+                _ if s.state == 10 => p.listening += 1,
                 Mode::SmcR => p.smcr += 1,
                 Mode::SmcD => p.smcd += 1,
                 _ => {
@@ -111,16 +120,47 @@ pub fn smc_processes() -> Result<Vec<SmcProcess>, smcrun_telemetry::error::Error
     Ok(group(&sockets, &owned, &bpf_scopes()))
 }
 
-/// `smcrun __smc-procs`: [`smc_processes`] as JSON, until `smcrun ps --all` shows it.
-pub fn print_json() -> std::process::ExitCode {
-    match smc_processes() {
-        Ok(list) => {
-            println!("{}", serde_json::json!({ "processes": list }));
-            std::process::ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("smcrun: {e}");
-            std::process::ExitCode::from(1)
-        }
+/// The scopes as JSON (for `ps --all --json`).
+pub fn scopes_json(s: &Scopes) -> serde_json::Value {
+    let counts = |c: &smcrun_bpf::layout::Counters| serde_json::json!({"converted": c.converted, "kept_tcp": c.kept_tcp});
+    let programs = |p: &[smcrun_bpf::maps::ProgramCount]| {
+        p.iter()
+            .map(|p| serde_json::json!({"program": p.program, "converted": p.converted}))
+            .collect::<Vec<_>>()
+    };
+    serde_json::json!({
+        "cgroups": s.cgroups.iter().map(|c| serde_json::json!({
+            "path": c.path, "since_unix": c.since_unix, "policy": c.policy,
+            "sockets": counts(&c.counters), "programs": programs(&c.programs),
+        })).collect::<Vec<_>>(),
+        "trees": s.trees.iter().map(|t| serde_json::json!({
+            "program_id": t.program_id, "processes": t.processes,
+            "sockets": counts(&t.counters), "programs": programs(&t.programs),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The scopes as lines of text (for `ps`), none when there are none.
+pub fn scopes_text(s: &Scopes) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &s.cgroups {
+        out.push(format!(
+            "cgroup {}: {} sockets made SMC, {} kept TCP{}",
+            c.path.display(),
+            c.counters.converted,
+            c.counters.kept_tcp,
+            if c.policy.is_empty() {
+                String::new()
+            } else {
+                format!(" (policy: {})", c.policy)
+            }
+        ));
     }
+    for t in &s.trees {
+        out.push(format!(
+            "smcrun --bpf tree (program {}, pids {:?}): {} sockets made SMC, {} kept TCP",
+            t.program_id, t.processes, t.counters.converted, t.counters.kept_tcp
+        ));
+    }
+    out
 }

@@ -150,6 +150,9 @@ pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
     if let Some(p) = s.processes.get() {
         processes(&mut f, p, PROCESS_SERIES_CAP);
     }
+    if let Some(b) = s.bpf.get() {
+        bpf_scopes(&mut f, b);
+    }
     for (name, ok, _) in s.parts() {
         f.gauge(
             "smcrun_scrape_collector_success",
@@ -651,6 +654,34 @@ pub fn processes(f: &mut Families, p: &Processes, cap: usize) {
             "Connections of a program counted but missing from its recent list and endpoint totals",
             &[("pid", &pid), ("program", prog)],
             r.detail_dropped,
+        );
+    }
+}
+
+/// BPF mode's scopes: sockets the kernel's socket() hook made SMC or kept TCP, per scope
+/// (`cgroup PATH`, or `tree PROGRAM-ID` for a `smcrun --bpf` command).
+pub fn bpf_scopes(f: &mut Families, s: &smcrun_bpf::scopes::Scopes) {
+    let scopes = s
+        .cgroups
+        .iter()
+        .map(|c| (format!("cgroup {}", c.path.display()), &c.counters))
+        .chain(
+            s.trees
+                .iter()
+                .map(|t| (format!("tree {}", t.program_id), &t.counters)),
+        );
+    for (scope, c) in scopes {
+        f.counter(
+            "smcrun_bpf_sockets_converted_total",
+            "TCP sockets BPF mode made SMC in a scope (an attached cgroup, or a smcrun --bpf command's tree)",
+            &[("scope", &scope)],
+            c.converted,
+        );
+        f.counter(
+            "smcrun_bpf_sockets_kept_tcp_total",
+            "TCP sockets BPF mode kept TCP in a scope, by a program rule",
+            &[("scope", &scope)],
+            c.kept_tcp,
         );
     }
 }

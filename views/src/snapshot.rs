@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use smcrun_bpf::scopes::Scopes;
 use smcrun_report::ProcessReport;
 use smcrun_telemetry::rdma::{self, ResourceSummary};
 use smcrun_telemetry::smc_genl::{
@@ -147,6 +148,8 @@ pub struct Snapshot {
     pub rdma: Part<Vec<RdmaDevice>>,
     /// Per-process reports (absent when no run directory is given).
     pub processes: Part<Processes>,
+    /// BPF mode's scopes (`smcrun --bpf` trees, attached cgroups) and their counts.
+    pub bpf: Part<Scopes>,
 }
 
 impl Snapshot {
@@ -161,11 +164,12 @@ impl Snapshot {
             sockets: Part::Absent(a()),
             rdma: Part::Absent(a()),
             processes: Part::Absent(a()),
+            bpf: Part::Absent(a()),
         }
     }
 
     /// The parts by collector name, for `smcrun_scrape_collector_success` and the error count.
-    pub fn parts(&self) -> [(&'static str, bool, Option<&str>); 6] {
+    pub fn parts(&self) -> [(&'static str, bool, Option<&str>); 7] {
         fn s<'a, T>(name: &'static str, p: &'a Part<T>) -> (&'static str, bool, Option<&'a str>) {
             (name, p.get().is_some(), p.failure())
         }
@@ -176,6 +180,7 @@ impl Snapshot {
             s("sockets", &self.sockets),
             s("rdma", &self.rdma),
             s("processes", &self.processes),
+            s("bpf", &self.bpf),
         ]
     }
 
@@ -282,6 +287,7 @@ pub fn replay(dir: &Path) -> Snapshot {
         sockets,
         rdma,
         processes: Part::Absent("a capture has no per-process reports".into()),
+        bpf: Part::Absent("a capture has no BPF scopes".into()),
     }
 }
 
@@ -347,5 +353,11 @@ pub fn read(reads: Reads) -> Snapshot {
         sockets,
         rdma,
         processes,
+        // Reading BPF programs needs CAP_SYS_ADMIN; without it (or without BPF) there is simply no
+        // such part, not a failed scrape.
+        bpf: match smcrun_bpf::scopes::all() {
+            Ok(sc) => Part::Read(sc),
+            Err(e) => Part::Absent(e.to_string()),
+        },
     }
 }

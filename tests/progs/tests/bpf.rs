@@ -67,7 +67,8 @@ fn bpf_refuses_without_smc_and_starts_nothing() {
     if smc_is_the_first_gap() {
         assert!(
             err.contains("SMC (the smc module) is missing: socket(AF_INET, SOCK_STREAM, IPPROTO_SMC) failed: ")
-                && err.contains("modprobe smc"),
+                // What this kernel allows: `modprobe smc` only where there is a module to load.
+                && (err.contains("modprobe smc") || err.contains("this kernel has no `smc`")),
             "{err}"
         );
     }

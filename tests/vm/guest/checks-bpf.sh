@@ -97,10 +97,11 @@ bpf_echo_pair() {
     ss_show /tmp/$name.ss ".lport == $p or .rport == $p"
     [ "$cnt" -ge $((2 * n)) ] || fail "smc_diag shows $cnt SMCR sockets on port $p, expected $((2 * n)): $(ss_show /tmp/$name.ss ".lport == $p or .rport == $p")"
     # every process holding SMC sockets, with its BPF scope (smc_diag + /proc/*/fd)
-    smcrun __smc-procs > /tmp/$name.procs 2>&1 || fail "smcrun __smc-procs failed: $(first "$(cat /tmp/$name.procs)")"
-    cnt=$(jq "[.processes[] | select(.bpf_scope == \"tree\" and .smcr > 0)] | length" /tmp/$name.procs)
-    echo "__smc-procs: $cnt processes with SMC-R sockets in a tree scope: $(jq -c '[.processes[] | [.pid, .name, .smcr, .bpf_scope]]' /tmp/$name.procs)"
-    [ "$cnt" -ge $((n + 1)) ] || fail "__smc-procs lists $cnt processes with SMC-R sockets in a tree scope, expected >= $((n + 1)): $(jq -c .processes /tmp/$name.procs)"
+    smcrun ps --all --json > /tmp/$name.procs 2> /tmp/$name.procs.err || fail "smcrun ps --all failed: $(first "$(cat /tmp/$name.procs.err)")"
+    cnt=$(jq "[.smc_processes[] | select(.bpf_scope == \"tree\" and .smcr > 0)] | length" /tmp/$name.procs)
+    echo "ps --all: $cnt processes with SMC-R sockets in a tree scope: $(jq -c '[.smc_processes[] | [.pid, .name, .smcr, .listening, .bpf_scope]]' /tmp/$name.procs)"
+    [ "$cnt" -ge $((n + 1)) ] || fail "smcrun ps --all lists $cnt processes with SMC-R sockets in a tree scope, expected >= $((n + 1)): $(jq -c .smc_processes /tmp/$name.procs)"
+    [ "$(jq '.bpf_scopes.trees | length' /tmp/$name.procs)" -ge 1 ] || fail "smcrun ps --all shows no smcrun --bpf tree scope: $(jq -c .bpf_scopes /tmp/$name.procs)"
     exec 4>&- 5>&- 6>&-
     for pid in $pids; do wait "$pid" || fail "a client exited non-zero"; done
     wait_for /tmp/$name.srv "served $n" 50 || fail "server: $(lastl "$(cat /tmp/$name.srv)")"
