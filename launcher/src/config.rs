@@ -526,13 +526,38 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
     settings_of(text, doc.get_ref()).map_err(|At(pos, message)| error(pos, message))
 }
 
-/// Reads and parses the config file at `path`.
+/// The largest config file read (a policy of every port one by one fits many times over).
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+
+/// Reads and parses the config file at `path` (at most [`MAX_CONFIG_BYTES`]: `--config
+/// /dev/zero` must not read forever).
 pub fn load(path: &Path) -> Result<Config, String> {
+    use std::io::Read;
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let f = std::fs::File::open(path)
         .map_err(|e| format!("{name}: cannot read the config file: {e}"))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{name}: cannot read the config file: {e}"))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "{name}: the config file is larger than {} MiB; expected a TOML file of smcrun's settings",
+            MAX_CONFIG_BYTES >> 20
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{name}: the config file is not UTF-8 text (at byte {}); expected a TOML file",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
     parse(&name, &text).map_err(|e| e.to_string())
 }
+
+/// The kernel's limit for one argument or environment string (MAX_ARG_STRLEN, 32 pages),
+/// `NAME=value` and its NUL included.
+pub const MAX_ENV_STRING: usize = 32 * 4096;
 
 /// The options of a run with `--config` merged in (the command line wins) and the policy, from
 /// `--policy`, the config file or an inherited `SMCRUN_POLICY`, checked and put in its canonical
@@ -586,6 +611,16 @@ pub fn resolve(opts: &RunOptions) -> Result<RunOptions, ExitCode> {
             Err(std::env::VarError::NotPresent) => None,
         },
     };
+    if let Some(p) = &out.policy {
+        let needed = settings::POLICY.var.len() + 1 + p.len() + 1;
+        if needed > MAX_ENV_STRING {
+            return Err(refuse(format!(
+                "the policy is {} bytes in its canonical form; the kernel hands a program at most {MAX_ENV_STRING} bytes in one environment variable ({}=...); shorten it (port ranges such as 8000-8099, CIDRs such as 10.0.0.0/8)",
+                p.len(),
+                settings::POLICY.var
+            )));
+        }
+    }
     Ok(out)
 }
 

@@ -59,7 +59,7 @@ fn script_problems(script: &Path) -> Vec<(PathBuf, String)> {
             }
         }
         for c in candidates {
-            let Some(p) = preload::find_program(std::ffi::OsStr::new(c)) else {
+            let Ok(p) = preload::find_program(std::ffi::OsStr::new(c)) else {
                 continue;
             };
             if out.iter().any(|(q, _)| *q == p) {
@@ -77,13 +77,24 @@ fn script_problems(script: &Path) -> Vec<(PathBuf, String)> {
 fn program_check(cmd: &[OsString], release: &str) -> Vec<Check> {
     let name = &cmd[0];
     let shown = name.to_string_lossy();
-    let Some(path) = preload::find_program(name) else {
-        return vec![Check::new(
-            "program",
-            Status::Fail,
-            format!("{shown}: command not found"),
-            "give the program's path, or put it on PATH",
-        )];
+    let path = match preload::find_program(name) {
+        Ok(p) => p,
+        Err(preload::NotFound::Missing) => {
+            return vec![Check::new(
+                "program",
+                Status::Fail,
+                format!("{shown}: command not found"),
+                "give the program's path, or put it on PATH",
+            )]
+        }
+        Err(preload::NotFound::NotExecutable(p)) => {
+            return vec![Check::new(
+                "program",
+                Status::Fail,
+                format!("{}: not an executable file", p.display()),
+                "give the path of an executable program",
+            )]
+        }
     };
     let mut out = Vec::new();
     let over_tcp = "smcrun would run it over TCP, never SMC; BPF mode (the kernel's socket() hook) reaches such programs";
@@ -93,13 +104,6 @@ fn program_check(cmd: &[OsString], release: &str) -> Vec<Check> {
             Status::Fail,
             format!("{} {why}", path.display()),
             over_tcp,
-        ));
-    } else if preload::has_file_capabilities(&path) && !nix::unistd::geteuid().is_root() {
-        out.push(Check::new(
-            "program",
-            Status::Fail,
-            format!("{} has file capabilities (security.capability): the loader runs it in secure mode and ignores LD_PRELOAD", path.display()),
-            format!("run it as root, or without the capabilities; {over_tcp}"),
         ));
     } else {
         let is_script = std::fs::read(&path).is_ok_and(|b| b.starts_with(b"#!"));

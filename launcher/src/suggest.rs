@@ -53,14 +53,14 @@ pub fn before_run(cmd: &[OsString], subcommands: &[&str]) -> Option<std::process
     let sub = close_to(name.as_bytes(), subcommands)?;
     let shown = name.to_string_lossy();
     match crate::preload::find_program(name) {
-        Some(path) => {
+        Ok(path) => {
             eprintln!(
                 "smcrun: did you mean `smcrun {sub}`? (running {}; `smcrun -- {shown}` to silence)",
                 path.display()
             );
             None
         }
-        None => {
+        Err(_) => {
             eprintln!("smcrun: {shown}: command not found; did you mean `smcrun {sub}`?");
             Some(std::process::ExitCode::from(127))
         }
