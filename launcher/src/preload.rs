@@ -239,8 +239,16 @@ mod tests {
         assert!(sh.ends_with("sh") && sh.is_absolute() || sh.starts_with("."));
         assert_eq!(
             find_program(OsStr::new("/bin/sh")),
-            Some(PathBuf::from("/bin/sh"))
+            Ok(PathBuf::from("/bin/sh"))
         );
-        assert_eq!(find_program(OsStr::new("smcrun-no-such-program")), None);
+        assert_eq!(
+            find_program(OsStr::new("smcrun-no-such-program")),
+            Err(NotFound::Missing)
+        );
+        assert_eq!(find_program(OsStr::new("")), Err(NotFound::Missing));
+        assert_eq!(
+            find_program(OsStr::new("/etc/passwd")),
+            Err(NotFound::NotExecutable(PathBuf::from("/etc/passwd")))
+        );
     }
 }
