@@ -494,6 +494,7 @@ static NORMAL_MASK: Mask = Mask(std::cell::UnsafeCell::new(unsafe { std::mem::ze
 
 /// Called once by the library constructor, before the program runs.
 pub fn init() {
+    crate::fdtable::own();
     rundir::snapshot_env();
     let _ = PROGRAM.set(started_as());
     // SAFETY: the constructor is the only writer, before any reader; pthread_sigmask with a null
@@ -529,7 +530,7 @@ pub fn maybe_start() {
         DEFERRED.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    if !smcrun_sys::errno::keep(normal_context) {
+    if !smcrun_sys::errno::keep(|| normal_context() && crate::fdtable::owned()) {
         DEFERRED.fetch_add(1, Ordering::Relaxed);
         return;
     }

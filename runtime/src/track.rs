@@ -312,6 +312,7 @@ pub fn before_uid_change() {
 /// In a forked child, right after fork (pthread_atfork's child handler): a new epoch, zero counts,
 /// no sidecar yet (threads do not survive fork), and a report file of its own.
 pub fn after_fork_in_child() {
+    fdtable::own();
     fdtable::new_epoch_in_child();
     COUNTS.reset();
     // SAFETY: the child of fork has a single thread until it makes another.
