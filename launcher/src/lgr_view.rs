@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{json, Value};
 use smcrun_telemetry::reasons;
-use smcrun_telemetry::smc_genl::{Device, Link, LinkGroup, LinkGroupSmcd, SmcGenl};
+use smcrun_telemetry::smc_genl::{
+    self, Device, Link, LinkGroup, LinkGroupSmcd, LoopbackEvidence, LoopbackIsm, SmcGenl,
+};
 use smcrun_telemetry::Error;
 
 use crate::viewfmt::{self, ifname, Align, Table};
@@ -38,7 +40,9 @@ fn open() -> Result<SmcGenl, Error> {
     SmcGenl::open()
 }
 
-fn lgr_id(id: u32) -> String {
+/// A link group's id as the views print it (`00000100`), in `linkgroup`'s LG-ID column and
+/// `ss -D`'s Linkid column alike.
+pub fn lgr_id(id: u32) -> String {
     format!("{id:08x}")
 }
 
@@ -116,7 +120,9 @@ fn smcd_group_json(g: &LinkGroupSmcd) -> Value {
         "gid": format!("{:016x}", g.gid),
         "peer_gid": format!("{:016x}", g.peer_gid),
         "chid": g.chid,
+        "device": g.device(),
         "version": g.v2.as_ref().map(|v| v.version),
+        "eid": g.v2.as_ref().map(|v| v.negotiated_eid.clone()),
         "peer_os": g.v2.as_ref().map(|v| reasons::peer_os(v.peer_os)),
         "sndbuf_bytes": g.sndbuf_alloc,
         "dmb_bytes": g.dmb_alloc,
@@ -196,6 +202,7 @@ pub fn group_details(g: &LinkGroup) -> Vec<String> {
 fn smcd_table(groups: &[LinkGroupSmcd]) -> Table {
     let mut t = Table::new(&[
         ("LG-ID", Align::Left),
+        ("Device", Align::Left),
         ("VLAN", Align::Right),
         ("#Conns", Align::Right),
         ("PNET-ID", Align::Left),
@@ -205,6 +212,7 @@ fn smcd_table(groups: &[LinkGroupSmcd]) -> Table {
     for g in groups {
         t.row(vec![
             lgr_id(g.id),
+            g.device(),
             g.vlan_id.to_string(),
             g.conns.to_string(),
             blank(&g.pnetid),
@@ -398,45 +406,108 @@ fn smcd_devices_table(devs: &[Device]) -> Table {
     t
 }
 
+/// The JSON of loopback-ism as far as the kernel shows it (`null` when nothing does).
+fn loopback_json(lo: Option<&LoopbackIsm>) -> Value {
+    lo.map_or(Value::Null, |l| {
+        json!({
+            "name": smc_genl::LOOPBACK_ISM,
+            "chid": smc_genl::LOOPBACK_ISM_CHID,
+            "in_device_dump": false,
+            "seen_from": l.seen_from,
+            "link_groups": l.link_groups,
+            "conns": l.conns,
+        })
+    })
+}
+
+/// The lines about loopback-ism under `smcrun device`'s SMC-D devices: it is never in the
+/// kernel's device dump, so the view says where it was seen instead.
+fn loopback_lines(lo: &LoopbackIsm) -> Vec<String> {
+    let seen = match lo.seen_from {
+        LoopbackEvidence::LinkGroups => format!(
+            "in use: {} SMC-D link group(s) with its CHID {:04x}, {} connection(s)",
+            lo.link_groups,
+            smc_genl::LOOPBACK_ISM_CHID,
+            lo.conns
+        ),
+        LoopbackEvidence::SmcdV2WithoutIsm => {
+            "idle: the kernel can do SMC-Dv2 and has no ISM device, which only loopback-ism gives"
+                .to_string()
+        }
+    };
+    vec![
+        format!("{}: {seen}", smc_genl::LOOPBACK_ISM),
+        "  (not in the kernel's SMC-D device dump: Linux leaves loopback-ism out of it; SMC-Dv2 over it needs a UEID where the SEID is disabled, e.g. x86)".to_string(),
+    ]
+}
+
+/// What `smcrun device` and `smcrun info` read: SMC-R and SMC-D devices, and loopback-ism.
+struct Devices {
+    smcr: Vec<Device>,
+    smcd: Vec<Device>,
+    loopback: Option<LoopbackIsm>,
+}
+
+fn read_devices(c: &SmcGenl) -> Result<(Devices, smc_genl::SysInfo), Error> {
+    let sys = c.sys_info()?;
+    let smcd = c.devices_smcd()?;
+    let loopback = smc_genl::loopback_ism(&sys, &smcd, &c.link_groups_smcd()?);
+    Ok((
+        Devices {
+            smcr: c.devices_smcr()?,
+            smcd,
+            loopback,
+        },
+        sys,
+    ))
+}
+
 /// Run `smcrun device`.
 pub fn device(a: &JsonArgs) -> ExitCode {
-    let read = || -> Result<(Vec<Device>, Vec<Device>), Error> {
-        let c = open()?;
-        Ok((c.devices_smcr()?, c.devices_smcd()?))
-    };
-    let (smcr, smcd) = match read() {
-        Ok(v) => v,
+    let d = match open().and_then(|c| read_devices(&c)) {
+        Ok((d, _)) => d,
         Err(e) => return viewfmt::refused(&e),
     };
     if a.json {
         return viewfmt::print_json(&json!({
-            "smcr_devices": smcr.iter().map(device_json).collect::<Vec<_>>(),
-            "smcd_devices": smcd.iter().map(device_json).collect::<Vec<_>>(),
+            "smcr_devices": d.smcr.iter().map(device_json).collect::<Vec<_>>(),
+            "smcd_devices": d.smcd.iter().map(device_json).collect::<Vec<_>>(),
+            "smcd_loopback": loopback_json(d.loopback.as_ref()),
         }));
     }
-    let r = devices_table(&smcr);
-    if r.is_empty() {
-        println!("no SMC-R devices (add one with `smcrun setup soft-roce` on a host without RDMA hardware)");
-    } else {
-        r.print();
-    }
-    if !smcd.is_empty() {
-        println!("\nSMC-D devices");
-        smcd_devices_table(&smcd).print();
-    }
+    viewfmt::print_lines(devices_text(&d));
     ExitCode::SUCCESS
+}
+
+fn devices_text(d: &Devices) -> Vec<String> {
+    let mut out = Vec::new();
+    let r = devices_table(&d.smcr);
+    if r.is_empty() {
+        out.push("no SMC-R devices (add one with `smcrun setup soft-roce` on a host without RDMA hardware)".to_string());
+    } else {
+        out.extend(r.render());
+    }
+    if !d.smcd.is_empty() || d.loopback.is_some() {
+        out.push(String::new());
+        out.push("SMC-D devices".to_string());
+        if !d.smcd.is_empty() {
+            out.extend(smcd_devices_table(&d.smcd).render());
+        }
+        if let Some(lo) = &d.loopback {
+            out.extend(loopback_lines(lo));
+        }
+    }
+    out
 }
 
 /// Run `smcrun info`.
 pub fn info(a: &JsonArgs) -> ExitCode {
     let read = || -> Result<Value, Error> {
         let c = open()?;
-        let s = c.sys_info()?;
+        let (d, s) = read_devices(&c)?;
         let seid = c.seid().ok();
         // null (not an empty list) when the kernel would not say
         let ueids = c.ueid_dump().ok();
-        let smcr = c.devices_smcr()?.len();
-        let smcd = c.devices_smcd()?.len();
         Ok(json!({
             "smc_version": format!("{}.{}", s.version, s.release),
             "version": s.version,
@@ -447,8 +518,9 @@ pub fn info(a: &JsonArgs) -> ExitCode {
             "ueids": ueids,
             "smcr_v2": s.smcr_v2,
             "smcd_v2": s.ism_v2,
-            "smcr_devices": smcr,
-            "smcd_devices": smcd,
+            "smcr_devices": d.smcr.len(),
+            "smcd_devices": d.smcd.len(),
+            "smcd_loopback": loopback_json(d.loopback.as_ref()),
         }))
     };
     let v = match read() {
@@ -458,9 +530,7 @@ pub fn info(a: &JsonArgs) -> ExitCode {
     if a.json {
         return viewfmt::print_json(&v);
     }
-    for l in info_text(&v) {
-        println!("{l}");
-    }
+    viewfmt::print_lines(info_text(&v));
     ExitCode::SUCCESS
 }
 
@@ -487,9 +557,12 @@ pub fn info_text(v: &Value) -> Vec<String> {
             s("smcr_devices")
         ),
         format!(
-            "SMC-D         : v1 Yes, v2 {} ({} device(s))",
+            "SMC-D         : v1 Yes, v2 {} ({})",
             yes("smcd_v2"),
-            s("smcd_devices")
+            match v["smcd_loopback"]["name"].as_str() {
+                Some(lo) => format!("{lo}, {} ISM device(s)", s("smcd_devices")),
+                None => format!("{} device(s)", s("smcd_devices")),
+            }
         ),
         format!(
             "SEID          : {}{}",
@@ -504,7 +577,7 @@ pub fn info_text(v: &Value) -> Vec<String> {
             match ueids {
                 None => "- (the kernel did not say)".to_string(),
                 Some(u) if u.is_empty() => {
-                    "- (SMC-Rv2 needs one: smcrun ueid add NAME)".to_string()
+                    "- (SMC-Rv2 needs one, and SMC-Dv2 too where the SEID is disabled: smcrun ueid add NAME)".to_string()
                 }
                 Some(u) => u.join(", "),
             }

@@ -12,8 +12,9 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{json, Value};
 use smcrun_telemetry::reasons::{self, state};
-use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
+use smcrun_telemetry::sock_diag::{self, DmbInfo, Mode, SmcSocket};
 
+use crate::lgr_view::lgr_id;
 use crate::owners::{self, Owner};
 use crate::stats_view::reason_json;
 use crate::viewfmt::{print_json, print_lines, refused};
@@ -83,13 +84,30 @@ fn socket_json(s: &SmcSocket) -> Value {
     for (key, detail) in [
         ("conninfo", s.conninfo.as_ref().map(|c| json!(c))),
         ("lgrinfo", s.lgrinfo.as_ref().map(|l| json!(l))),
-        ("dmbinfo", s.dmbinfo.as_ref().map(|d| json!(d))),
+        ("dmbinfo", s.dmbinfo.as_ref().map(dmb_json)),
     ] {
         if let Some(d) = detail {
             v[key] = d;
         }
     }
     v
+}
+
+/// An SMC-D connection's DMB in JSON: GIDs and tokens as 16 hex digits, as the text shows them
+/// (JSON numbers past 2^53 lose digits in most readers), and the link group's id as
+/// `smcrun linkgroup` prints it.
+fn dmb_json(d: &DmbInfo) -> Value {
+    let hex = |v: u64| format!("{v:016x}");
+    json!({
+        "link_id": d.link_id,
+        "lgr_id": lgr_id(d.link_id),
+        "my_gid": hex(d.my_gid),
+        "peer_gid": hex(d.peer_gid),
+        "token": hex(d.token),
+        "peer_token": hex(d.peer_token),
+        "my_gid_ext": d.my_gid_ext.map(hex),
+        "peer_gid_ext": d.peer_gid_ext.map(hex),
+    })
 }
 
 fn cursor(c: &sock_diag::Cursor) -> String {
@@ -141,7 +159,11 @@ fn detail_columns(s: &SmcSocket, a: &SsArgs) -> String {
         match &s.dmbinfo {
             Some(d) => out.push_str(&format!(
                 " {:016x} {:016x} {:016x} {:016x} {}",
-                d.my_gid, d.token, d.peer_gid, d.peer_token, d.link_id
+                d.my_gid,
+                d.token,
+                d.peer_gid,
+                d.peer_token,
+                lgr_id(d.link_id)
             )),
             None => out.push_str(" -"),
         }

@@ -6,6 +6,11 @@
 //!   smcrun, over soft-RoCE with the UEID `SMCRUN-TEST` set → open SMC-R connections.
 //! * `fixtures/fallback/`: the same without the UEID plus one plain client → client NOSMCDEV,
 //!   server PEERDECL/NOSMCDEV and server PEERNOSMC fallbacks.
+//! * `fixtures/smcd/`: the same scenario as `smcr/` on the project's SMC-D kernel
+//!   (`tests/vm/run --kernel smcd --capture-fixtures`) → open SMC-Dv2 connections over
+//!   loopback-ism (soft-RoCE is there too, unused).
+//! * `fixtures/smcd-fallback/`: `fallback/`'s scenario on that kernel → server NOUEID, client
+//!   PEERDECL/NOUEID and server PEERNOSMC fallbacks.
 //!
 //! Only files that exist are checked (a capture may skip what a kernel refuses); the checks
 //! themselves are exercised on synthetic directories below so they are known to catch problems.
@@ -296,6 +301,167 @@ fn check_fallback(files: &Files) -> Result<usize, String> {
     Ok(checked)
 }
 
+fn check_smcd(files: &Files) -> Result<usize, String> {
+    let mut checked = parse_all(files)?;
+    for (name, want_conn, want_dmb) in [
+        ("sock_diag_ext0", false, false),
+        ("sock_diag_ext1", true, false),
+        ("sock_diag_ext8", false, true),
+        ("sock_diag_ext15", true, true),
+    ] {
+        let Some(socks) = sockets(files, name)? else {
+            continue;
+        };
+        let port = server_port(&socks);
+        let active: Vec<_> = socks
+            .iter()
+            .filter(|s| s.mode == Mode::SmcD && s.state == 1 && on_port(s, port))
+            .collect();
+        ensure!(
+            active.len() >= 4,
+            "{name}: {} active SMC-D sockets on the server's port, expected at least 4: {socks:?}",
+            active.len()
+        );
+        ensure!(
+            !socks.iter().any(|s| s.mode == Mode::SmcR),
+            "{name}: an SMC-R socket on the SMC-D kernel: {socks:?}"
+        );
+        for s in &active {
+            ensure!(s.lgrinfo.is_none(), "{name}: SMC-D socket with SMC-R link info");
+            if want_conn {
+                let c = s
+                    .conninfo
+                    .as_ref()
+                    .ok_or(format!("{name}: no conninfo: {s:?}"))?;
+                ensure!(
+                    c.sndbuf_size > 0 && c.rmbe_size > 0 && c.peer_rmbe_size > 0,
+                    "{name}: zero buffer sizes: {c:?}"
+                );
+            }
+            if want_dmb {
+                let d = s
+                    .dmbinfo
+                    .as_ref()
+                    .ok_or(format!("{name}: no dmbinfo: {s:?}"))?;
+                // loopback-ism: one GID, both ends; each end's DMB token is the other's peer token
+                ensure!(
+                    d.my_gid != 0 && d.my_gid == d.peer_gid && d.token != 0 && d.peer_token != 0,
+                    "{name}: unexpected DMB info {d:?}"
+                );
+                ensure!(
+                    d.my_gid_ext.is_some() && d.my_gid_ext == d.peer_gid_ext,
+                    "{name}: 6.12 sends the extended GIDs, equal on loopback-ism: {d:?}"
+                );
+                ensure!(
+                    active
+                        .iter()
+                        .filter(|o| o.dmbinfo.as_ref().map(|o| o.peer_token) == Some(d.token))
+                        .count()
+                        == 1,
+                    "{name}: DMB token {:#x} is not exactly one other socket's peer token",
+                    d.token
+                );
+            }
+        }
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_GET_STATS") {
+        let s = smc_genl::parse_stats(raw).map_err(|e| e.to_string())?;
+        let d = &s.smcd;
+        ensure!(
+            d.client_v2_success >= 2 && d.server_v2_success >= 2,
+            "GET_STATS: fewer than 2 client and 2 server SMC-Dv2 successes: {d:?}"
+        );
+        ensure!(
+            d.rx_bytes > 0 && d.tx_bytes > 0 && d.rx_count > 0 && d.tx_count > 0,
+            "GET_STATS: no SMC-D traffic counted: {d:?}"
+        );
+        ensure!(
+            s.smcr.successes() == 0,
+            "GET_STATS: SMC-R successes on the SMC-D kernel: {:?}",
+            s.smcr
+        );
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_GET_LGR_SMCD") {
+        let groups = smc_genl::parse_link_groups_smcd(raw).map_err(|e| e.to_string())?;
+        ensure!(
+            groups.iter().any(|g| g.conns >= 1
+                && g.on_loopback_ism()
+                && g.v2.as_ref().is_some_and(|v| v.version == 2 && v.negotiated_eid == UEID)),
+            "GET_LGR_SMCD: no SMC-Dv2 link group on loopback-ism with connections and EID {UEID}: {groups:?}"
+        );
+        checked += 1;
+    }
+    if let (Some(sys), Some(devs)) = (files.get("smc_GET_SYS_INFO"), files.get("smc_GET_DEV_SMCD")) {
+        let sys = smc_genl::parse_sys_info(sys).map_err(|e| e.to_string())?;
+        let devs = smc_genl::parse_devices_smcd(devs).map_err(|e| e.to_string())?;
+        ensure!(sys.ism_v2, "GET_SYS_INFO: not SMC-Dv2-capable: {sys:?}");
+        // 6.12 leaves loopback-ism out of the device dump; it is seen from its link groups
+        ensure!(devs.is_empty(), "GET_DEV_SMCD lists devices: {devs:?}");
+        let groups = files
+            .get("smc_GET_LGR_SMCD")
+            .map(|raw| smc_genl::parse_link_groups_smcd(raw).map_err(|e| e.to_string()))
+            .transpose()?
+            .unwrap_or_default();
+        let lo = smc_genl::loopback_ism(&sys, &devs, &groups);
+        ensure!(
+            lo.is_some_and(|l| l.seen_from == smc_genl::LoopbackEvidence::LinkGroups),
+            "loopback-ism not found from the capture: {lo:?}"
+        );
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_DUMP_UEID") {
+        let ueids = smc_genl::parse_ueids(raw).map_err(|e| e.to_string())?;
+        ensure!(
+            ueids.iter().any(|u| u == UEID),
+            "DUMP_UEID: {UEID} missing: {ueids:?}"
+        );
+        checked += 1;
+    }
+    Ok(checked)
+}
+
+fn check_smcd_fallback(files: &Files) -> Result<usize, String> {
+    let mut checked = parse_all(files)?;
+    if let Some(socks) = sockets(files, "sock_diag_ext0")? {
+        ensure!(
+            fallback_with(&socks, false, 0x0500_0000, Some(0x0303_0008)),
+            "sock_diag_ext0: no client socket with PEERDECL/NOUEID: {socks:?}"
+        );
+        ensure!(
+            fallback_with(&socks, true, 0x0303_0008, None),
+            "sock_diag_ext0: no server socket with NOUEID: {socks:?}"
+        );
+        ensure!(
+            fallback_with(&socks, true, 0x0301_0000, None),
+            "sock_diag_ext0: no server socket with PEERNOSMC: {socks:?}"
+        );
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_GET_FBACK_STATS") {
+        let f = smc_genl::parse_fallback_stats(raw).map_err(|e| e.to_string())?;
+        let has = |list: &[smc_genl::ReasonCount], code| {
+            list.iter().any(|r| r.code == code && r.count > 0)
+        };
+        ensure!(
+            has(&f.client, 0x0500_0000),
+            "GET_FBACK_STATS: client PEERDECL missing: {f:?}"
+        );
+        ensure!(
+            has(&f.server, 0x0303_0008) && has(&f.server, 0x0301_0000),
+            "GET_FBACK_STATS: server NOUEID or PEERNOSMC missing: {f:?}"
+        );
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_DUMP_UEID") {
+        let ueids = smc_genl::parse_ueids(raw).map_err(|e| e.to_string())?;
+        ensure!(ueids.is_empty(), "DUMP_UEID: UEIDs still set: {ueids:?}");
+        checked += 1;
+    }
+    Ok(checked)
+}
+
 fn fixtures_dir(phase: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
@@ -327,6 +493,33 @@ fn captured_fallback_fixtures() {
     }
     assert_eq!(parse_all(&files), Ok(files.len()));
     let n = check_fallback(&files).unwrap();
+    assert!(n > files.len(), "only {n} checks");
+}
+
+#[test]
+fn captured_smcd_fixtures() {
+    let files = load(&fixtures_dir("smcd"));
+    if files.is_empty() {
+        eprintln!(
+            "no fixtures in {}: run tests/vm/run --kernel smcd --capture-fixtures",
+            fixtures_dir("smcd").display()
+        );
+        return;
+    }
+    assert_eq!(parse_all(&files), Ok(files.len()));
+    let n = check_smcd(&files).unwrap();
+    assert!(n > files.len(), "only {n} checks");
+}
+
+#[test]
+fn captured_smcd_fallback_fixtures() {
+    let files = load(&fixtures_dir("smcd-fallback"));
+    if files.is_empty() {
+        eprintln!("no fixtures in {}", fixtures_dir("smcd-fallback").display());
+        return;
+    }
+    assert_eq!(parse_all(&files), Ok(files.len()));
+    let n = check_smcd_fallback(&files).unwrap();
     assert!(n > files.len(), "only {n} checks");
 }
 
