@@ -588,7 +588,10 @@ pub fn info_text(v: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smcrun_telemetry::smc_genl::{parse_devices, parse_link_groups, parse_sys_info};
+    use smcrun_telemetry::smc_genl::{
+        parse_devices, parse_devices_smcd, parse_link_groups, parse_link_groups_smcd,
+        parse_sys_info,
+    };
 
     fn fixture(name: &str) -> Vec<u8> {
         crate::viewfmt::fixture("smcr", name)
@@ -671,5 +674,79 @@ mod tests {
             .join("\n")
             .contains("the kernel did not say"));
         assert!(text.starts_with("SMC Version   : 2."), "{text}");
+    }
+
+    #[test]
+    fn captured_smcd_link_groups_devices_and_info() {
+        // the SMC-D kernel with 2 SMC-D connections open (telemetry/tests/fixtures/smcd)
+        let f = |name| crate::viewfmt::fixture("smcd", name);
+        let groups = parse_link_groups_smcd(&f("smc_GET_LGR_SMCD")).unwrap();
+        let busy: Vec<&LinkGroupSmcd> = groups.iter().filter(|g| g.conns > 0).collect();
+        assert!(!busy.is_empty(), "{groups:?}");
+        let lines = smcd_table(&groups).render();
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["LG-ID", "Device", "VLAN", "#Conns", "PNET-ID", "Sndbuf", "DMB"]
+        );
+        assert!(
+            lines[1..].iter().all(|l| l.contains(" loopback-ism ")),
+            "{lines:?}"
+        );
+        let j = smcd_group_json(busy[0]);
+        assert_eq!(j["device"], "loopback-ism");
+        assert_eq!(j["chid"], 0xffff);
+        assert_eq!(j["version"], 2);
+        assert_eq!(j["eid"], "SMCRUN-TEST");
+        assert_eq!(j["gid"], j["peer_gid"]);
+
+        // the device dump has no SMC-D device; loopback-ism is found from its link groups
+        let sys = parse_sys_info(&f("smc_GET_SYS_INFO")).unwrap();
+        let smcd = parse_devices_smcd(&f("smc_GET_DEV_SMCD")).unwrap();
+        assert!(sys.ism_v2 && smcd.is_empty());
+        let d = Devices {
+            smcr: parse_devices(&f("smc_GET_DEV_SMCR")).unwrap(),
+            loopback: smc_genl::loopback_ism(&sys, &smcd, &groups),
+            smcd,
+        };
+        let text = devices_text(&d).join("\n");
+        assert!(
+            text.contains("\nSMC-D devices\nloopback-ism: in use: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("not in the kernel's SMC-D device dump"),
+            "{text}"
+        );
+        let lo = loopback_json(d.loopback.as_ref());
+        assert_eq!(lo["seen_from"], "link_groups");
+        assert_eq!(lo["in_device_dump"], false);
+        assert_eq!(
+            lo["conns"],
+            groups.iter().map(|g| u64::from(g.conns)).sum::<u64>()
+        );
+        let v = json!({
+            "smc_version": "2.1", "smcd_v2": sys.ism_v2, "smcr_v2": sys.smcr_v2,
+            "smcr_devices": 1, "smcd_devices": 0, "smcd_loopback": lo, "ueids": [],
+        });
+        let info = info_text(&v).join("\n");
+        assert!(
+            info.contains("SMC-D         : v1 Yes, v2 Yes (loopback-ism, 0 ISM device(s))"),
+            "{info}"
+        );
+        assert!(
+            info.contains("SMC-Dv2 too where the SEID is disabled"),
+            "{info}"
+        );
+
+        // Debian's kernel (no loopback-ism, no SMC-Dv2): nothing about SMC-D
+        let r = |name| crate::viewfmt::fixture("smcr", name);
+        let sys = parse_sys_info(&r("smc_GET_SYS_INFO")).unwrap();
+        assert_eq!(smc_genl::loopback_ism(&sys, &[], &[]), None);
+        let d = Devices {
+            smcr: parse_devices(&r("smc_GET_DEV_SMCR")).unwrap(),
+            smcd: vec![],
+            loopback: None,
+        };
+        assert!(!devices_text(&d).join("\n").contains("SMC-D"));
     }
 }

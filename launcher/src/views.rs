@@ -454,6 +454,54 @@ mod tests {
     }
 
     #[test]
+    fn captured_smcd_sockets_show_their_dmb() {
+        // the SMC-D kernel's reply with 2 idle redis connections open (telemetry/tests/fixtures/smcd)
+        let socks = sock_diag::parse(&crate::viewfmt::fixture("smcd", "sock_diag_ext8")).unwrap();
+        let a = SsArgs {
+            all: false,
+            listening: false,
+            debug: false,
+            smcr: false,
+            smcd: true,
+            wide: false,
+            processes: false,
+            json: false,
+        };
+        let active: Vec<&SmcSocket> = socks.iter().filter(|s| shown(s, &a)).collect();
+        assert_eq!(active.len(), 4, "{socks:?}");
+        for s in &active {
+            let d = s.dmbinfo.as_ref().unwrap();
+            let cols = detail_columns(s, &a);
+            // GID Token Peer-GID Peer-Token Linkid, the link group as `smcrun linkgroup` shows it
+            let want = format!(
+                " {:016x} {:016x} {:016x} {:016x} {}",
+                d.my_gid,
+                d.token,
+                d.peer_gid,
+                d.peer_token,
+                lgr_id(d.link_id)
+            );
+            assert_eq!(cols, want);
+            let j = socket_json(s);
+            assert_eq!(j["mode"], "SMCD");
+            assert_eq!(j["dmbinfo"]["token"], format!("{:016x}", d.token));
+            assert_eq!(j["dmbinfo"]["lgr_id"], lgr_id(d.link_id));
+            assert_eq!(j["dmbinfo"]["my_gid"], j["dmbinfo"]["peer_gid"]);
+            assert!(j["dmbinfo"]["my_gid_ext"].is_string());
+            assert!(socket_row(s, false).ends_with(" SMCD"));
+        }
+        // each end writes into the other's DMB: tokens cross
+        for s in &active {
+            let t = s.dmbinfo.as_ref().unwrap().token;
+            let peers = active
+                .iter()
+                .filter(|o| o.dmbinfo.as_ref().unwrap().peer_token == t)
+                .count();
+            assert_eq!(peers, 1);
+        }
+    }
+
+    #[test]
     fn long_addresses_are_shortened_unless_wide() {
         let long = "[fd00:1234:5678::abcd]:65535".to_string();
         assert_eq!(shorten(long.clone(), false).chars().count(), 23);

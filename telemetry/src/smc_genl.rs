@@ -1240,17 +1240,29 @@ mod tests {
             conns: 5,
             ..Default::default()
         };
-        assert_eq!((lo.device().as_str(), ism.device().as_str()), ("loopback-ism", "ISM CHID 0a00"));
+        assert_eq!(
+            (lo.device().as_str(), ism.device().as_str()),
+            ("loopback-ism", "ISM CHID 0a00")
+        );
         let v2 = SysInfo {
             ism_v2: true,
             ..Default::default()
         };
         let l = loopback_ism(&SysInfo::default(), &[], &[lo.clone(), ism.clone(), lo]).unwrap();
-        assert_eq!((l.seen_from, l.link_groups, l.conns), (LoopbackEvidence::LinkGroups, 2, 6));
+        assert_eq!(
+            (l.seen_from, l.link_groups, l.conns),
+            (LoopbackEvidence::LinkGroups, 2, 6)
+        );
         let l = loopback_ism(&v2, &[], &[]).unwrap();
-        assert_eq!((l.seen_from, l.link_groups, l.conns), (LoopbackEvidence::SmcdV2WithoutIsm, 0, 0));
+        assert_eq!(
+            (l.seen_from, l.link_groups, l.conns),
+            (LoopbackEvidence::SmcdV2WithoutIsm, 0, 0)
+        );
         // an ISM device may be what makes the kernel SMC-Dv2-capable; no SMC-Dv2 at all: no loopback
-        assert_eq!(loopback_ism(&v2, &[Device::default()], &[ism.clone()]), None);
+        assert_eq!(
+            loopback_ism(&v2, &[Device::default()], &[ism.clone()]),
+            None
+        );
         assert_eq!(loopback_ism(&SysInfo::default(), &[], &[ism]), None);
     }
 

@@ -322,12 +322,16 @@ fn check_smcd(files: &Files) -> Result<usize, String> {
             "{name}: {} active SMC-D sockets on the server's port, expected at least 4: {socks:?}",
             active.len()
         );
+        // (a listener reports mode 0, SMC-R's number, whatever its connections run over)
         ensure!(
-            !socks.iter().any(|s| s.mode == Mode::SmcR),
-            "{name}: an SMC-R socket on the SMC-D kernel: {socks:?}"
+            !socks.iter().any(|s| s.mode == Mode::SmcR && s.state == 1),
+            "{name}: an active SMC-R socket on the SMC-D kernel: {socks:?}"
         );
         for s in &active {
-            ensure!(s.lgrinfo.is_none(), "{name}: SMC-D socket with SMC-R link info");
+            ensure!(
+                s.lgrinfo.is_none(),
+                "{name}: SMC-D socket with SMC-R link info"
+            );
             if want_conn {
                 let c = s
                     .conninfo
@@ -393,7 +397,8 @@ fn check_smcd(files: &Files) -> Result<usize, String> {
         );
         checked += 1;
     }
-    if let (Some(sys), Some(devs)) = (files.get("smc_GET_SYS_INFO"), files.get("smc_GET_DEV_SMCD")) {
+    if let (Some(sys), Some(devs)) = (files.get("smc_GET_SYS_INFO"), files.get("smc_GET_DEV_SMCD"))
+    {
         let sys = smc_genl::parse_sys_info(sys).map_err(|e| e.to_string())?;
         let devs = smc_genl::parse_devices_smcd(devs).map_err(|e| e.to_string())?;
         ensure!(sys.ism_v2, "GET_SYS_INFO: not SMC-Dv2-capable: {sys:?}");
@@ -406,7 +411,8 @@ fn check_smcd(files: &Files) -> Result<usize, String> {
             .unwrap_or_default();
         let lo = smc_genl::loopback_ism(&sys, &devs, &groups);
         ensure!(
-            lo.is_some_and(|l| l.seen_from == smc_genl::LoopbackEvidence::LinkGroups),
+            lo.as_ref()
+                .is_some_and(|l| l.seen_from == smc_genl::LoopbackEvidence::LinkGroups),
             "loopback-ism not found from the capture: {lo:?}"
         );
         checked += 1;
@@ -673,4 +679,64 @@ fn fallback_checks_accept_a_good_capture_and_catch_bad_ones() {
     let mut moved = Files::new();
     moved.insert("sock_diag_ext0".into(), other_port);
     assert_eq!(check_fallback(&moved), Ok(2));
+}
+
+#[test]
+fn smcd_checks_catch_bad_captures() {
+    // The real captures, each spoiled in one way the SMC-D checks must notice.
+    let good = load(&fixtures_dir("smcd"));
+    let smcr = load(&fixtures_dir("smcr"));
+    if good.is_empty() || smcr.is_empty() {
+        eprintln!("no smcd/ or smcr/ fixtures");
+        return;
+    }
+    assert!(check_smcd(&good).is_ok());
+    let spoiled = |name: &str, raw: Vec<u8>| {
+        let mut f = good.clone();
+        f.insert(name.into(), raw);
+        check_smcd(&f).unwrap_err()
+    };
+    // no DMB info where it was asked for
+    let e = spoiled("sock_diag_ext8", good["sock_diag_ext0"].clone());
+    assert!(e.contains("no dmbinfo"), "{e}");
+    // SMC-R sockets instead of SMC-D ones
+    let e = spoiled("sock_diag_ext0", smcr["sock_diag_ext0"].clone());
+    assert!(e.contains("active SMC-D sockets"), "{e}");
+    // no SMC-D link group
+    let e = spoiled("smc_GET_LGR_SMCD", smcr["smc_GET_LGR_SMCD"].clone());
+    assert!(e.contains("no SMC-Dv2 link group on loopback-ism"), "{e}");
+    // SMC-R traffic counted instead of SMC-D
+    let e = spoiled("smc_GET_STATS", smcr["smc_GET_STATS"].clone());
+    assert!(e.contains("SMC-Dv2 successes"), "{e}");
+    // a kernel without SMC-Dv2
+    let e = spoiled("smc_GET_SYS_INFO", {
+        let mut raw = good["smc_GET_SYS_INFO"].clone();
+        // SMC_NLA_SYS_IS_ISM_V2 (type 3, u8) inside the SYS_INFO nest: set it to 0
+        let at = raw
+            .windows(4)
+            .position(|w| w == [5, 0, 3, 0])
+            .expect("the ISM_V2 attribute");
+        raw[at + 4] = 0;
+        raw
+    });
+    assert!(e.contains("not SMC-Dv2-capable"), "{e}");
+
+    let fb = load(&fixtures_dir("smcd-fallback"));
+    let rfb = load(&fixtures_dir("fallback"));
+    assert!(check_smcd_fallback(&fb).is_ok());
+    // SMC-R's no-UEID reasons (NOSMCDEV) are not SMC-D's (NOUEID)
+    let mut f = fb.clone();
+    f.insert("sock_diag_ext0".into(), rfb["sock_diag_ext0"].clone());
+    let e = check_smcd_fallback(&f).unwrap_err();
+    assert!(e.contains("PEERDECL/NOUEID"), "{e}");
+    let mut f = fb;
+    f.insert(
+        "smc_GET_FBACK_STATS".into(),
+        rfb["smc_GET_FBACK_STATS"].clone(),
+    );
+    let e = check_smcd_fallback(&f).unwrap_err();
+    assert!(
+        e.contains("GET_FBACK_STATS: client PEERDECL missing"),
+        "{e}"
+    );
 }
