@@ -259,7 +259,10 @@ pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
         groups_table(&groups).print();
     }
     if !smcd.is_empty() {
-        println!("\nSMC-D link groups");
+        if !groups.is_empty() {
+            println!();
+        }
+        println!("SMC-D link groups (all network namespaces: the kernel does not say whose)");
         smcd_table(&smcd).print();
     }
     ExitCode::SUCCESS

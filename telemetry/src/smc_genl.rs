@@ -1260,7 +1260,7 @@ mod tests {
         );
         // an ISM device may be what makes the kernel SMC-Dv2-capable; no SMC-Dv2 at all: no loopback
         assert_eq!(
-            loopback_ism(&v2, &[Device::default()], &[ism.clone()]),
+            loopback_ism(&v2, &[Device::default()], std::slice::from_ref(&ism)),
             None
         );
         assert_eq!(loopback_ism(&SysInfo::default(), &[], &[ism]), None);

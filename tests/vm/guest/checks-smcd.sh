@@ -27,13 +27,12 @@ def smcd: {
   conns: req(.smcd.summary.smc_connections)
 };'
 SMCD_KEYS="clnt_succ srv_succ smcr_succ clnt_fback srv_fback srv_peernosmc rx_bytes tx_bytes conns"
-# smcd_deltas BEFORE AFTER: the growth of each of SMCD_KEYS between two snapshots, in that order (one jq)
+# smcd_deltas BEFORE AFTER: DELTAS = the growth of each of SMCD_KEYS between two snapshots, in that
+#   order (one jq; called directly, not in $(...), so that its fail ends the check)
 smcd_deltas() {
-    local v
-    v=$(jq -n -r --slurpfile a "$1" --slurpfile b "$2" --arg keys "$SMCD_KEYS" "$SMCD_STATS_JQ"'
+    DELTAS=$(jq -n -r --slurpfile a "$1" --slurpfile b "$2" --arg keys "$SMCD_KEYS" "$SMCD_STATS_JQ"'
         ($a[0] | smcd) as $x | ($b[0] | smcd) as $y | [$keys | split(" ")[] | $y[.] - $x[.]] | map(tostring) | join(" ")' 2>&1) ||
-        fail "cannot read smcrun stats --json: $(first "$v")"
-    echo "$v"
+        fail "cannot read smcrun stats --json: $(first "$DELTAS")"
 }
 
 # sd_ss RAW [SS-ARGS]: `smcrun ss [ARGS] --json` into RAW, unread
@@ -91,14 +90,16 @@ check_smcd_demo() {
     v=$(jq -r '"\(.connections) \(.data_intact) \(.sockets | length) \([.sockets[] | select(.transport == "SMC-D")] | length) \(.smc_d)",
         ([.sockets[] | select(.transport != "SMC-D")][0] | if . then "\(.side) \(.socket) \(.transport): \(.why)" else "-" end)' /tmp/sd.json)
     other=$(printf '%s\n' "$v" | sed -n 2p)
-    set -- $(printf '%s\n' "$v" | head -n1)
+    v=$(printf '%s\n' "$v" | head -n1)
+    set -- $v
     echo "smcd-demo: $1 connections, data intact $2, $4 of $3 sockets SMC-D (smc_d $5); first other: $other"
     [ "$1" = $n ] || fail "smcrun demo ran $1 connections, asked for $n"
     [ "$2" = true ] || fail "smcrun demo: data NOT intact"
     [ "$3" = $((2 * n)) ] || fail "smcrun demo reported $3 sockets, expected $((2 * n))"
     [ "$4" = "$3" ] && [ "$5" = "$3" ] || fail "smcrun demo: only $4 of $3 sockets SMC-D: $other$(smcd_why)"
     [ $rc = 0 ] || fail "smcrun demo exited $rc: $(lastl "$(cat /tmp/sd.err)")"
-    set -- $(smcd_deltas /tmp/sd.s0 /tmp/sd.s1)
+    smcd_deltas /tmp/sd.s0 /tmp/sd.s1
+    set -- $DELTAS
     echo "smcd-demo: kernel: SMC-D succ client +$1 server +$2, SMC-R succ +$3, fallback client +$4 server +$5"
     [ "$1" = $n ] && [ "$2" = $n ] || fail "kernel SMC-D successes grew by client +$1 server +$2, expected +$n each"
     [ "$3" = 0 ] || fail "kernel SMC-R successes grew by $3 during an SMC-D demo"
@@ -136,7 +137,8 @@ check_smcd_views() {
     stats_snap /tmp/sv.s1
     [ $rc = 0 ] && grep -q 'every byte checked and intact' /tmp/sv.demo ||
         fail "smcrun demo --connections $n failed (rc $rc): $(lastl "$(cat /tmp/sv.demo)")"
-    set -- $(smcd_deltas /tmp/sv.s0 /tmp/sv.s1)
+    smcd_deltas /tmp/sv.s0 /tmp/sv.s1
+    set -- $DELTAS
     dconn=$9 drx=$7 dtx=$8
     echo "smcd-views: demo $n x $b B: stats .smcd smc_connections +$dconn rx +$drx tx +$dtx"
     [ "$dconn" = $((2 * n)) ] || fail "stats --json .smcd.summary.smc_connections grew by $dconn, expected $((2 * n)) ($n connections, both ends)$(smcd_why)"
@@ -292,9 +294,11 @@ check_smcd_policy() {
         [(\$a | client(6379)), (\$b | client(6380))] | join(\" \")" 2>&1) || fail "cannot read smcrun ss --json: $(first "$v")"
     set -- $v
     m79=$1 m80=$2
-    set -- $(smcd_deltas /tmp/sp.s0.6379 /tmp/sp.s1.6379)
+    smcd_deltas /tmp/sp.s0.6379 /tmp/sp.s1.6379
+    set -- $DELTAS
     dc79=$1
-    set -- $(smcd_deltas /tmp/sp.s0.6380 /tmp/sp.s1.6380)
+    smcd_deltas /tmp/sp.s0.6380 /tmp/sp.s1.6380
+    set -- $DELTAS
     dc80=$1 pn80=$6
     echo "smcd-policy: client to 6379: $m79 in sock_diag, SMC-D client succ +$dc79; to 6380: $m80, SMC-D client succ +$dc80, server PEERNOSMC +$pn80"
     [ "$m79" = SMCD ] || fail "client to 6379 under '$pol' is $m79 in sock_diag, expected SMCD$(smcd_why)"
@@ -386,6 +390,7 @@ check_smcd_fixtures() {
     need_setup
     need_prog redis-server redis-benchmark
     p=6379
+    # shellcheck disable=SC2034 # read by fx_expect (checks.sh)
     FX_WANT=$SMCD_FX_WANT
     bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p
