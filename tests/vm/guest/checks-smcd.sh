@@ -274,9 +274,9 @@ check_smcd_policy() {
     sleep 1
     for port in 6379 6380; do
         stats_snap /tmp/sp.s0.$port
-        bg smcrun --policy "$pol" sockcheck client 127.0.0.1:$port 100000 2000 > /tmp/sp.$port 2>&1
+        bg smcrun --policy "$pol" sockcheck client 127.0.0.1:$port 100000 3000 > /tmp/sp.$port 2>&1
         cpid=$(tail -n1 /tmp/check.pids)
-        # the client holds its connection 2 s: one snapshot while it is open (no jq in the loop)
+        # the client holds its connection 3 s: one snapshot while it is open (no jq in the loop)
         i=0
         until grep -q "\"peer\": \"127.0.0.1:$port\"" /tmp/sp.ss.$port 2> /dev/null || [ $i -ge 15 ]; do
             sleep 0.1
@@ -350,11 +350,12 @@ check_smcd_containers() {
     inb smcrun stats --json > /tmp/sc.b0 || fail "smcrun stats in namespace smcd-b failed"
     bg $IP netns exec smcd-a smcrun sockcheck serve 7000 0.0.0.0 > /tmp/sc.srv 2>&1
     sleep 1
-    bg $IP netns exec smcd-b smcrun sockcheck client 10.6.0.1:7000 200000 2000 > /tmp/sc.cli 2>&1
+    bg $IP netns exec smcd-b smcrun sockcheck client 10.6.0.1:7000 200000 4000 > /tmp/sc.cli 2>&1
     cpid=$(tail -n1 /tmp/check.pids)
-    # one snapshot of each end while the client holds its connection (no jq in the loop)
+    # a snapshot of each end while the client holds its connection, both showing it (no jq in the loop)
     i=0
-    until grep -q '"peer": "10.6.0.1:7000"' /tmp/sc.ssb 2> /dev/null || [ $i -ge 15 ]; do
+    until { grep -q '"peer": "10.6.0.2:' /tmp/sc.ssa && grep -q '"peer": "10.6.0.1:7000"' /tmp/sc.ssb; } 2> /dev/null ||
+        [ $i -ge 15 ]; do
         sleep 0.1
         ina smcrun ss -a --json > /tmp/sc.ssa 2>&1
         inb smcrun ss -a --json > /tmp/sc.ssb 2>&1
