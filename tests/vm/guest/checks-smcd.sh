@@ -276,12 +276,13 @@ check_smcd_policy() {
         stats_snap /tmp/sp.s0.$port
         bg smcrun --policy "$pol" sockcheck client 127.0.0.1:$port 100000 3000 > /tmp/sp.$port 2>&1
         cpid=$(tail -n1 /tmp/check.pids)
-        # the client holds its connection 3 s: one snapshot while it is open (no jq in the loop)
-        i=0
-        until grep -q "\"peer\": \"127.0.0.1:$port\"" /tmp/sp.ss.$port 2> /dev/null || [ $i -ge 15 ]; do
+        # the client holds its connection 3 s: snapshots until one shows it, while the client runs
+        # (no jq in the loop; a loaded host can take seconds to start it)
+        rm -f /tmp/sp.ss.$port
+        until grep -q "\"peer\": \"127.0.0.1:$port\"" /tmp/sp.ss.$port 2> /dev/null; do
+            kill -0 "$cpid" 2> /dev/null || break
             sleep 0.1
             sd_ss /tmp/sp.ss.$port -a
-            i=$((i + 1))
         done
         wait "$cpid"
         crc=$?
@@ -352,14 +353,13 @@ check_smcd_containers() {
     sleep 1
     bg $IP netns exec smcd-b smcrun sockcheck client 10.6.0.1:7000 200000 4000 > /tmp/sc.cli 2>&1
     cpid=$(tail -n1 /tmp/check.pids)
-    # a snapshot of each end while the client holds its connection, both showing it (no jq in the loop)
-    i=0
-    until { grep -q '"peer": "10.6.0.2:' /tmp/sc.ssa && grep -q '"peer": "10.6.0.1:7000"' /tmp/sc.ssb; } 2> /dev/null ||
-        [ $i -ge 15 ]; do
+    # snapshots of each end until both show the connection, while the client runs (no jq in the loop)
+    rm -f /tmp/sc.ssa /tmp/sc.ssb
+    until { grep -q '"peer": "10.6.0.2:' /tmp/sc.ssa && grep -q '"peer": "10.6.0.1:7000"' /tmp/sc.ssb; } 2> /dev/null; do
+        kill -0 "$cpid" 2> /dev/null || break
         sleep 0.1
         ina smcrun ss -a --json > /tmp/sc.ssa 2>&1
         inb smcrun ss -a --json > /tmp/sc.ssb 2>&1
-        i=$((i + 1))
     done
     wait "$cpid"
     crc=$?
