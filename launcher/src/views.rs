@@ -471,17 +471,17 @@ mod tests {
         assert_eq!(active.len(), 4, "{socks:?}");
         for s in &active {
             let d = s.dmbinfo.as_ref().unwrap();
-            let cols = detail_columns(s, &a);
             // GID Token Peer-GID Peer-Token Linkid, the link group as `smcrun linkgroup` shows it
-            let want = format!(
-                " {:016x} {:016x} {:016x} {:016x} {}",
-                d.my_gid,
-                d.token,
-                d.peer_gid,
-                d.peer_token,
-                lgr_id(d.link_id)
+            let cols = detail_columns(s, &a);
+            let c: Vec<&str> = cols.split_whitespace().collect();
+            let hex = |i: usize| u64::from_str_radix(c[i], 16).unwrap();
+            assert_eq!(c.len(), 5, "{cols}");
+            assert!(c[..4].iter().all(|x| x.len() == 16), "{cols}");
+            assert_eq!(
+                (hex(0), hex(1), hex(2), hex(3)),
+                (d.my_gid, d.token, d.peer_gid, d.peer_token)
             );
-            assert_eq!(cols, want);
+            assert_eq!(c[4], lgr_id(d.link_id), "{cols}");
             let j = socket_json(s);
             assert_eq!(j["mode"], "SMCD");
             assert_eq!(j["dmbinfo"]["token"], format!("{:016x}", d.token));

@@ -65,10 +65,7 @@ sd_show() {
 
 # smcd_why: what a failed SMC-D check should add about the set-up: SMC-Dv2 needs a UEID here.
 smcd_why() {
-    case $(smcrun ueid show 2>&1) in
-    *SMCRUN-TEST*) ;;
-    *) echo " (no UEID is set: SMC-Dv2 needs one on x86, where the SEID is disabled; the set-up's \`smcrun ueid add\` did not run)" ;;
-    esac
+    ueid_hint "SMC-Dv2 needs one on x86, where the SEID is disabled"
 }
 
 # loopback-ism's channel id (SMC_LO_RESERVED_CHID in the kernel's smc_loopback.h)
@@ -317,11 +314,7 @@ check_smcd_policy() {
 check_smcd_fallback() {
     need_setup
     need_prog redis-server redis-benchmark redis-cli
-    ueid_drop
-    ( fallback_case no-ueid smcrun smcrun 127.0.0.1 6390 127.0.0.1 '0x05000000 PEERDECL' '0x03030008 NOUEID' )
-    rc=$?
-    ueid_restore
-    [ $rc = 0 ] || exit 1
+    without_ueid fallback_case no-ueid smcrun smcrun 127.0.0.1 6390 127.0.0.1 '0x05000000 PEERDECL' '0x03030008 NOUEID'
     fallback_case plain-server plain smcrun 127.0.0.1 6392 127.0.0.1 '0x03010000 PEERNOSMC' -
     fallback_case plain-client smcrun plain 127.0.0.1 6393 127.0.0.1 - '0x03010000 PEERNOSMC'
     ok
@@ -390,29 +383,11 @@ SMCD_FX_WANT="smc_GET_SYS_INFO smc_GET_STATS smc_GET_FBACK_STATS smc_GET_LGR_SMC
 check_smcd_fixtures() {
     need_setup
     need_prog redis-server redis-benchmark
-    p=6379
     # shellcheck disable=SC2034 # read by fx_expect (checks.sh)
     FX_WANT=$SMCD_FX_WANT
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
-    smcrun redis-benchmark -p $p -t set,get -n 200 -c 2 -q > /dev/null 2>&1 || fail "redis-benchmark failed before the capture"
-    bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
-    sd_wait /tmp/fx.ss '.mode == "SMCD" and .lport != 0 and .rport != 0' 4 20 || fail "no open SMC-D connections to capture$(smcd_why)"
-    capture_phase smcd
-    PHASE_DIR=smcd fx_expect smcd smc_GET_LGR_SMCD:20 sock_diag_ext0:20 sock_diag_ext8:20 smc_DUMP_UEID:20
-    cleanup_procs
-    ueid_drop
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
-    bg smcrun redis-benchmark -p $p -I -c 1 > /tmp/idle.log 2>&1
-    bg redis-benchmark -p $p -I -c 1 > /tmp/idle2.log 2>&1
-    sd_wait /tmp/fx.ss '.mode == "TCP" and .lport != 0 and .rport != 0' 3 20 -a
-    r1=$?
-    capture_phase smcd-fallback
-    PHASE_DIR=smcd-fallback fx_expect smcd-fallback smc_GET_FBACK_STATS:20 sock_diag_ext0:20
-    ueid_restore
-    [ $r1 = 0 ] || fail "the fallback connections did not show up in smcrun ss -a --json"
-    cleanup_procs
+    # fallbacks: no UEID (server NOUEID, client PEERDECL) and a plain client (PEERNOSMC)
+    fx_scenario SMCD smcd smcd-fallback "smc_GET_LGR_SMCD:20 sock_diag_ext0:20 sock_diag_ext8:20 smc_DUMP_UEID:20" \
+        "smc_GET_FBACK_STATS:20 sock_diag_ext0:20"
     {
         echo "# SMC-D captures"
         echo
