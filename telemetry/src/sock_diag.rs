@@ -20,6 +20,11 @@ pub const EXT_LGRINFO: u8 = 2;
 /// Extension bit asking for [`DmbInfo`] (SMC-D).
 pub const EXT_DMBINFO: u8 = 8;
 
+/// Bytes at the start of each SMC-D DMB that hold the connection's CDC header
+/// (`struct smcd_cdc_msg`): the kernel reports an SMC-D connection's receive buffer
+/// ([`ConnInfo::rmbe_size`]) without them, and counts them in its buffer usage statistics.
+pub const SMCD_DMB_HEADER: u32 = 32;
+
 const MSG_LEN: usize = 64;
 const ATTR_CONNINFO: u16 = 1;
 const ATTR_LGRINFO: u16 = 2;
