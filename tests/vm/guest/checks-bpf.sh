@@ -71,9 +71,11 @@ smcr_grew() {
 
 # bpf_echo_pair NAME PORT N SERVER-CMD CLIENT-CMD: N (at most 3) clients, each holding its connection
 # until its stdin (a fifo on fd 3+i) is closed, against one server, all under `smcrun --bpf`;
-# asserts SMC-R in smc_diag and the counters, data intact, and nothing attached afterwards.
+# asserts SMC-R (SMC-D with BPF_MODE=SMCD, on the SMC-D kernel) in smc_diag and the counters, data
+# intact, and nothing attached afterwards.
 bpf_echo_pair() {
-    local name=$1 p=$2 n=$3 srv=$4 cli=$5 i pids= cnt
+    local name=$1 p=$2 n=$3 srv=$4 cli=$5 i pids= cnt mode=${BPF_MODE:-SMCR} key
+    key=$(echo "$mode" | tr 'A-Z' 'a-z')
     stats_snap /tmp/$name.s0
     track smcrun --bpf -- $srv > /tmp/$name.srv 2>&1
     wait_for /tmp/$name.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/$name.srv)")"
@@ -92,15 +94,15 @@ bpf_echo_pair() {
         i=$((i + 1))
     done
     ss_snap /tmp/$name.ss
-    cnt=$(ss_count /tmp/$name.ss "(.lport == $p or .rport == $p) and .mode == \"SMCR\" and .state != \"LISTEN\"")
-    echo "smc_diag: $cnt SMCR sockets on port $p"
+    cnt=$(ss_count /tmp/$name.ss "(.lport == $p or .rport == $p) and .mode == \"$mode\" and .state != \"LISTEN\"")
+    echo "smc_diag: $cnt $mode sockets on port $p"
     ss_show /tmp/$name.ss ".lport == $p or .rport == $p"
-    [ "$cnt" -ge $((2 * n)) ] || fail "smc_diag shows $cnt SMCR sockets on port $p, expected $((2 * n)): $(ss_show /tmp/$name.ss ".lport == $p or .rport == $p")"
+    [ "$cnt" -ge $((2 * n)) ] || fail "smc_diag shows $cnt $mode sockets on port $p, expected $((2 * n)): $(ss_show /tmp/$name.ss ".lport == $p or .rport == $p")"
     # every process holding SMC sockets, with its BPF scope (smc_diag + /proc/*/fd)
     smcrun ps --all --json > /tmp/$name.procs 2> /tmp/$name.procs.err || fail "smcrun ps --all failed: $(first "$(cat /tmp/$name.procs.err)")"
-    cnt=$(jq "[.smc_processes[] | select(.bpf_scope == \"tree\" and .smcr > 0)] | length" /tmp/$name.procs)
-    echo "ps --all: $cnt processes with SMC-R sockets in a tree scope: $(jq -c '[.smc_processes[] | [.pid, .name, .smcr, .listening, .bpf_scope]]' /tmp/$name.procs)"
-    [ "$cnt" -ge $((n + 1)) ] || fail "smcrun ps --all lists $cnt processes with SMC-R sockets in a tree scope, expected >= $((n + 1)): $(jq -c .smc_processes /tmp/$name.procs)"
+    cnt=$(jq "[.smc_processes[] | select(.bpf_scope == \"tree\" and .$key > 0)] | length" /tmp/$name.procs)
+    echo "ps --all: $cnt processes with $mode sockets in a tree scope: $(jq -c '[.smc_processes[] | [.pid, .name, .smcr, .smcd, .listening, .bpf_scope]]' /tmp/$name.procs)"
+    [ "$cnt" -ge $((n + 1)) ] || fail "smcrun ps --all lists $cnt processes with $mode sockets in a tree scope, expected >= $((n + 1)): $(jq -c .smc_processes /tmp/$name.procs)"
     [ "$(jq '.bpf_scopes.trees | length' /tmp/$name.procs)" -ge 1 ] || fail "smcrun ps --all shows no smcrun --bpf tree scope: $(jq -c .bpf_scopes /tmp/$name.procs)"
     exec 4>&- 5>&- 6>&-
     for pid in $pids; do wait "$pid" || fail "a client exited non-zero"; done
@@ -112,7 +114,14 @@ bpf_echo_pair() {
         i=$((i + 1))
     done
     stats_snap /tmp/$name.s1
-    smcr_grew /tmp/$name.s0 /tmp/$name.s1 $n
+    if [ "$mode" = SMCD ]; then
+        smcd_deltas /tmp/$name.s0 /tmp/$name.s1
+        set -- $DELTAS
+        echo "SMC-D successes: client +$1, server +$2 (expected +$n)"
+        [ "$1" = "$n" ] && [ "$2" = "$n" ] || fail "SMC-D successes grew by client +$1 server +$2, expected +$n each"
+    else
+        smcr_grew /tmp/$name.s0 /tmp/$name.s1 $n
+    fi
     no_fallback /tmp/$name.s0 /tmp/$name.s1
     nothing_attached
 }

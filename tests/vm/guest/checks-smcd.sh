@@ -95,6 +95,8 @@ check_smcd_demo() {
     [ "$3" = $((2 * n)) ] || fail "smcrun demo reported $3 sockets, expected $((2 * n))"
     [ "$4" = "$3" ] && [ "$5" = "$3" ] || fail "smcrun demo: only $4 of $3 sockets SMC-D: $other$(smcd_why)"
     [ $rc = 0 ] || fail "smcrun demo exited $rc: $(lastl "$(cat /tmp/sd.err)")"
+    dev=$(jq '[.sockets[] | select(.device == "loopback-ism" and (.link_group | length) == 8)] | length' /tmp/sd.json)
+    [ "$dev" = "$3" ] || fail "smcrun demo names loopback-ism and a link group for $dev of $3 sockets: $(jq -c '[.sockets[] | .device, .link_group]' /tmp/sd.json)"
     smcd_deltas /tmp/sd.s0 /tmp/sd.s1
     set -- $DELTAS
     echo "smcd-demo: kernel: SMC-D succ client +$1 server +$2, SMC-R succ +$3, fallback client +$4 server +$5"
@@ -430,3 +432,57 @@ check_smcd_fixtures() {
 # Later, from the owners of those parts (not here yet): the per-process runtime on SMC-D (`smcrun ps`,
 # `smcrun why`, the exit report), BPF mode on this kernel (it has BTF, fmod_ret and tracing built in), the
 # exporter's SMC-D series, and doctor on an SMC-D-capable kernel.
+
+# smcd-runtime: the runtime on SMC-D. The demo's own exit report counts its 4 connections SMC-D
+#   (classified while open, none left "not classified"); 300 short connections (connect, a byte each
+#   way, close at once) with both sides under smcrun: both exit reports count exactly 300, none TCP,
+#   the SMC-D ones whose mode was read while open and those only seen as SMC at close add up; a held
+#   connection's server shows SMC-D in `smcrun ps` and `smcrun why`.
+check_smcd_runtime() {
+    need_setup
+    need_prog shapes
+    out=$(SMCRUN_REPORT=1 smcrun demo --connections 2 --bytes 64k 2>&1 > /dev/null)
+    line=$(printf '%s\n' "$out" | grep '^smcrun: pid [0-9]* smcrun: ')
+    echo "demo: $line"
+    case $line in
+    *": 4 connections, 0 SMC-R, 4 SMC-D, 0 TCP") ;;
+    *) fail "the demo's exit report does not count its 4 connections SMC-D: ${line:-$(lastl "$out")}" ;;
+    esac
+    SMCRUN_REPORT=1 smcrun shapes serve-n 7202 300 > /tmp/sr.srv 2>&1 &
+    spid=$!
+    echo $spid >> /tmp/check.pids
+    i=0
+    while ! grep -q '^listening=' /tmp/sr.srv && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    out=$(SMCRUN_REPORT=1 smcrun shapes hammer 127.0.0.1:7202 300 8 2>&1)
+    wait $spid
+    printf '%s\n' "$out" | grep -q '^made=300 failed=0' || fail "the clients: $(first "$out")"
+    for side in "$out" "$(cat /tmp/sr.srv)"; do
+        line=$(printf '%s\n' "$side" | grep '^smcrun: pid [0-9]* shapes: ')
+        echo "short: $line"
+        case $line in *": 300 connections, 0 SMC-R, "*" 0 TCP"*) ;; *) fail "a side does not count exactly 300 connections, none TCP: $line" ;; esac
+        d=$(printf '%s\n' "$line" | sed -n 's/.* \([0-9]*\) SMC-D.*/\1/p')
+        u=$(printf '%s\n' "$line" | sed -n 's/.* \([0-9]*\) SMC (mode not seen).*/\1/p')
+        [ $((${d:-0} + ${u:-0})) = 300 ] || fail "SMC-D ($d) and SMC with mode not seen ($u) do not add up to 300: $line"
+    done
+    bg smcrun shapes drop-root 7203 0 1 > /tmp/sr.held 2>&1
+    i=0
+    while ! grep -q '^listening=' /tmp/sr.held && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    out=$(smcrun shapes hammer 127.0.0.1:7203 1 1 1500 2>&1)
+    [ "$out" = "made=1 failed=0" ] || fail "the held connection: $(first "$out")"
+    list=$(rt_wait 'map(select(.program == "shapes" and .report.connections.smc_d == 1)) | length >= 1') ||
+        fail "smcrun ps does not show the server's SMC-D connection: $(echo $list | cut -c1-300)"
+    pid=$(printf '%s\n' "$list" | jq -r 'select(.c.smc_d == 1) | .pid' | head -n1)
+    why=$(smcrun why "$pid" 2>&1) || fail "smcrun why $pid: $(first "$why")"
+    printf '%s\n' "$why" | grep -q '^server .* SMC-D ' || fail "smcrun why $pid lists no SMC-D connection: $(first "$why")"
+    ok
+}
+
+# smcd-bpf: BPF mode on SMC-D: a statically linked server and 2 clients under smcrun --bpf run over
+#   SMC-D (smc_diag SMCD, the SMC-D counters grew, no fallback), nothing attached afterwards.
+check_smcd_bpf() {
+    need_setup
+    need_prog sechod
+    bpf_setup
+    BPF_MODE=SMCD bpf_echo_pair bsmcd 7204 2 "sechod server 127.0.0.1 7204 2" "sechod client 127.0.0.1 7204 65536 stdin"
+    ok
+}

@@ -266,6 +266,8 @@ check_demo() {
     [ "$3" = $((2 * n)) ] || fail "smcrun demo reported $3 sockets, expected $((2 * n)) (client + server per connection)"
     [ "$4" = "$3" ] || fail "smcrun demo: only $4 of $3 sockets SMC-R: $(jq -r '[.sockets[] | select(.transport != "SMC-R")][0] | "\(.side) \(.transport): \(.why)"' /tmp/demo.json)"
     [ $rc = 0 ] || fail "smcrun demo exited $rc: $(lastl "$(cat /tmp/demo.err)")"
+    dev=$(jq "[.sockets[] | select(.device == \"$RXE\")] | length" /tmp/demo.json)
+    [ "$dev" = "$3" ] || fail "smcrun demo names the RDMA device $RXE for $dev of $3 sockets: $(jq -c '[.sockets[].device]' /tmp/demo.json)"
     dc=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 clnt_succ)
     ds=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 srv_succ)
     dfc=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 clnt_fback)
