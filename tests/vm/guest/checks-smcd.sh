@@ -465,13 +465,14 @@ check_smcd_runtime() {
         [ $((${d:-0} + ${u:-0})) = 300 ] || fail "SMC-D ($d) and SMC with mode not seen ($u) do not add up to 300: $line"
     done
     bg smcrun shapes drop-root 7203 0 1 > /tmp/sr.held 2>&1
+    held=$(tail -n1 /tmp/check.pids)
     i=0
     while ! grep -q '^listening=' /tmp/sr.held && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
     out=$(smcrun shapes hammer 127.0.0.1:7203 1 1 1500 2>&1)
     [ "$out" = "made=1 failed=0" ] || fail "the held connection: $(first "$out")"
-    list=$(rt_wait 'map(select(.program == "shapes" and .report.connections.smc_d == 1)) | length >= 1') ||
+    list=$(rt_wait "map(select(.pid == $held and .report.connections.smc_d == 1)) | length == 1") ||
         fail "smcrun ps does not show the server's SMC-D connection: $(echo $list | cut -c1-300)"
-    pid=$(printf '%s\n' "$list" | jq -r 'select(.c.smc_d == 1) | .pid' | head -n1)
+    pid=$held
     why=$(smcrun why "$pid" 2>&1) || fail "smcrun why $pid: $(first "$why")"
     printf '%s\n' "$why" | grep -q '^server .* SMC-D ' || fail "smcrun why $pid lists no SMC-D connection: $(first "$why")"
     ok
