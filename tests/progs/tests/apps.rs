@@ -122,11 +122,31 @@ fn redis_server_and_benchmark_both_under_smcrun() {
         ]);
         run(c)
     });
+    // Debian's redis-server is a symlink to redis-check-rdb: ps names it as it was started.
+    let server_pid = server.id();
+    let named = (0..50).find_map(|_| {
+        let mut c = smcrun();
+        c.args(["ps", "--json"]);
+        let (out, _, _) = run(c);
+        let list: serde_json::Value = serde_json::from_str(&out).ok()?;
+        let e = list
+            .as_array()?
+            .iter()
+            .find(|e| e["pid"] == server_pid && !e["report"].is_null())
+            .cloned();
+        if e.is_none() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        e
+    });
     server.kill().ok();
     server.wait().ok();
     assert!(up, "redis-server under smcrun did not start listening");
     let (out, err, o) = result.unwrap();
     assert!(o.status.success(), "redis-benchmark failed: {err}\n{out}");
+    let e = named.expect("smcrun ps lists the redis-server under smcrun");
+    assert_eq!(e["program"], "redis-server", "{e}");
+    assert!(e["exe"].as_str().unwrap().starts_with('/'), "{e}");
     assert!(out.contains("SET:") && out.contains("GET:"), "{out}");
     assert!(!out.to_lowercase().contains("error"), "{out}");
 }
