@@ -27,7 +27,8 @@
 //! `FILE:LINE:COLUMN: what is wrong; expected what`. Options on the command line override the
 //! file.
 
-use crate::exec::RunOptions;
+use crate::exit::{Exit, Failure};
+use crate::run::exec::RunOptions;
 use crate::sysctl::{self, Assignment};
 use smcrun_policy::Policy;
 use smcrun_settings::{self as settings, Fallback, Mode, Setting};
@@ -35,7 +36,6 @@ use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 use std::path::Path;
-use std::process::ExitCode;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
@@ -561,12 +561,9 @@ pub const MAX_ENV_STRING: usize = 32 * 4096;
 
 /// The options of a run with `--config` merged in (the command line wins) and the policy, from
 /// `--policy`, the config file or an inherited `SMCRUN_POLICY`, checked and put in its canonical
-/// form for the shim. A bad file or policy is reported in one line and gives exit code 2.
-pub fn resolve(opts: &RunOptions) -> Result<RunOptions, ExitCode> {
-    let refuse = |msg: String| {
-        eprintln!("smcrun: {msg} (nothing was started)");
-        ExitCode::from(2)
-    };
+/// form for the shim. A bad file or policy is one line, with exit code 2.
+pub fn resolve(opts: &RunOptions) -> Result<RunOptions, Failure> {
+    let refuse = |msg: String| Failure::new(Exit::Usage, msg);
     let mut out = opts.clone();
     let file = match &opts.config {
         Some(path) => load(path).map_err(refuse)?,

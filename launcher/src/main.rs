@@ -5,29 +5,13 @@
 //! built-in tools. A program whose name is also a subcommand is run with `smcrun -- NAME`.
 
 mod admin;
-mod bpf_cmd;
-mod capture;
 mod config;
-mod demo;
-mod doctor_cmd;
-mod exec;
-mod exporter;
-mod lgr_view;
-mod monitor;
-mod owners;
-mod policy_cmd;
-mod preload;
-mod procs;
-mod rdma_view;
-mod signals;
-mod smc_procs;
-mod stats_view;
-mod suggest;
+mod exit;
+mod run;
 mod sysctl;
-mod systemd;
-mod viewfmt;
 mod views;
 
+use crate::exit::Exit;
 use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -45,7 +29,7 @@ use std::process::ExitCode;
 )]
 struct Cli {
     #[command(flatten)]
-    run: exec::RunOptions,
+    run: run::exec::RunOptions,
 
     /// Print the version and exit (smc_run's -v).
     #[arg(short = 'v', long = "version", action = clap::ArgAction::Version)]
@@ -60,57 +44,57 @@ struct Cli {
 enum Command {
     /// Run a TCP echo server and client under the shim on 127.0.0.1 and say, per connection,
     /// whether it ran over SMC-R, SMC-D or TCP, and why.
-    Demo(demo::DemoArgs),
+    Demo(run::demo::DemoArgs),
     /// Set up the host for SMC: soft-RoCE devices for hosts without RDMA hardware.
     #[command(subcommand)]
-    Setup(admin::SetupCommand),
+    Setup(admin::smc::SetupCommand),
     /// Show or change the SMC user EIDs (needed for SMC-Rv2).
     #[command(subcommand)]
-    Ueid(admin::UeidCommand),
+    Ueid(admin::smc::UeidCommand),
     /// Show or change the SMC PNET table (which netdev or RDMA device belongs to which PNET ID).
     #[command(subcommand)]
-    Pnet(admin::PnetCommand),
+    Pnet(admin::smc::PnetCommand),
     /// SMC sockets on this host, like smcss: state, addresses, mode, and why a fallback happened.
-    Ss(views::SsArgs),
+    Ss(views::ss::SsArgs),
     /// SMC statistics of this network namespace, like `smcr stats`.
-    Stats(stats_view::StatsArgs),
+    Stats(views::stats::StatsArgs),
     /// SMC-R link groups, like `smcr linkgroup`.
-    Linkgroup(lgr_view::LinkGroupArgs),
+    Linkgroup(views::linkgroup::LinkGroupArgs),
     /// SMC-R links, like `smcr linkgroup link-show`.
-    Link(lgr_view::JsonArgs),
+    Link(views::linkgroup::JsonArgs),
     /// SMC devices and their ports, like `smcr device`.
-    Device(lgr_view::JsonArgs),
+    Device(views::linkgroup::JsonArgs),
     /// What this kernel's SMC can do: version, v2 support, host name, EIDs.
-    Info(lgr_view::JsonArgs),
+    Info(views::linkgroup::JsonArgs),
     /// RDMA resources per device (used counts) and the objects with owner and state.
-    Rdma(rdma_view::RdmaArgs),
+    Rdma(views::rdma::RdmaArgs),
     /// Live SMC rates, connections and buffer memory, one line per interval (smc_monitor_ex).
-    Monitor(monitor::MonitorArgs),
+    Monitor(views::monitor::MonitorArgs),
     /// Programs running under smcrun: their connections over SMC-R, SMC-D and TCP.
-    Ps(procs::PsArgs),
+    Ps(views::ps::PsArgs),
     /// One program's connections under smcrun, each with its mode and why it was not SMC.
-    Why(procs::WhyArgs),
+    Why(views::ps::WhyArgs),
     /// BPF mode: make every new TCP socket of a cgroup v2 subtree SMC (`--cgroup PATH`), or list
     /// what is attached (`--list`).
-    Attach(bpf_cmd::AttachArgs),
+    Attach(run::bpf::AttachArgs),
     /// BPF mode: stop making a cgroup's sockets SMC.
-    Detach(bpf_cmd::DetachArgs),
+    Detach(run::bpf::DetachArgs),
     /// Serve the SMC metrics to Prometheus over HTTP (127.0.0.1:9609), or write them as a
     /// node_exporter textfile (--textfile DIR).
-    Exporter(exporter::ExporterArgs),
+    Exporter(views::exporter::ExporterArgs),
     /// Print one scrape of the SMC metrics (Prometheus text format).
-    Metrics(exporter::MetricsArgs),
+    Metrics(views::exporter::MetricsArgs),
     /// Check this host for SMC (kernel, modules, RDMA, UEID, PNET, sysctls, the live counters)
     /// and, with `-- PROGRAM`, whether smcrun can reach the program; one line of advice each.
-    Doctor(doctor_cmd::DoctorArgs),
+    Doctor(views::doctor::DoctorArgs),
     /// Run a systemd service under smcrun: a drop-in wraps its ExecStart (then run
     /// `systemctl daemon-reload` and restart it).
-    Enable(systemd::EnableArgs),
+    Enable(admin::systemd::EnableArgs),
     /// Remove `smcrun enable`'s drop-in from a systemd service.
-    Disable(systemd::DisableArgs),
+    Disable(admin::systemd::DisableArgs),
     /// Check a policy: which rule a program's connect or bind matches, and the action.
     #[command(subcommand)]
-    Policy(policy_cmd::PolicyCommand),
+    Policy(run::policy_check::PolicyCommand),
     /// Print a shell completion script: smcrun completions bash > /etc/bash_completion.d/smcrun
     Completions {
         /// bash, zsh, fish (or elvish, powershell).
@@ -124,19 +108,19 @@ enum Command {
     },
     /// Hidden: save the kernel's raw netlink replies as test fixtures.
     #[command(hide = true, name = "__capture")]
-    Capture(capture::CaptureArgs),
+    Capture(admin::capture::CaptureArgs),
     /// Hidden: run the demo's echo pair inside this (preloaded) process.
     #[command(hide = true, name = "__demo-worker")]
-    DemoWorker(demo::WorkerArgs),
+    DemoWorker(run::demo::WorkerArgs),
     /// A program to run under the shim.
     #[command(external_subcommand)]
     Run(Vec<OsString>),
 }
 
 fn main() -> ExitCode {
-    viewfmt::install_stdout_guard();
+    views::format::install_stdout_guard();
     let args: Vec<OsString> = std::env::args_os().collect();
-    let (head, forced) = exec::split_forced_command(&args);
+    let (head, forced) = run::exec::split_forced_command(&args);
     let cli = match Cli::try_parse_from(head) {
         Ok(cli) => cli,
         Err(e) => {
@@ -147,7 +131,7 @@ fn main() -> ExitCode {
     match (cli.command, forced) {
         (None, Some(cmd)) => match config::resolve(&cli.run) {
             Ok(opts) => run_program(&opts, cmd),
-            Err(code) => code,
+            Err(f) => not_started(f),
         },
         (Some(Command::Run(cmd)), None) => {
             let cli_cmd = Cli::command();
@@ -156,29 +140,29 @@ fn main() -> ExitCode {
                 .filter(|s| !s.is_hide_set())
                 .map(|s| s.get_name())
                 .collect();
-            if let Some(code) = suggest::before_run(&cmd, &subs) {
+            if let Some(code) = run::suggest::before_run(&cmd, &subs) {
                 return code;
             }
             match config::resolve(&cli.run) {
                 Ok(opts) => run_program(&opts, cmd),
-                Err(code) => code,
+                Err(f) => not_started(f),
             }
         }
         (Some(_), Some(_)) => {
             eprintln!("smcrun: a subcommand and `-- COMMAND` cannot be combined");
-            ExitCode::from(2)
+            ExitCode::from(Exit::Usage)
         }
         (None, None) => {
             eprintln!(
                 "smcrun: no command given\n\n{}",
                 Cli::command().render_help()
             );
-            ExitCode::from(2)
+            ExitCode::from(Exit::Usage)
         }
         (Some(Command::Completions { shell }), None) => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "smcrun", &mut out);
-            viewfmt::write_stdout(&out)
+            views::format::write_stdout(&out)
         }
         (Some(Command::Man { dir }), None) => {
             match std::fs::create_dir_all(&dir)
@@ -187,44 +171,53 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("smcrun __man: {}: {e}", dir.display());
-                    ExitCode::from(1)
+                    ExitCode::from(Exit::Failed)
                 }
             }
         }
         (Some(Command::Demo(a)), None) => match config::resolve(&cli.run) {
-            Ok(opts) => demo::run(&opts, &a),
-            Err(code) => code,
+            Ok(opts) => run::demo::run(&opts, &a),
+            Err(f) => not_started(f),
         },
-        (Some(Command::DemoWorker(a)), None) => demo::worker(&a),
-        (Some(Command::Setup(c)), None) => admin::setup(c),
-        (Some(Command::Ueid(c)), None) => admin::ueid(c),
-        (Some(Command::Pnet(c)), None) => admin::pnet(c),
-        (Some(Command::Ss(a)), None) => views::ss(&a),
-        (Some(Command::Stats(a)), None) => stats_view::stats(&a),
-        (Some(Command::Linkgroup(a)), None) => lgr_view::linkgroup(&a),
-        (Some(Command::Link(a)), None) => lgr_view::link(&a),
-        (Some(Command::Device(a)), None) => lgr_view::device(&a),
-        (Some(Command::Info(a)), None) => lgr_view::info(&a),
-        (Some(Command::Rdma(a)), None) => rdma_view::rdma(&a),
-        (Some(Command::Monitor(a)), None) => monitor::monitor(&a),
-        (Some(Command::Capture(a)), None) => capture::run(&a),
-        (Some(Command::Policy(c)), None) => policy_cmd::run(c),
-        (Some(Command::Ps(a)), None) => procs::ps(&a),
-        (Some(Command::Why(a)), None) => procs::why(&a),
-        (Some(Command::Attach(a)), None) => bpf_cmd::attach(&a),
-        (Some(Command::Detach(a)), None) => bpf_cmd::detach(&a),
-        (Some(Command::Exporter(a)), None) => exporter::exporter(&a),
-        (Some(Command::Metrics(a)), None) => exporter::metrics(&a),
-        (Some(Command::Doctor(a)), None) => doctor_cmd::run(&a),
-        (Some(Command::Enable(a)), None) => systemd::enable(&a),
-        (Some(Command::Disable(a)), None) => systemd::disable(&a),
+        (Some(Command::DemoWorker(a)), None) => run::demo::worker(&a),
+        (Some(Command::Setup(c)), None) => admin::smc::setup(c),
+        (Some(Command::Ueid(c)), None) => admin::smc::ueid(c),
+        (Some(Command::Pnet(c)), None) => admin::smc::pnet(c),
+        (Some(Command::Ss(a)), None) => views::ss::ss(&a),
+        (Some(Command::Stats(a)), None) => views::stats::stats(&a),
+        (Some(Command::Linkgroup(a)), None) => views::linkgroup::linkgroup(&a),
+        (Some(Command::Link(a)), None) => views::linkgroup::link(&a),
+        (Some(Command::Device(a)), None) => views::linkgroup::device(&a),
+        (Some(Command::Info(a)), None) => views::linkgroup::info(&a),
+        (Some(Command::Rdma(a)), None) => views::rdma::rdma(&a),
+        (Some(Command::Monitor(a)), None) => views::monitor::monitor(&a),
+        (Some(Command::Capture(a)), None) => admin::capture::run(&a),
+        (Some(Command::Policy(c)), None) => run::policy_check::run(c),
+        (Some(Command::Ps(a)), None) => views::ps::ps(&a),
+        (Some(Command::Why(a)), None) => views::ps::why(&a),
+        (Some(Command::Attach(a)), None) => run::bpf::attach(&a),
+        (Some(Command::Detach(a)), None) => run::bpf::detach(&a),
+        (Some(Command::Exporter(a)), None) => views::exporter::exporter(&a),
+        (Some(Command::Metrics(a)), None) => views::exporter::metrics(&a),
+        (Some(Command::Doctor(a)), None) => views::doctor::run(&a),
+        (Some(Command::Enable(a)), None) => admin::systemd::enable(&a),
+        (Some(Command::Disable(a)), None) => admin::systemd::disable(&a),
     }
 }
 
 /// Runs a program under smcrun: through the kernel's socket() hook with `--bpf`, else preloaded.
-fn run_program(opts: &exec::RunOptions, cmd: Vec<OsString>) -> ExitCode {
+fn run_program(opts: &run::exec::RunOptions, cmd: Vec<OsString>) -> ExitCode {
     match opts.bpf {
-        Some(mode) => bpf_cmd::run(opts, mode, cmd),
-        None => exec::run(opts, cmd),
+        Some(mode) => run::bpf::run(opts, mode, cmd),
+        None => run::exec::run(opts, cmd),
     }
+}
+
+/// A refusal before anything ran.
+fn not_started(f: exit::Failure) -> ExitCode {
+    exit::Failure {
+        message: f.message + " (nothing was started)",
+        ..f
+    }
+    .report()
 }

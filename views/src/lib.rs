@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod advice;
+pub mod counters;
 pub mod doctor;
 pub mod metrics;
 pub mod netns;

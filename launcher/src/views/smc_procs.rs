@@ -5,7 +5,7 @@
 //! [`smc_processes`] and prints it; [`bpf_scopes`] gives the scopes and their counts for `ps`
 //! and the exporter.
 
-use crate::owners;
+use crate::views::owners;
 use serde::Serialize;
 use smcrun_bpf::scopes::{self, Scopes};
 use smcrun_telemetry::reasons;

@@ -9,6 +9,7 @@
 //! CM ids and contexts, which have no device limit) the maximum is shown as unknown, `?`.
 //! Without RDMA devices the view says "no RDMA devices" in one line and exits 1.
 
+use crate::exit::Exit;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -18,7 +19,7 @@ use smcrun_telemetry::rdma::{self, Device, Resource, ResourceKind, ResourceSumma
 use smcrun_telemetry::uverbs::{self, Limits};
 use smcrun_telemetry::Error;
 
-use crate::viewfmt::{self, Align, Table, EXIT_KERNEL};
+use crate::views::format::{self, Align, Table};
 use smcrun_views::rdma::{max, used};
 
 /// `smcrun rdma` arguments.
@@ -191,7 +192,7 @@ fn no_devices(e: Option<&Error>) -> ExitCode {
             "smcrun: no RDMA devices (without RDMA hardware: smcrun setup soft-roce --netdev IF)"
         ),
     }
-    ExitCode::from(EXIT_KERNEL)
+    Exit::Failed.into()
 }
 
 /// Run `smcrun rdma`.
@@ -200,14 +201,14 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("smcrun rdma: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     let devices = match rdma::devices() {
         Ok(d) if d.is_empty() => return no_devices(None),
         Ok(d) => d,
         Err(e) if e.is_module_missing() => return no_devices(Some(&e)),
-        Err(e) => return viewfmt::refused(&e),
+        Err(e) => return format::refused(&e),
     };
     let devices: Vec<Device> = match &sel.device {
         None => devices,
@@ -219,7 +220,7 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
                     "smcrun rdma: no RDMA device named \"{name}\"; the devices are: {}",
                     names.join(", ")
                 );
-                return ExitCode::from(EXIT_KERNEL);
+                return Exit::Failed.into();
             }
             found
         }
@@ -228,7 +229,7 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
         .and_then(|raw| rdma::parse_resource_summary(&raw))
     {
         Ok(s) => s,
-        Err(e) => return viewfmt::refused(&e),
+        Err(e) => return format::refused(&e),
     };
     let limits: Vec<Option<Limits>> = devices
         .iter()
@@ -254,7 +255,7 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
                             .map(|r| object(r, comm))
                             .filter(|o| keep(o, a.pid, a.state.as_deref())),
                     ),
-                    Err(e) => return viewfmt::refused(&e),
+                    Err(e) => return format::refused(&e),
                 }
             }
         }
@@ -290,7 +291,7 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
                 })
             })
             .collect();
-        return viewfmt::print_json(&json!({
+        return format::print_json(&json!({
             "max_known": limits.iter().all(Option::is_some),
             "devices": devs,
             "objects": objects,
@@ -313,10 +314,10 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
         } else {
             "(used/max; cm_id and ctx have no device maximum)".to_string()
         });
-        return viewfmt::print_lines(out);
+        return format::print_lines(out);
     }
     if objects.is_empty() {
-        viewfmt::print_lines(["no matching RDMA objects"])
+        format::print_lines(["no matching RDMA objects"])
     } else {
         objects_table(&objects).print()
     }
@@ -327,7 +328,7 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> Vec<u8> {
-        crate::viewfmt::fixture("smcr", name)
+        crate::views::format::fixture("smcr", name)
     }
 
     #[test]

@@ -6,19 +6,17 @@
 //! is missing or refused (one line names the module and, where the kernel can load it, the
 //! `modprobe` that does; or the refusal), 2 bad usage.
 
+use crate::exit::Exit;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use serde::Serialize;
 use smcrun_telemetry::Error;
 
-/// Exit status when the kernel interface is missing or refused the request.
-pub const EXIT_KERNEL: u8 = 1;
-
 /// Print the one-line refusal for `e` and return [`EXIT_KERNEL`].
 pub fn refused(e: &Error) -> ExitCode {
     eprintln!("smcrun: {e}");
-    ExitCode::from(EXIT_KERNEL)
+    Exit::Failed.into()
 }
 
 /// The end of writing a view to stdout: a reader that went away (`| head`) ends the output
@@ -30,7 +28,7 @@ pub fn stdout_result(written: std::io::Result<()>) -> ExitCode {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("smcrun: cannot write to stdout: {e}");
-            ExitCode::from(EXIT_KERNEL)
+            Exit::Failed.into()
         }
     }
 }
@@ -47,7 +45,7 @@ pub fn install_stdout_guard() {
                 std::process::exit(0);
             }
             eprintln!("smcrun: cannot write to stdout: {why}");
-            std::process::exit(i32::from(EXIT_KERNEL));
+            std::process::exit(i32::from(Exit::Failed.code()));
         }
         default(info);
     }));

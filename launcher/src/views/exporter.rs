@@ -11,6 +11,7 @@
 //!   so node_exporter never reads half a file and nothing planted there is followed.
 //! - `smcrun metrics` prints one scrape.
 
+use crate::exit::Exit;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -24,7 +25,7 @@ use clap::Args;
 use smcrun_views::metrics::{self, ScrapeMeta};
 use smcrun_views::snapshot::{self, Snapshot};
 
-use crate::viewfmt;
+use crate::views::format;
 
 /// Where `smcrun exporter` listens unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9609";
@@ -46,7 +47,7 @@ pub struct ExporterArgs {
     #[arg(long, value_name = "DIR")]
     textfile: Option<PathBuf>,
     /// Seconds between textfile writes [default: 15].
-    #[arg(long, value_name = "SEC", requires = "textfile", value_parser = viewfmt::seconds)]
+    #[arg(long, value_name = "SEC", requires = "textfile", value_parser = format::seconds)]
     interval: Option<f64>,
     /// Write the textfile once and exit (for cron).
     #[arg(long, requires = "textfile")]
@@ -110,10 +111,10 @@ pub fn metrics(a: &MetricsArgs) -> ExitCode {
         None => e.scrape(),
     };
     match text {
-        Ok(t) => viewfmt::write_stdout(t.as_bytes()),
+        Ok(t) => format::write_stdout(t.as_bytes()),
         Err(err) => {
             eprintln!("smcrun metrics: {err}");
-            ExitCode::from(1)
+            ExitCode::from(Exit::Failed)
         }
     }
 }
@@ -137,7 +138,7 @@ fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
         Ok(s) => Arc::new(s),
         Err(e) => {
             eprintln!("smcrun exporter: cannot listen on {addr}: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(Exit::Failed);
         }
     };
     let scope = if addr.ip().is_loopback() {
@@ -164,7 +165,7 @@ fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
     for w in workers {
         let _ = w.join();
     }
-    ExitCode::from(1)
+    ExitCode::from(Exit::Failed)
 }
 
 fn header(name: &str, value: &str) -> tiny_http::Header {
@@ -203,7 +204,7 @@ fn textfile_loop(exporter: Exporter, dir: &Path, interval: f64, once: bool) -> E
         Ok(fd) => fd,
         Err(e) => {
             eprintln!("smcrun exporter: --textfile {}: {e}", dir.display());
-            return ExitCode::from(1);
+            return ExitCode::from(Exit::Failed);
         }
     };
     if !once {
@@ -223,7 +224,7 @@ fn textfile_loop(exporter: Exporter, dir: &Path, interval: f64, once: bool) -> E
                 dir.join(TEXTFILE).display()
             );
             if once {
-                return ExitCode::from(1);
+                return ExitCode::from(Exit::Failed);
             }
         }
         if once {

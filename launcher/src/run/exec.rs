@@ -3,7 +3,8 @@
 //! and its exit status and signals are its own. This is what makes smcrun fit as a container
 //! entrypoint.
 
-use crate::preload;
+use crate::exit::{Exit, Failure};
+use crate::run::preload;
 use crate::sysctl;
 use clap::Args;
 use smcrun_settings::{self as settings, Fallback, Mode};
@@ -63,7 +64,7 @@ pub struct RunOptions {
     /// mode where the kernel allows it, else the preload.
     #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
           default_missing_value = "on", value_enum)]
-    pub bpf: Option<crate::bpf_cmd::BpfMode>,
+    pub bpf: Option<crate::run::bpf::BpfMode>,
 }
 
 /// The value parser of the options whose values are text: one that is not UTF-8 is refused naming
@@ -177,7 +178,7 @@ pub fn shim_env(opts: &RunOptions) -> Vec<(&'static str, String)> {
 pub fn prepare(opts: &RunOptions) -> Result<(), ExitCode> {
     let shim = preload::find_shim().map_err(|e| {
         eprintln!("smcrun: {e}");
-        ExitCode::from(1)
+        ExitCode::from(Exit::Failed)
     })?;
     for a in &opts.sysctl {
         if let Err(e) = sysctl::apply(a) {
@@ -185,7 +186,7 @@ pub fn prepare(opts: &RunOptions) -> Result<(), ExitCode> {
                 eprintln!("smcrun: warning: {e}; going on (--sysctl-best-effort)");
             } else {
                 eprintln!("smcrun: {e}; nothing was started (use --sysctl-best-effort to go on)");
-                return Err(ExitCode::from(1));
+                return Err(ExitCode::from(Exit::Failed));
             }
         }
     }
@@ -211,11 +212,11 @@ pub fn prepare(opts: &RunOptions) -> Result<(), ExitCode> {
 pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> ExitCode {
     let Some(program) = cmd.first() else {
         eprintln!("smcrun: no command given");
-        return ExitCode::from(2);
+        return ExitCode::from(Exit::Usage);
     };
     let resolved = match resolve_command(program) {
         Ok(p) => p,
-        Err(code) => return code,
+        Err(f) => return f.report(),
     };
     if let Some(problem) = preload::reach_problem(&resolved) {
         if opts.require_preload {
@@ -223,7 +224,7 @@ pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> ExitCode {
                 "smcrun: {}: {problem}; not started (--require-preload)",
                 resolved.display()
             );
-            return ExitCode::from(126);
+            return ExitCode::from(Exit::NotExecutable);
         }
         eprintln!(
             "smcrun: warning: {}: {problem}; running it anyway, without SMC (smcrun --bpf reaches it)",
@@ -237,18 +238,17 @@ pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> ExitCode {
 }
 
 /// Finds what execvp would run, reporting 127 (not found) or 126 (not executable) as a shell does.
-pub(crate) fn resolve_command(program: &OsStr) -> Result<PathBuf, ExitCode> {
-    match preload::find_program(program) {
-        Ok(p) => Ok(p),
-        Err(preload::NotFound::NotExecutable(c)) => {
-            eprintln!("smcrun: {}: not an executable file", c.display());
-            Err(ExitCode::from(126))
-        }
-        Err(preload::NotFound::Missing) => {
-            eprintln!("smcrun: {}: command not found", program.to_string_lossy());
-            Err(ExitCode::from(127))
-        }
-    }
+pub(crate) fn resolve_command(program: &OsStr) -> Result<PathBuf, Failure> {
+    preload::find_program(program).map_err(|e| match e {
+        preload::NotFound::NotExecutable(c) => Failure::new(
+            Exit::NotExecutable,
+            format!("{}: not an executable file", c.display()),
+        ),
+        preload::NotFound::Missing => Failure::new(
+            Exit::NotFound,
+            format!("{}: command not found", program.to_string_lossy()),
+        ),
+    })
 }
 
 /// execv() of the resolved path with the caller's argv[0] and arguments, unchanged.
@@ -258,7 +258,7 @@ pub fn exec(path: &Path, argv: &[OsString]) -> ExitCode {
         Ok(p) => p,
         Err(_) => {
             eprintln!("smcrun: {}: the path contains a NUL byte", path.display());
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     let mut c_argv = Vec::with_capacity(argv.len());
@@ -267,11 +267,11 @@ pub fn exec(path: &Path, argv: &[OsString]) -> ExitCode {
             Ok(c) => c_argv.push(c),
             Err(_) => {
                 eprintln!("smcrun: an argument contains a NUL byte: {a:?}");
-                return ExitCode::from(2);
+                return ExitCode::from(Exit::Usage);
             }
         }
     }
-    crate::signals::restore_inherited();
+    crate::run::signals::restore_inherited();
     let mut err = nix::unistd::execv(&c_path, &c_argv).unwrap_err();
     if err == nix::errno::Errno::ENOEXEC {
         // A script without a #! line: run it with /bin/sh, as execvp(3) and shells do.

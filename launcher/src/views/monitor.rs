@@ -11,6 +11,7 @@
 //!
 //! `--json` prints one JSON object per line (keys in the README).
 
+use crate::exit::Exit;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -22,7 +23,7 @@ use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
 
 use smcrun_telemetry::Error;
 
-use crate::viewfmt::{self, bytes, rate};
+use crate::views::format::{self, bytes, rate};
 
 /// What the monitor shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -86,7 +87,7 @@ pub struct MonitorArgs {
     #[arg(value_enum)]
     view: View,
     /// Seconds between lines.
-    #[arg(short = 'i', long = "interval", default_value = "1", value_parser = viewfmt::seconds)]
+    #[arg(short = 'i', long = "interval", default_value = "1", value_parser = format::seconds)]
     interval: f64,
     /// smc, smcr or smcd (default smc); connection also takes fallback and all (its default).
     #[arg(short = 'm', long = "mode", value_enum)]
@@ -411,7 +412,7 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
                 "smcrun monitor: -m {} counts connections only; speed, memory and base take smc, smcr or smcd",
                 m.name()
             );
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
         (_, Some(m)) => m,
     };
@@ -422,15 +423,15 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
     };
     let client = match SmcGenl::open() {
         Ok(c) => c,
-        Err(e) => return viewfmt::refused(&e),
+        Err(e) => return format::refused(&e),
     };
     let mut prev = match take(&client, &needs) {
         Ok(s) => s,
-        Err(e) => return viewfmt::refused(&e),
+        Err(e) => return format::refused(&e),
     };
     if !a.json {
-        if let Err(e) = viewfmt::emit_line(&header(a.view)) {
-            return viewfmt::stdout_result(Err(e));
+        if let Err(e) = format::emit_line(&header(a.view)) {
+            return format::stdout_result(Err(e));
         }
     }
     let mut printed = 0u64;
@@ -438,7 +439,7 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         std::thread::sleep(Duration::from_secs_f64(a.interval));
         let next = match take(&client, &needs) {
             Ok(s) => s,
-            Err(e) => return viewfmt::refused(&e),
+            Err(e) => return format::refused(&e),
         };
         let dt = match (prev.at, next.at) {
             (Some(p), Some(n)) => n.duration_since(p).as_secs_f64(),
@@ -451,8 +452,8 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         } else {
             text(a.view, mode, &date, &l, a.raw)
         };
-        if let Err(e) = viewfmt::emit_line(&shown) {
-            return viewfmt::stdout_result(Err(e));
+        if let Err(e) = format::emit_line(&shown) {
+            return format::stdout_result(Err(e));
         }
         prev = next;
         printed += 1;
@@ -465,7 +466,7 @@ mod tests {
     use super::*;
     use smcrun_telemetry::smc_genl::parse_stats;
 
-    use crate::viewfmt::fixture;
+    use crate::views::format::fixture;
 
     fn sample(phase: &str) -> Sample {
         Sample {

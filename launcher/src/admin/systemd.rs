@@ -14,13 +14,16 @@
 //! Prefixes (`-`, `:`, `+`, `!`, `!!`) are kept; `@` (a different argv[0]) cannot be kept and is
 //! refused. Neither command reloads systemd: both say to run `systemctl daemon-reload`.
 
+use crate::exit::Exit;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser};
 
-use crate::{config, exec, exporter};
+use crate::config;
+use crate::run::exec;
+use crate::views::exporter;
 
 /// The drop-in's file name in `UNIT.d/`.
 const DROPIN: &str = "smcrun.conf";
@@ -264,12 +267,12 @@ fn dropin_text(
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("smcrun: {msg}");
-    ExitCode::from(1)
+    ExitCode::from(Exit::Failed)
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("smcrun: {msg}");
-    ExitCode::from(2)
+    ExitCode::from(Exit::Usage)
 }
 
 /// Run `smcrun enable`.
@@ -290,8 +293,12 @@ pub fn enable(a: &EnableArgs) -> ExitCode {
     if opts.config.as_ref().is_some_and(|c| c.is_relative()) {
         return usage("--config needs an absolute path here (systemd starts the unit in /)");
     }
-    if let Err(code) = config::resolve(&opts) {
-        return code;
+    if let Err(f) = config::resolve(&opts) {
+        return crate::exit::Failure {
+            message: f.message + " (nothing was written)",
+            ..f
+        }
+        .report();
     }
     let words: Vec<String> = match a.options.iter().map(|o| o.to_str().map(quote)).collect() {
         Some(w) => w,

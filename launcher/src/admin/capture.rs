@@ -3,6 +3,7 @@
 //! on what a real SMC kernel sends. A dump the kernel refuses is skipped with a line on stderr;
 //! the exit code is 1 only if DIR cannot be written or nothing at all could be captured.
 
+use crate::exit::Exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -76,7 +77,7 @@ impl Capture<'_> {
 pub fn run(a: &CaptureArgs) -> ExitCode {
     if let Err(e) = std::fs::create_dir_all(&a.dir) {
         eprintln!("smcrun __capture: cannot create {}: {e}", a.dir.display());
-        return ExitCode::from(1);
+        return ExitCode::from(Exit::Failed);
     }
     let mut c = Capture {
         dir: &a.dir,
@@ -135,7 +136,7 @@ pub fn run(a: &CaptureArgs) -> ExitCode {
             c.written,
             a.dir.display()
         );
-        return ExitCode::from(1);
+        return ExitCode::from(Exit::Failed);
     }
     ExitCode::SUCCESS
 }

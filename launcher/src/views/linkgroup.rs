@@ -16,7 +16,7 @@ use smcrun_telemetry::smc_genl::{
 use smcrun_telemetry::Error;
 use smcrun_views::netns;
 
-use crate::viewfmt::{self, ifname, Align, Table};
+use crate::views::format::{self, ifname, Align, Table};
 
 /// `smcrun linkgroup` arguments.
 #[derive(Args, Debug)]
@@ -224,16 +224,16 @@ pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
     };
     let (groups, smcd) = match read() {
         Ok(v) => v,
-        Err(e) => return viewfmt::refused(&e),
+        Err(e) => return format::refused(&e),
     };
     if a.json {
-        return viewfmt::print_json(&json!({
+        return format::print_json(&json!({
             "link_groups": groups.iter().map(group_json).collect::<Vec<_>>(),
             "smcd_link_groups": smcd.iter().map(smcd_group_json).collect::<Vec<_>>(),
         }));
     }
     if groups.is_empty() && smcd.is_empty() {
-        return viewfmt::print_lines(["no SMC link groups"]);
+        return format::print_lines(["no SMC link groups"]);
     }
     let mut out = Vec::new();
     if a.details {
@@ -253,7 +253,7 @@ pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
         );
         out.extend(smcd_table(&smcd).render());
     }
-    viewfmt::print_lines(out)
+    format::print_lines(out)
 }
 
 /// `smcr linkgroup link-show` columns: one row per link.
@@ -297,18 +297,18 @@ pub fn links_table(groups: &[LinkGroup]) -> Table {
 pub fn link(a: &JsonArgs) -> ExitCode {
     let groups = match open().and_then(|c| c.link_groups()) {
         Ok(g) => netns::local_groups(g, netns::cookie()),
-        Err(e) => return viewfmt::refused(&e),
+        Err(e) => return format::refused(&e),
     };
     if a.json {
         let links: Vec<Value> = groups
             .iter()
             .flat_map(|g| g.links.iter().map(move |l| link_json(g, l)))
             .collect();
-        return viewfmt::print_json(&json!({ "links": links }));
+        return format::print_json(&json!({ "links": links }));
     }
     let t = links_table(&groups);
     if t.is_empty() {
-        viewfmt::print_lines(["no SMC-R links"])
+        format::print_lines(["no SMC-R links"])
     } else {
         t.print()
     }
@@ -456,16 +456,16 @@ fn read_devices(c: &SmcGenl) -> Result<(Devices, smc_genl::SysInfo), Error> {
 pub fn device(a: &JsonArgs) -> ExitCode {
     let d = match open().and_then(|c| read_devices(&c)) {
         Ok((d, _)) => d,
-        Err(e) => return viewfmt::refused(&e),
+        Err(e) => return format::refused(&e),
     };
     if a.json {
-        return viewfmt::print_json(&json!({
+        return format::print_json(&json!({
             "smcr_devices": d.smcr.iter().map(device_json).collect::<Vec<_>>(),
             "smcd_devices": d.smcd.iter().map(device_json).collect::<Vec<_>>(),
             "smcd_loopback": loopback_json(d.loopback.as_ref()),
         }));
     }
-    viewfmt::print_lines(devices_text(&d))
+    format::print_lines(devices_text(&d))
 }
 
 fn devices_text(d: &Devices) -> Vec<String> {
@@ -514,12 +514,12 @@ pub fn info(a: &JsonArgs) -> ExitCode {
     };
     let v = match read() {
         Ok(v) => v,
-        Err(e) => return viewfmt::refused(&e),
+        Err(e) => return format::refused(&e),
     };
     if a.json {
-        return viewfmt::print_json(&v);
+        return format::print_json(&v);
     }
-    viewfmt::print_lines(info_text(&v))
+    format::print_lines(info_text(&v))
 }
 
 /// The text of `smcrun info` from its JSON.
@@ -582,7 +582,7 @@ mod tests {
     };
 
     fn fixture(name: &str) -> Vec<u8> {
-        crate::viewfmt::fixture("smcr", name)
+        crate::views::format::fixture("smcr", name)
     }
 
     #[test]
@@ -657,7 +657,7 @@ mod tests {
     #[test]
     fn captured_smcd_link_groups_devices_and_info() {
         // the SMC-D kernel with 2 SMC-D connections open (telemetry/tests/fixtures/smcd)
-        let f = |name| crate::viewfmt::fixture("smcd", name);
+        let f = |name| crate::views::format::fixture("smcd", name);
         let groups = parse_link_groups_smcd(&f("smc_GET_LGR_SMCD")).unwrap();
         let busy: Vec<&LinkGroupSmcd> = groups.iter().filter(|g| g.conns > 0).collect();
         assert!(!busy.is_empty(), "{groups:?}");
@@ -717,7 +717,7 @@ mod tests {
         );
 
         // Debian's kernel (no loopback-ism, no SMC-Dv2): nothing about SMC-D
-        let r = |name| crate::viewfmt::fixture("smcr", name);
+        let r = |name| crate::views::format::fixture("smcr", name);
         let sys = parse_sys_info(&r("smc_GET_SYS_INFO")).unwrap();
         assert_eq!(smc_genl::loopback_ism(&sys, &[], &[]), None);
         let d = Devices {

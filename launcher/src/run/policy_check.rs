@@ -3,6 +3,7 @@
 //! matcher as the shim's, so the answer is the one a run would get.
 
 use crate::config;
+use crate::exit::Exit;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use smcrun_policy::{Action, Policy, Role};
@@ -111,22 +112,22 @@ fn check(args: &CheckArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             eprintln!("smcrun: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     if args.bpf {
-        return crate::bpf_cmd::policy_check(&policy, args.json);
+        return crate::run::bpf::policy_check(&policy, args.json);
     }
     let Some(program) = &args.program else {
         eprintln!("smcrun: policy check needs --program NAME (or --bpf)");
-        return ExitCode::from(2);
+        return ExitCode::from(Exit::Usage);
     };
     let (role, local, remote) = match (args.connect, args.bind) {
         (Some(to), _) => (Role::Client, args.local, Some(to)),
         (None, Some(at)) => (Role::Server, Some(at), None),
         (None, None) => {
             eprintln!("smcrun: policy check needs --connect ADDR:PORT or --bind ADDR:PORT");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     let exe = program.as_os_str().as_bytes();
@@ -147,12 +148,12 @@ fn check(args: &CheckArgs) -> ExitCode {
             matched,
             action: decision.action.as_str(),
         };
-        crate::viewfmt::print_json(&out)
+        crate::views::format::print_json(&out)
     } else {
         let why = match decision.action {
             Action::Smc => "the socket is made SMC",
             Action::Tcp => "the socket stays TCP",
         };
-        crate::viewfmt::print_lines([matched, format!("action: {} ({why})", decision.action)])
+        crate::views::format::print_lines([matched, format!("action: {} ({why})", decision.action)])
     }
 }

@@ -14,8 +14,8 @@ use clap::Args;
 use serde_json::json;
 use smcrun_views::doctor::{self, Check, Host, Status};
 
-use crate::preload;
-use crate::viewfmt;
+use crate::run::preload;
+use crate::views::format;
 
 /// `smcrun doctor` arguments.
 #[derive(Args, Debug)]
@@ -234,7 +234,7 @@ pub fn run(a: &DoctorArgs) -> ExitCode {
     let code = doctor::exit_code(&checks);
     let n = |s: Status| checks.iter().filter(|c| c.status == s).count();
     let printed = if a.json {
-        viewfmt::print_json(&json!({
+        format::print_json(&json!({
             "checks": checks,
             "passed": n(Status::Pass),
             "warnings": n(Status::Warn),
@@ -243,7 +243,7 @@ pub fn run(a: &DoctorArgs) -> ExitCode {
             "exit_code": code,
         }))
     } else {
-        viewfmt::print_lines(text(&checks, code))
+        format::print_lines(text(&checks, code))
     };
     if printed != ExitCode::SUCCESS {
         return printed;
@@ -288,6 +288,7 @@ mod tests {
             format!("#!/bin/sh\n# start the server\nexport X=1\nexec {bin} httpd -f \"$@\"\n"),
         )
         .unwrap();
+        std::fs::set_permissions(&s, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let c = program_check(&[s.clone().into()], "6.12.0");
         assert_eq!(c[0].status, Status::Fail, "{c:?}");
         assert!(

@@ -2,7 +2,7 @@
 //! snake_case keys for scripts and the VM tests. (`smcrun stats` is in stats_view.rs.)
 //!
 //! Without SMC in the kernel it prints one line naming the missing module and, where the kernel
-//! can load it, the `modprobe` that does (`smcrun_telemetry::kmod` decides), and exits 1 ([`crate::viewfmt`]). Exit 0 means the kernel answered (possibly
+//! can load it, the `modprobe` that does (`smcrun_telemetry::kmod` decides), and exits 1 ([`crate::views::format`]). Exit 0 means the kernel answered (possibly
 //! with nothing).
 
 use std::collections::{HashMap, HashSet};
@@ -14,10 +14,10 @@ use serde_json::{json, Value};
 use smcrun_telemetry::reasons::{self, state};
 use smcrun_telemetry::sock_diag::{self, DmbInfo, Mode, SmcSocket};
 
-use crate::lgr_view::lgr_id;
-use crate::owners::{self, Owner};
-use crate::stats_view::reason_json;
-use crate::viewfmt::{print_json, print_lines, refused};
+use crate::views::format::{print_json, print_lines, refused};
+use crate::views::linkgroup::lgr_id;
+use crate::views::owners::{self, Owner};
+use crate::views::stats::reason_json;
 
 /// `smcrun ss` arguments.
 #[derive(Args, Debug)]
@@ -455,7 +455,8 @@ mod tests {
     #[test]
     fn captured_smcd_sockets_show_their_dmb() {
         // the SMC-D kernel's reply with 2 idle redis connections open (telemetry/tests/fixtures/smcd)
-        let socks = sock_diag::parse(&crate::viewfmt::fixture("smcd", "sock_diag_ext8")).unwrap();
+        let socks =
+            sock_diag::parse(&crate::views::format::fixture("smcd", "sock_diag_ext8")).unwrap();
         let a = SsArgs {
             all: false,
             listening: false,

@@ -8,7 +8,8 @@
 //! and an SMC socket until the last process of the tree has exited, and execs COMMAND in place:
 //! the program keeps smcrun's PID, argv, exit status and signals, as without `--bpf`.
 
-use crate::exec::{self, RunOptions};
+use crate::exit::Exit;
+use crate::run::exec::{self, RunOptions};
 use crate::sysctl;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
@@ -24,9 +25,6 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-
-/// Exit status when BPF mode's prerequisites are missing (nothing was attached or started).
-pub const EXIT_UNAVAILABLE: u8 = 125;
 
 /// `--bpf` (always BPF mode) or `--bpf=auto` (BPF mode where the kernel allows it, else the
 /// preload).
@@ -87,7 +85,7 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             eprintln!("smcrun: {e} (nothing was started)");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     let preload_only = preload_only_options(opts);
@@ -98,7 +96,7 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
             if preload_only.len() == 1 { "is a setting" } else { "are settings" },
             if preload_only.len() == 1 { "it" } else { "them" }
         );
-        return ExitCode::from(2);
+        return ExitCode::from(Exit::Usage);
     }
     let analysis = rules::analyse(&policy);
     let Some(kernel_policy) = analysis.kernel.clone() else {
@@ -107,7 +105,7 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
             return fall_back(&format!("the policy's {why}"));
         }
         eprintln!("smcrun: --bpf: the policy's {why}; BPF mode cannot honour it (nothing was attached or started; see smcrun policy check --bpf)");
-        return ExitCode::from(2);
+        return ExitCode::from(Exit::Usage);
     };
     if !preload_only.is_empty() {
         // --bpf=auto with preload settings: they apply only if the preload is used.
@@ -115,11 +113,11 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
     }
     let Some(program) = cmd.first() else {
         eprintln!("smcrun: no command given");
-        return ExitCode::from(2);
+        return ExitCode::from(Exit::Usage);
     };
     let resolved = match exec::resolve_command(program) {
         Ok(p) => p,
-        Err(code) => return code,
+        Err(f) => return f.report(),
     };
     let report = prereq::check_before_attach();
     if let Some(why) = report.refusal(false) {
@@ -127,7 +125,7 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
             return fall_back(&format!("BPF mode is unavailable: {why}"));
         }
         eprintln!("smcrun: --bpf: {why} (nothing was attached or started)");
-        return ExitCode::from(EXIT_UNAVAILABLE);
+        return Exit::Unavailable.into();
     }
     for a in &opts.sysctl {
         if let Err(e) = sysctl::apply(a) {
@@ -135,7 +133,7 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
                 eprintln!("smcrun: warning: {e}; going on (--sysctl-best-effort)");
             } else {
                 eprintln!("smcrun: {e}; nothing was started (use --sysctl-best-effort to go on)");
-                return ExitCode::from(1);
+                return ExitCode::from(Exit::Failed);
             }
         }
     }
@@ -147,14 +145,14 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
                 return fall_back(&format!("BPF mode is unavailable: {e}"));
             }
             eprintln!("smcrun: --bpf: {e} (nothing was started)");
-            return ExitCode::from(EXIT_UNAVAILABLE);
+            return Exit::Unavailable.into();
         }
     };
     if let Err(e) = spawn_holder(|| hold_tree(scope)) {
         eprintln!(
             "smcrun: --bpf: cannot start the holder of the attachment: {e} (nothing was started)"
         );
-        return ExitCode::from(1);
+        return ExitCode::from(Exit::Failed);
     }
     if opts.debug > 0 {
         eprintln!(
@@ -350,13 +348,13 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
     }
     let Some(arg) = &args.cgroup else {
         eprintln!("smcrun: attach needs --cgroup PATH or --list");
-        return ExitCode::from(2);
+        return ExitCode::from(Exit::Usage);
     };
     let policy = match attach_policy(args) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("smcrun: {e} (nothing was attached)");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     let analysis = rules::analyse(&policy);
@@ -365,18 +363,18 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
             "smcrun: attach: the policy's {}; BPF mode cannot honour it (nothing was attached; see smcrun policy check --bpf)",
             analysis.refusal().unwrap_or_default()
         );
-        return ExitCode::from(2);
+        return ExitCode::from(Exit::Usage);
     };
     let dir = match resolve_cgroup(arg) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("smcrun: attach: {e} (nothing was attached)");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     if let Some(why) = prereq::check_before_attach().refusal(true) {
         eprintln!("smcrun: attach: {why} (nothing was attached)");
-        return ExitCode::from(EXIT_UNAVAILABLE);
+        return Exit::Unavailable.into();
     }
     match cgroup::attach(&dir, &policy.to_string(), &kernel_policy) {
         Ok(a) => {
@@ -407,7 +405,7 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("smcrun: attach {}: {e}", dir.display());
-            ExitCode::from(1)
+            ExitCode::from(Exit::Failed)
         }
     }
 }
@@ -418,7 +416,7 @@ pub fn detach(args: &DetachArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => {
             eprintln!("smcrun: detach: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
     };
     match cgroup::detach(&dir) {
@@ -444,7 +442,7 @@ pub fn detach(args: &DetachArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("smcrun: detach: {e}");
-            ExitCode::from(1)
+            ExitCode::from(Exit::Failed)
         }
     }
 }
@@ -538,7 +536,7 @@ fn list(json_out: bool) -> ExitCode {
         Ok(a) => a,
         Err(e) => {
             eprintln!("smcrun: attach --list: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(Exit::Failed);
         }
     };
     if json_out {
@@ -639,7 +637,7 @@ pub fn policy_check(policy: &Policy, json_out: bool) -> ExitCode {
     if honoured {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(Exit::Failed)
     }
 }
 

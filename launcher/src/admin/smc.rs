@@ -7,6 +7,7 @@
 //! a PNET entry) and removing what is not there say so on stderr and exit 0, so set-up scripts can
 //! run these commands unconditionally.
 
+use crate::exit::Exit;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Subcommand};
@@ -89,12 +90,12 @@ pub struct PnetAddArgs {
 
 fn refused(e: &Error) -> ExitCode {
     eprintln!("smcrun: {e}");
-    ExitCode::from(1)
+    ExitCode::from(Exit::Failed)
 }
 
 fn usage(message: &str) -> ExitCode {
     eprintln!("smcrun: {message}");
-    ExitCode::from(2)
+    ExitCode::from(Exit::Usage)
 }
 
 /// How to report one kernel errno of a change: its exit code and sentence.
@@ -197,7 +198,7 @@ fn soft_roce(a: &SoftRoceArgs) -> ExitCode {
             other.join(","),
             a.netdev
         );
-        return ExitCode::from(1);
+        return ExitCode::from(Exit::Failed);
     }
     if let Some(dev) = devices.iter().find(|d| on_netdev(d)) {
         eprintln!(
@@ -212,7 +213,7 @@ fn soft_roce(a: &SoftRoceArgs) -> ExitCode {
             "smcrun: the kernel has no RDMA support (ib_core): {}",
             availability.advice("ib_core")
         );
-        return ExitCode::from(1);
+        return ExitCode::from(Exit::Failed);
     }
     let rxe = kmod::availability("rdma_rxe");
     let refused_rxe = |errno| {
@@ -408,13 +409,16 @@ mod tests {
         assert_eq!(report(Ok(()), "done", &table), ExitCode::SUCCESS);
         assert_eq!(report(exists(), "done", &table), ExitCode::SUCCESS);
         let full = Err(Error::from_errno("ADD_UEID", libc::ERANGE));
-        assert_eq!(report(full, "done", &table), ExitCode::from(1));
+        assert_eq!(report(full, "done", &table), ExitCode::from(Exit::Failed));
         let other = Err(Error::from_errno("ADD_UEID", libc::EIO));
-        assert_eq!(report(other, "done", &table), ExitCode::from(1));
+        assert_eq!(report(other, "done", &table), ExitCode::from(Exit::Failed));
         // EPERM is never "already so", even if a table lists it.
         let eperm = Err(Error::from_errno("ADD_UEID", libc::EPERM));
         let lenient = [known(libc::EPERM, 0, "fine".into())];
-        assert_eq!(report(eperm, "done", &lenient), ExitCode::from(1));
+        assert_eq!(
+            report(eperm, "done", &lenient),
+            ExitCode::from(Exit::Failed)
+        );
     }
 
     #[test]

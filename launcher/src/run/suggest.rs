@@ -8,6 +8,7 @@
 //! (`stat` / `stats`, `export` / `exporter`), or the names differ by one edit and have at least
 //! 4 characters (`doctr`, `stast`). Short programs such as `sh` or `ls` never match `ss`.
 
+use crate::exit::Exit;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
@@ -52,7 +53,7 @@ pub fn before_run(cmd: &[OsString], subcommands: &[&str]) -> Option<std::process
     }
     let sub = close_to(name.as_bytes(), subcommands)?;
     let shown = name.to_string_lossy();
-    match crate::preload::find_program(name) {
+    match crate::run::preload::find_program(name) {
         Ok(path) => {
             eprintln!(
                 "smcrun: did you mean `smcrun {sub}`? (running {}; `smcrun -- {shown}` to silence)",
@@ -62,7 +63,7 @@ pub fn before_run(cmd: &[OsString], subcommands: &[&str]) -> Option<std::process
         }
         Err(_) => {
             eprintln!("smcrun: {shown}: command not found; did you mean `smcrun {sub}`?");
-            Some(std::process::ExitCode::from(127))
+            Some(std::process::ExitCode::from(Exit::NotFound))
         }
     }
 }

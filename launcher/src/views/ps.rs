@@ -6,6 +6,7 @@
 //! whom it runs as now. Reports of processes that are gone are shown once, marked, and removed
 //! (only those that were shown).
 
+use crate::exit::Exit;
 use clap::Args;
 use serde::Serialize;
 use smcrun_report::{count, ProcessReport};
@@ -105,7 +106,7 @@ fn output_error(e: io::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     eprintln!("smcrun: cannot write the output: {e}");
-    ExitCode::from(1)
+    ExitCode::from(Exit::Failed)
 }
 
 fn entries(dir: &RunDir) -> Vec<PsEntry> {
@@ -161,7 +162,7 @@ pub fn ps(a: &PsArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => {
             eprintln!("smcrun ps: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(Exit::Failed);
         }
     };
     let path = match &dir {
@@ -177,9 +178,9 @@ pub fn ps(a: &PsArgs) -> ExitCode {
             }
         }
     };
-    let scopes = crate::smc_procs::bpf_scopes();
+    let scopes = crate::views::smc_procs::bpf_scopes();
     let others = if a.all {
-        match crate::smc_procs::smc_processes() {
+        match crate::views::smc_procs::smc_processes() {
             Ok(list) => Some(list),
             Err(e) => {
                 eprintln!("smcrun ps --all: the processes with SMC sockets cannot be listed: {e}");
@@ -195,7 +196,7 @@ pub fn ps(a: &PsArgs) -> ExitCode {
             serde_json::to_string_pretty(&serde_json::json!({
                 "processes": entries,
                 "smc_processes": others,
-                "bpf_scopes": crate::smc_procs::scopes_json(&scopes),
+                "bpf_scopes": crate::views::smc_procs::scopes_json(&scopes),
             }))
         } else {
             serde_json::to_string_pretty(&entries)
@@ -274,9 +275,9 @@ pub fn ps(a: &PsArgs) -> ExitCode {
 fn others_text(
     out: &mut impl Write,
     scopes: &smcrun_bpf::scopes::Scopes,
-    others: Option<&[crate::smc_procs::SmcProcess]>,
+    others: Option<&[crate::views::smc_procs::SmcProcess]>,
 ) -> io::Result<()> {
-    let lines = crate::smc_procs::scopes_text(scopes);
+    let lines = crate::views::smc_procs::scopes_text(scopes);
     if !lines.is_empty() {
         writeln!(out, "\nBPF mode:")?;
         for l in lines {
@@ -322,7 +323,7 @@ pub fn why(a: &WhyArgs) -> ExitCode {
              (a process that switched uid reports to the user who started it)",
             a.pid
         );
-        ExitCode::from(1)
+        ExitCode::from(Exit::Failed)
     };
     let dir = match RunDir::open() {
         Ok(Some(d)) => d,

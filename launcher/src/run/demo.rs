@@ -7,7 +7,8 @@
 //! looked up by inode in the kernel's smc_diag dump (mode, fallback reason, peer diagnosis), and a
 //! TCP socket's reason is found by asking the kernel for an SMC socket the way the shim does.
 
-use crate::exec::{self, RunOptions};
+use crate::exit::Exit;
+use crate::run::exec::{self, RunOptions};
 use clap::Args;
 use serde::Serialize;
 use smcrun_runtime::classify::{self, Outcome, Verdict};
@@ -56,7 +57,7 @@ pub fn run(opts: &RunOptions, args: &DemoArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             eprintln!("smcrun: cannot find my own executable: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(Exit::Failed);
         }
     };
     let mut argv: Vec<OsString> = vec!["smcrun".into(), "__demo-worker".into()];
@@ -203,7 +204,7 @@ impl Kernel {
                 let group = self.smcd_groups.iter().find(|g| g.id == d.link_id);
                 (
                     group.map(|g| g.device()),
-                    Some(crate::lgr_view::lgr_id(d.link_id)),
+                    Some(crate::views::linkgroup::lgr_id(d.link_id)),
                 )
             }
             None => (None, None),
@@ -301,7 +302,7 @@ fn classify(conn: u16, side: &'static str, s: &TcpStream, kernel: &Kernel) -> So
 
 fn shim_loaded() -> bool {
     std::fs::read_to_string("/proc/self/maps")
-        .map(|m| m.contains(crate::preload::SHIM_FILE))
+        .map(|m| m.contains(crate::run::preload::SHIM_FILE))
         .unwrap_or(false)
 }
 
@@ -321,7 +322,7 @@ pub fn worker(args: &DemoArgs) -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("smcrun demo: {e}");
-            ExitCode::from(1)
+            ExitCode::from(Exit::Failed)
         }
     }
 }
@@ -407,7 +408,7 @@ fn work(args: &DemoArgs) -> Result<ExitCode, String> {
     }
     let all_smc = report.smc_r + report.smc_d == report.sockets.len();
     Ok(if !report.data_intact || (args.require_smc && !all_smc) {
-        ExitCode::from(1)
+        ExitCode::from(Exit::Failed)
     } else {
         ExitCode::SUCCESS
     })

@@ -1,0 +1,69 @@
+//! smcrun's own exit statuses, chosen here and nowhere else. A program smcrun runs keeps its own
+//! status: smcrun execs it and is gone.
+
+use std::process::ExitCode;
+
+/// Why smcrun itself exits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: done.
+    Ok,
+    /// 1: the kernel interface is missing or refused, a sysctl could not be set, the shim could
+    /// not be found, the output could not be written, or a view found what it reports as a
+    /// failure (`demo --require-smc`, `doctor` warnings).
+    Failed,
+    /// 2: bad usage, or a bad option, config or policy value (the message names it); also
+    /// `doctor`'s failures.
+    Usage,
+    /// 125: BPF mode is not possible here (a prerequisite is missing; the message names it).
+    Unavailable,
+    /// 126: the program is not executable, or `--require-preload` refused it.
+    NotExecutable,
+    /// 127: the program was not found.
+    NotFound,
+}
+
+impl Exit {
+    /// The status number.
+    pub const fn code(self) -> u8 {
+        match self {
+            Exit::Ok => 0,
+            Exit::Failed => 1,
+            Exit::Usage => 2,
+            Exit::Unavailable => 125,
+            Exit::NotExecutable => 126,
+            Exit::NotFound => 127,
+        }
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e.code())
+    }
+}
+
+/// A refusal: one line for stderr and the status it ends with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// How smcrun exits.
+    pub exit: Exit,
+    /// The line, without the `smcrun: ` that [`Failure::report`] puts in front.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure with its status.
+    pub fn new(exit: Exit, message: impl Into<String>) -> Failure {
+        Failure {
+            exit,
+            message: message.into(),
+        }
+    }
+
+    /// Prints the line and gives the status to exit with.
+    pub fn report(self) -> ExitCode {
+        eprintln!("smcrun: {}", self.message);
+        self.exit.into()
+    }
+}

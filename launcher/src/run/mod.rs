@@ -1,0 +1,11 @@
+//! Running a program under smcrun: the options and their environment for the shim, finding the
+//! program and whether LD_PRELOAD can reach it, exec in place (same PID, argv, exit status,
+//! signals), BPF mode, the built-in demo, and `smcrun policy check`.
+
+pub mod bpf;
+pub mod demo;
+pub mod exec;
+pub mod policy_check;
+pub mod preload;
+pub mod signals;
+pub mod suggest;
