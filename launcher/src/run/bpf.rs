@@ -10,7 +10,6 @@
 
 use crate::exit::Exit;
 use crate::run::exec::{self, RunOptions};
-use crate::sysctl;
 use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 use smcrun_bpf::cgroup::{self, CgroupScope};
@@ -127,15 +126,8 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
         eprintln!("smcrun: --bpf: {why} (nothing was attached or started)");
         return Exit::Unavailable.into();
     }
-    for a in &opts.sysctl {
-        if let Err(e) = sysctl::apply(a) {
-            if opts.sysctl_best_effort {
-                eprintln!("smcrun: warning: {e}; going on (--sysctl-best-effort)");
-            } else {
-                eprintln!("smcrun: {e}; nothing was started (use --sysctl-best-effort to go on)");
-                return ExitCode::from(Exit::Failed);
-            }
-        }
+    if let Err(code) = exec::apply_sysctls(opts) {
+        return code;
     }
     let me = std::process::id();
     let scope = match TreeScope::attach(me, &kernel_policy) {

@@ -173,13 +173,9 @@ pub fn shim_env(opts: &RunOptions) -> Vec<(&'static str, String)> {
     env
 }
 
-/// Everything before the exec: sysctls, buffer limits, LD_PRELOAD and the shim's variables.
-/// Returns the exit code to leave with when the program must not be started.
-pub fn prepare(opts: &RunOptions) -> Result<(), ExitCode> {
-    let shim = preload::find_shim().map_err(|e| {
-        eprintln!("smcrun: {e}");
-        ExitCode::from(Exit::Failed)
-    })?;
+/// The run's `--sysctl`s, before anything starts: one that cannot be set refuses the run, or with
+/// `--sysctl-best-effort` warns.
+pub fn apply_sysctls(opts: &RunOptions) -> Result<(), ExitCode> {
     for a in &opts.sysctl {
         if let Err(e) = sysctl::apply(a) {
             if opts.sysctl_best_effort {
@@ -190,6 +186,17 @@ pub fn prepare(opts: &RunOptions) -> Result<(), ExitCode> {
             }
         }
     }
+    Ok(())
+}
+
+/// Everything before the exec: sysctls, buffer limits, LD_PRELOAD and the shim's variables.
+/// Returns the exit code to leave with when the program must not be started.
+pub fn prepare(opts: &RunOptions) -> Result<(), ExitCode> {
+    let shim = preload::find_shim().map_err(|e| {
+        eprintln!("smcrun: {e}");
+        ExitCode::from(Exit::Failed)
+    })?;
+    apply_sysctls(opts)?;
     for (size, key) in [
         (opts.rcvbuf, "net.core.rmem_max"),
         (opts.sndbuf, "net.core.wmem_max"),
