@@ -8,7 +8,7 @@
 
 use crate::classify::Outcome;
 use crate::counters::{bump, COUNTS};
-use heapless::mpmc::MpMcQueue;
+use heapless::mpmc::Queue as MpMcQueue;
 use std::cell::UnsafeCell;
 use std::net::SocketAddr;
 
