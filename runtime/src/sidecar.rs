@@ -322,7 +322,7 @@ impl State {
         endpoints.sort_by(|a, b| size(b).cmp(&size(a)).then(a.remote.cmp(&b.remote)));
         endpoints.truncate(report::TOP_ENDPOINTS);
         self.seq += 1;
-        let (program, exe) = names();
+        let (program, exe) = NAMES.get().cloned().unwrap_or_else(names);
         ProcessReport {
             version: report::REPORT_VERSION,
             seq: self.seq,
@@ -396,6 +396,11 @@ fn role(server: bool) -> &'static str {
         "client"
     }
 }
+
+/// [`names`] as they were when the program started: a program may rewrite its argv later (redis-server
+/// shows `redis-server *:6379`, nginx's workers `nginx: worker process`), and the report names the
+/// program it started as.
+static NAMES: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
 
 /// The name the program was started as (argv\[0\]'s base name; Debian's redis-server is a symlink
 /// to redis-check-rdb, and the operator started redis-server) and the executable's path.
@@ -474,6 +479,7 @@ static NORMAL_MASK: Mask = Mask(std::cell::UnsafeCell::new(unsafe { std::mem::ze
 /// Called once by the library constructor, before the program runs.
 pub fn init() {
     rundir::snapshot_env();
+    let _ = NAMES.set(names());
     // SAFETY: the constructor is the only writer, before any reader; pthread_sigmask with a null
     // new set only reads the calling thread's mask into ours.
     unsafe {
