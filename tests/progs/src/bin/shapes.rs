@@ -333,7 +333,10 @@ fn sink_listener() -> (SocketAddr, std::thread::JoinHandle<u64>) {
             4,
         );
         let (sa, len) = c_addr("127.0.0.1:0".parse().unwrap());
-        assert_eq!(libc::bind(fd, (&sa as *const libc::sockaddr_storage).cast(), len), 0);
+        assert_eq!(
+            libc::bind(fd, (&sa as *const libc::sockaddr_storage).cast(), len),
+            0
+        );
         assert_eq!(libc::listen(fd, 4096), 0);
         <TcpListener as std::os::fd::FromRawFd>::from_raw_fd(fd)
     };
@@ -548,7 +551,9 @@ fn fork_many(args: &[String]) {
         running -= 1;
     }
     let accepted = server.join().unwrap();
-    say(format!("children={n} exited_0={good} other={bad:?} accepted={accepted}"));
+    say(format!(
+        "children={n} exited_0={good} other={bad:?} accepted={accepted}"
+    ));
     say(format!("fds_leaked={}", leaked(&before)));
 }
 
@@ -658,7 +663,10 @@ fn spawn_storm(args: &[String]) {
         "posix_spawn_ok={spawned_ok} vfork_ok={vforked_ok} of={n} socket_threads_other_errno={}",
         other.load(Ordering::Relaxed)
     ));
-    say(format!("refused_some={}", refused.load(Ordering::Relaxed) > 0));
+    say(format!(
+        "refused_some={}",
+        refused.load(Ordering::Relaxed) > 0
+    ));
     say(format!("fds_leaked={}", leaked(&before)));
 }
 
