@@ -29,6 +29,8 @@ run_check() {
     limit=${CHECK_TIMEOUT:-90}
     [ "$name" = two-vms ] && limit=150
     [ "$name" = policy ] && limit=200
+    [ "$name" = matrix ] && limit=240
+    [ "$name" = faults ] && limit=120
     rm -f /tmp/check.reason /tmp/check.pids
     t0=$(date +%s)
     (
