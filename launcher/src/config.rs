@@ -4,8 +4,8 @@
 
 use crate::exec::RunOptions;
 use crate::sysctl::Assignment;
-use smcrun_config::Config;
 pub use smcrun_config::load;
+use smcrun_config::Config;
 use smcrun_policy::Policy;
 use smcrun_settings as settings;
 use std::process::ExitCode;
@@ -64,4 +64,3 @@ pub fn resolve(opts: &RunOptions) -> Result<RunOptions, ExitCode> {
     };
     Ok(out)
 }
-
