@@ -10,7 +10,10 @@ fuzz_target!(|data: &[u8]| {
     };
     match smcrun_config::parse("f.toml", text) {
         Err(e) => {
-            assert!(e.line >= 1 && e.line <= text.lines().count().max(1) + 1, "{e} in {text:?}");
+            assert!(
+                e.line >= 1 && e.line <= text.lines().count().max(1) + 1,
+                "{e} in {text:?}"
+            );
             assert!(e.column >= 1);
             assert!(!e.message.contains('\n'), "{e:?}");
         }
@@ -20,7 +23,10 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(smcrun_policy::Policy::parse(&canonical), Ok(p));
             }
             for a in c.sysctl {
-                assert_eq!(smcrun_config::parse_assignment(&format!("{}={}", a.key, a.value)), Ok(a));
+                assert_eq!(
+                    smcrun_config::parse_assignment(&format!("{}={}", a.key, a.value)),
+                    Ok(a)
+                );
             }
         }
     }

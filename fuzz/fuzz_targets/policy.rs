@@ -13,7 +13,12 @@ fuzz_target!(|data: &[u8]| {
     };
     match Policy::parse(text) {
         Err(e) => {
-            assert!(e.offset <= text.len(), "offset {} past {:?}", e.offset, text);
+            assert!(
+                e.offset <= text.len(),
+                "offset {} past {:?}",
+                e.offset,
+                text
+            );
             let _ = e.to_string();
         }
         Ok(p) => {
