@@ -230,9 +230,7 @@ pub fn xdg_trusted(xdg: &[u8], euid: u32) -> bool {
         return false;
     };
     fs::fstat(&fd).is_ok_and(|st| {
-        st.st_mode & libc::S_IFMT == libc::S_IFDIR
-            && st.st_uid == euid
-            && st.st_mode & 0o022 == 0
+        st.st_mode & libc::S_IFMT == libc::S_IFDIR && st.st_uid == euid && st.st_mode & 0o022 == 0
     })
 }
 
