@@ -190,8 +190,19 @@ fn fetch_all(
     (out, connections)
 }
 
+/// The reports of the running processes of `program` in `xdg` count the `made` connections the
+/// clients made and the `probes` of wait_for, once they are written (at most once a second).
+fn assert_served(xdg: &Path, program: &str, made: u64, probes: u64) {
+    let served = server_connections(xdg, program, made + probes);
+    assert_eq!(
+        served,
+        made + probes,
+        "the {program} reports count {served} connections; the clients made {made} (+{probes} probes)"
+    );
+}
+
 /// The connections counted by the reports of the running processes of `program` in `xdg`,
-/// once they stop changing (the sidecar writes at most once a second).
+/// once they reach `want` (or after 10 s).
 fn server_connections(xdg: &Path, program: &str, want: u64) -> u64 {
     let start = Instant::now();
     loop {
@@ -290,12 +301,7 @@ fn redis_case(under: bool) -> (String, Vec<Option<i32>>) {
     if under {
         // Every connection the clients made, the server accepted and counted.
         // (and wait_for's two probes)
-        let served = server_connections(&xdg, "redis-server", made + 2);
-        assert_eq!(
-            served,
-            made + 2,
-            "redis-server counted {served} connections, its clients {made} (+2 probes)"
-        );
+        assert_served(&xdg, "redis-server", made, 2);
     }
     drop(server);
     let _ = std::fs::remove_dir_all(xdg);
@@ -360,12 +366,7 @@ fn python_case(under: bool) -> (String, Vec<Option<i32>>) {
     );
     if under {
         // (wait_for's probe connection is one more)
-        let served = server_connections(&xdg, "python3", made + 1);
-        assert_eq!(
-            served,
-            made + 1,
-            "http.server counted {served}, curl made {made} (+1 probe)"
-        );
+        assert_served(&xdg, "python3", made, 1);
     }
     drop(server);
 
@@ -516,12 +517,7 @@ fn nginx_case(under: bool) -> (String, Vec<Option<i32>>) {
     if under {
         // The workers run as nobody and keep reporting through the files opened for them at
         // fork; together they accepted every request (and the two probes of wait_for).
-        let served = server_connections(&xdg, "nginx", made + 2);
-        assert_eq!(
-            served,
-            made + 2,
-            "nginx workers counted {served}, curl made {made} (+2 probes)"
-        );
+        assert_served(&xdg, "nginx", made, 2);
     }
     drop(_stop);
     let _ = std::fs::remove_dir_all(dir);
