@@ -670,7 +670,10 @@ fn spawn_storm(args: &[String]) {
     say(format!("fds_leaked={}", leaked(&before)));
 }
 
-/// `exit-race THREADS MS`: THREADS threads loop on socket/connect/close (to a listener of this
+static TLS_DTOR_CONNECTS: AtomicU64 = AtomicU64::new(0);
+
+/// `exit-race THREADS MS`: first THREADS threads that connect from a thread-local destructor as
+/// they end; then THREADS threads loop on socket/connect/close (to a listener of this
 /// process) while the main thread, after MS milliseconds, calls exit(): the exit handlers (the
 /// runtime's final report among them) run while the other threads are still inside the hooks, and
 /// keep running into them until the process is gone.
@@ -678,6 +681,31 @@ fn exit_race(args: &[String]) {
     let threads: u32 = arg(args, 0, "a thread count");
     let ms: u64 = arg(args, 1, "milliseconds");
     let (sink, _acceptor) = sink_listener();
+    // Threads whose thread-local destructor makes a connection: hooks while the thread's own
+    // thread-local storage is being torn down.
+    struct AtThreadExit(SocketAddr);
+    impl Drop for AtThreadExit {
+        fn drop(&mut self) {
+            if cycle(self.0) == Ok(true) {
+                TLS_DTOR_CONNECTS.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    thread_local! {
+        static AT_EXIT: std::cell::RefCell<Option<AtThreadExit>> = const { std::cell::RefCell::new(None) };
+    }
+    let short: Vec<_> = (0..threads)
+        .map(|_| {
+            std::thread::spawn(move || AT_EXIT.with(|a| *a.borrow_mut() = Some(AtThreadExit(sink))))
+        })
+        .collect();
+    for t in short {
+        let _ = t.join();
+    }
+    say(format!(
+        "tls_dtor_connects={}",
+        TLS_DTOR_CONNECTS.load(Ordering::Relaxed)
+    ));
     for _ in 0..threads {
         std::thread::spawn(move || loop {
             let _ = cycle(sink);
