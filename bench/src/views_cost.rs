@@ -6,13 +6,15 @@
 //! this process), then runs `smcrun ss -a` (text and `--json`) RUNS times and reports the median
 //! wall time and CPU time of a run, and the CPU time of one `smcrun monitor base` tick: the CPU of
 //! `monitor base --count TICKS` less that of `--count 0` (start-up and first sample), per tick.
-//! `smcrun --version` is measured too: the cost of starting the program, which every run pays.
-//! `smcrun` is found on PATH.
+//! `smcrun --version` is measured too: the cost of starting the program, which every run pays;
+//! and one scrape of the Prometheus exporter: the CPU a running `smcrun exporter` spends per
+//! `GET /metrics` (its utime + stime over many scrapes), with the sockets the scrape counted.
+//! `smcrun` is found on PATH (`VIEWS_COST_SMCRUN=NAME` measures another build).
 
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-const AF_SMC: libc::c_int = 43;
+use smcrun_sys::smc::AF_SMC;
 
 fn die(what: &str) -> ! {
     eprintln!("views-cost: {what}: {}", std::io::Error::last_os_error());
@@ -75,12 +77,17 @@ fn raise_fd_limit(need: u64) {
     }
 }
 
+/// The smcrun to measure: `$VIEWS_COST_SMCRUN` (e.g. an older build, for an A/B), else `smcrun`.
+fn smcrun() -> String {
+    std::env::var("VIEWS_COST_SMCRUN").unwrap_or_else(|_| "smcrun".to_string())
+}
+
 /// Wall and CPU milliseconds of one run of `smcrun ARGS` (output discarded).
 // The child is reaped by wait4, which also gives its CPU time (std's wait would not).
 #[allow(clippy::zombie_processes)]
 fn measure(args: &[&str]) -> (f64, f64) {
     let t0 = Instant::now();
-    let child = Command::new("smcrun")
+    let child = Command::new(smcrun())
         .args(args)
         .stdout(Stdio::null())
         .spawn()
@@ -102,6 +109,81 @@ fn measure(args: &[&str]) -> (f64, f64) {
     }
     let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
     (wall, ms(ru.ru_utime) + ms(ru.ru_stime))
+}
+
+/// CPU milliseconds (user, system) process `pid` has used.
+fn cpu_ms(pid: u32) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |x| x.1);
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let ms = |i: usize| f.get(i).copied().unwrap_or(0.0) * 1e3 / hz;
+    (ms(0), ms(1))
+}
+
+fn http_get(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap_or_else(|e| {
+        eprintln!("views-cost: cannot reach the exporter: {e}");
+        std::process::exit(1)
+    });
+    let _ = write!(s, "GET /metrics HTTP/1.0\r\n\r\n");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+/// One scrape's cost inside a running `smcrun exporter`: its CPU time (user, system) over `n`
+/// scrapes, per scrape, the mean wall time of a request, and how many sockets the last counted.
+fn exporter_scrape_cost(n: u64, extra: &[&str]) -> ((f64, f64), f64, f64) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(19609);
+    let mut child = Command::new(smcrun())
+        .args(["exporter", "--listen", &format!("127.0.0.1:{port}")])
+        .args(extra)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            eprintln!("views-cost: cannot run smcrun exporter: {e}");
+            std::process::exit(1)
+        });
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if t.elapsed().as_secs() > 30 {
+            eprintln!("views-cost: the exporter did not listen");
+            std::process::exit(1);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let warm = http_get(port);
+    let before = cpu_ms(child.id());
+    let t0 = Instant::now();
+    let mut last = warm;
+    for _ in 0..n {
+        last = http_get(port);
+    }
+    let wall = t0.elapsed().as_secs_f64() * 1e3 / n as f64;
+    let after = cpu_ms(child.id());
+    let cpu = (
+        (after.0 - before.0) / n as f64,
+        (after.1 - before.1) / n as f64,
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let counted: f64 = last
+        .lines()
+        .filter(|l| l.starts_with("smc_sockets{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    (cpu, wall, counted)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -173,6 +255,16 @@ fn main() {
             args.join(" "),
             median(wall),
             median(cpu)
+        );
+    }
+
+    for extra in [&[][..], &["--no-sockets"]] {
+        let ((user, sys), wall, counted) = exporter_scrape_cost(runs.max(5) * 4, extra);
+        println!(
+            "smcrun exporter{}: one scrape {:.1} ms CPU in the exporter ({user:.1} user + {sys:.1} system), {wall:.1} ms wall (mean of {} scrapes); smc_sockets adds up to {counted}",
+            extra.iter().map(|a| format!(" {a}")).collect::<String>(),
+            user + sys,
+            runs.max(5) * 4
         );
     }
 

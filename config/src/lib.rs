@@ -527,11 +527,32 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
     settings_of(text, doc.get_ref()).map_err(|At(pos, message)| error(pos, message))
 }
 
-/// Reads and parses the config file at `path`.
+/// The largest config file read (a policy of every port one by one fits many times over).
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+
+/// Reads and parses the config file at `path` (at most [`MAX_CONFIG_BYTES`]: `--config
+/// /dev/zero` must not read forever).
 pub fn load(path: &Path) -> Result<Config, String> {
+    use std::io::Read;
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let f = std::fs::File::open(path)
         .map_err(|e| format!("{name}: cannot read the config file: {e}"))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{name}: cannot read the config file: {e}"))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "{name}: the config file is larger than {} MiB; expected a TOML file of smcrun's settings",
+            MAX_CONFIG_BYTES >> 20
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{name}: the config file is not UTF-8 text (at byte {}); expected a TOML file",
+            e.utf8_error().valid_up_to()
+        )
+    })?;
     parse(&name, &text).map_err(|e| e.to_string())
 }
 

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Subcommand};
 use smcrun_telemetry::error::{strerror, Error};
-use smcrun_telemetry::{pnet, rdma, smc_genl};
+use smcrun_telemetry::{kmod, pnet, rdma, smc_genl};
 
 /// `smcrun setup ...`
 #[derive(Subcommand, Debug)]
@@ -207,15 +207,24 @@ fn soft_roce(a: &SoftRoceArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let result = rdma::add_link(&name, "rxe", &a.netdev);
-    if result.as_ref().is_err_and(Error::is_module_missing) {
-        eprintln!("smcrun: the kernel has no RDMA support loaded; load soft-RoCE with `modprobe rdma_rxe` (as root)");
+    if let Err(Error::ModuleMissing { availability, .. }) = &result {
+        eprintln!(
+            "smcrun: the kernel has no RDMA support (ib_core): {}",
+            availability.advice("ib_core")
+        );
         return ExitCode::from(1);
     }
+    let rxe = kmod::availability("rdma_rxe");
     let refused_rxe = |errno| {
         format!(
-            "the kernel refused to create rxe device {name} on {} ({}): load soft-RoCE with `modprobe rdma_rxe` (as root) and check the interface is up",
+            "the kernel refused to create rxe device {name} on {} ({}): {}; check the interface is up",
             a.netdev,
-            strerror(errno)
+            strerror(errno),
+            if rxe.present() {
+                "soft-RoCE (rdma_rxe) is there".to_string()
+            } else {
+                rxe.advice("rdma_rxe")
+            }
         )
     };
     report(

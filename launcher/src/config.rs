@@ -10,6 +10,10 @@ use smcrun_policy::Policy;
 use smcrun_settings as settings;
 use std::process::ExitCode;
 
+/// The kernel's limit for one argument or environment string (MAX_ARG_STRLEN, 32 pages),
+/// `NAME=value` and its NUL included.
+pub const MAX_ENV_STRING: usize = 32 * 4096;
+
 /// The options of a run with `--config` merged in (the command line wins) and the policy, from
 /// `--policy`, the config file or an inherited `SMCRUN_POLICY`, checked and put in its canonical
 /// form for the shim. A bad file or policy is reported in one line and gives exit code 2.
@@ -62,5 +66,15 @@ pub fn resolve(opts: &RunOptions) -> Result<RunOptions, ExitCode> {
             Err(std::env::VarError::NotPresent) => None,
         },
     };
+    if let Some(p) = &out.policy {
+        let needed = settings::POLICY.var.len() + 1 + p.len() + 1;
+        if needed > MAX_ENV_STRING {
+            return Err(refuse(format!(
+                "the policy is {} bytes in its canonical form; the kernel hands a program at most {MAX_ENV_STRING} bytes in one environment variable ({}=...); shorten it (port ranges such as 8000-8099, CIDRs such as 10.0.0.0/8)",
+                p.len(),
+                settings::POLICY.var
+            )));
+        }
+    }
     Ok(out)
 }

@@ -83,6 +83,11 @@ struct SocketReport {
     socket: &'static str,
     /// "SMC-R", "SMC-D" or "TCP".
     transport: &'static str,
+    /// The SMC device the connection used: the RDMA device (`rxe_lo`, `mlx5_0`) for SMC-R, the
+    /// ISM device (`loopback-ism`) for SMC-D.
+    device: Option<String>,
+    /// The link group (`00000100`), for SMC connections.
+    link_group: Option<String>,
     /// Fallback reason code (hex) when an SMC socket fell back to TCP.
     fallback_reason: Option<String>,
     /// The peer's diagnosis code (hex) when it sent one.
@@ -171,12 +176,43 @@ fn why_tcp() -> String {
     }
 }
 
-fn classify(
-    conn: u16,
-    side: &'static str,
-    s: &TcpStream,
-    diag: &Result<Vec<sock_diag::SmcSocket>, smcrun_telemetry::Error>,
-) -> SocketReport {
+/// What the kernel says about SMC connections: every SMC socket (with its link group and buffer
+/// details) and the SMC-D link groups (which name the SMC-D device).
+struct Kernel {
+    diag: Result<Vec<sock_diag::SmcSocket>, smcrun_telemetry::Error>,
+    smcd_groups: Vec<smcrun_telemetry::smc_genl::LinkGroupSmcd>,
+}
+
+impl Kernel {
+    fn read() -> Kernel {
+        Kernel {
+            diag: sock_diag::dump(sock_diag::EXT_LGRINFO | sock_diag::EXT_DMBINFO),
+            smcd_groups: smcrun_telemetry::smc_genl::SmcGenl::open()
+                .and_then(|c| c.link_groups_smcd())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The device and link group of an SMC connection's smc_diag entry.
+    fn device_of(&self, e: &sock_diag::SmcSocket) -> (Option<String>, Option<String>) {
+        if let Some(l) = &e.lgrinfo {
+            return (Some(l.ibdev.clone()), None);
+        }
+        match &e.dmbinfo {
+            Some(d) => {
+                let group = self.smcd_groups.iter().find(|g| g.id == d.link_id);
+                (
+                    group.map(|g| g.device()),
+                    Some(crate::lgr_view::lgr_id(d.link_id)),
+                )
+            }
+            None => (None, None),
+        }
+    }
+}
+
+fn classify(conn: u16, side: &'static str, s: &TcpStream, kernel: &Kernel) -> SocketReport {
+    let diag = &kernel.diag;
     let fd = s.as_raw_fd();
     let kind = sock::kind(fd).unwrap_or(SocketKind::Other);
     let addr = |a: std::io::Result<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
@@ -187,6 +223,8 @@ fn classify(
         peer: addr(s.peer_addr()),
         socket: "TCP",
         transport: "TCP",
+        device: None,
+        link_group: None,
         fallback_reason: None,
         peer_diagnosis: None,
         why: String::new(),
@@ -220,8 +258,16 @@ fn classify(
         Verdict::Decided(o) => {
             r.transport = classify::mode_name(o);
             r.why = match o {
-                Outcome::SmcR => "SMC-R handshake succeeded".into(),
-                Outcome::SmcD => "SMC-D handshake succeeded".into(),
+                Outcome::SmcR | Outcome::SmcD => {
+                    (r.device, r.link_group) = kernel.device_of(e);
+                    let on = match (&r.device, &r.link_group) {
+                        (Some(d), Some(g)) => format!(" ({d}, link group {g})"),
+                        (Some(d), None) => format!(" ({d})"),
+                        (None, Some(g)) => format!(" (link group {g})"),
+                        (None, None) => String::new(),
+                    };
+                    format!("{} handshake succeeded{on}", classify::mode_name(o))
+                }
                 Outcome::Fallback { reason, peer } => {
                     r.fallback_reason = Some(format!("0x{reason:08x}"));
                     r.peer_diagnosis = classify::peer_diagnosis(o);
@@ -314,12 +360,12 @@ fn work(args: &DemoArgs) -> Result<ExitCode, String> {
         pairs.push((c, servers.swap_remove(at)));
     }
 
-    let diag = sock_diag::dump(0);
+    let kernel = Kernel::read();
     let mut sockets = Vec::new();
     for (i, (c, s)) in pairs.iter().enumerate() {
         let id = i as u16 + 1;
-        sockets.push(classify(id, "client", c, &diag));
-        sockets.push(classify(id, "server", s, &diag));
+        sockets.push(classify(id, "client", c, &kernel));
+        sockets.push(classify(id, "server", s, &kernel));
     }
 
     let started = Instant::now();

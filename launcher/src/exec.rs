@@ -21,22 +21,24 @@ pub struct RunOptions {
     pub debug: u8,
     /// Receive buffer of converted sockets (SMCRUN_RCVBUF), e.g. 256k or 1m; raises
     /// net.core.rmem_max when it is smaller. smc_run's -r.
-    #[arg(short = 'r', long = "rcvbuf", value_name = "SIZE", value_parser = size_arg)]
+    #[arg(short = 'r', long = "rcvbuf", value_name = "SIZE", allow_hyphen_values = true,
+          value_parser = Text(size_arg))]
     pub rcvbuf: Option<i32>,
     /// Send buffer of converted sockets (SMCRUN_SNDBUF), e.g. 256k or 1m; raises
     /// net.core.wmem_max when it is smaller. smc_run's -t.
-    #[arg(short = 't', long = "sndbuf", value_name = "SIZE", value_parser = size_arg)]
+    #[arg(short = 't', long = "sndbuf", value_name = "SIZE", allow_hyphen_values = true,
+          value_parser = Text(size_arg))]
     pub sndbuf: Option<i32>,
     /// How SMC sockets are made: smc (AF_SMC), inet (IPPROTO_SMC, Linux 6.11+) or auto
     /// (SMCRUN_MODE; default auto: inet if the kernel has it, else smc).
-    #[arg(long, value_name = "MODE", value_parser = mode_arg)]
+    #[arg(long, value_name = "MODE", value_parser = Text(mode_arg))]
     pub mode: Option<Mode>,
     /// What to do when the kernel refuses an SMC socket: tcp (make the TCP socket the program
     /// asked for; default) or strict (return the error) (SMCRUN_FALLBACK).
-    #[arg(long, value_name = "HOW", value_parser = fallback_arg)]
+    #[arg(long, value_name = "HOW", value_parser = Text(fallback_arg))]
     pub fallback: Option<Fallback>,
     /// Set a net.smc.* or net.core.* sysctl before starting the program (repeatable; needs root).
-    #[arg(long = "sysctl", value_name = "KEY=VALUE", value_parser = sysctl::parse_assignment)]
+    #[arg(long = "sysctl", value_name = "KEY=VALUE", value_parser = Text(sysctl::parse_assignment))]
     pub sysctl: Vec<sysctl::Assignment>,
     /// When a --sysctl cannot be set, warn and go on instead of refusing to start.
     #[arg(long)]
@@ -50,12 +52,50 @@ pub struct RunOptions {
     pub report: bool,
     /// Which sockets get SMC and which stay TCP, first match wins, e.g. 'smc port 6379,3306; tcp'
     /// (SMCRUN_POLICY; try it with `smcrun policy check`). Overrides the policy of --config.
-    #[arg(long, value_name = "POLICY")]
+    #[arg(long, value_name = "POLICY", value_parser = Text(|s: &str| Ok::<_, String>(s.to_string())))]
     pub policy: Option<String>,
     /// Read the settings from a TOML file (mode, fallback, debug, sndbuf, rcvbuf, report, sysctl,
     /// policy, ...); options on the command line override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// BPF mode: the command and all its descendants get SMC sockets through the kernel's
+    /// socket() hook, static, Go and setuid programs too (Linux 6.11+, root); `--bpf=auto`: BPF
+    /// mode where the kernel allows it, else the preload.
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
+          default_missing_value = "on", value_enum)]
+    pub bpf: Option<crate::bpf_cmd::BpfMode>,
+}
+
+/// The value parser of the options whose values are text: one that is not UTF-8 is refused naming
+/// its option (clap's own error says only "invalid UTF-8"), and the parser's refusal names the
+/// option and the value.
+#[derive(Clone)]
+pub struct Text<T>(pub fn(&str) -> Result<T, String>);
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for Text<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        let name = arg.map_or_else(|| "the value".to_string(), |a| a.to_string());
+        let refuse = |kind, msg: String| clap::Error::raw(kind, msg + "\n").with_cmd(cmd);
+        let Some(text) = value.to_str() else {
+            return Err(refuse(
+                clap::error::ErrorKind::InvalidUtf8,
+                format!("{name}: the value {value:?} is not UTF-8 text"),
+            ));
+        };
+        (self.0)(text).map_err(|e| {
+            refuse(
+                clap::error::ErrorKind::ValueValidation,
+                format!("invalid value '{text}' for '{name}': {e}"),
+            )
+        })
+    }
 }
 
 fn size_arg(s: &str) -> Result<i32, String> {
@@ -186,7 +226,7 @@ pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> ExitCode {
             return ExitCode::from(126);
         }
         eprintln!(
-            "smcrun: warning: {}: {problem}; running it anyway, without SMC",
+            "smcrun: warning: {}: {problem}; running it anyway, without SMC (smcrun --bpf reaches it)",
             resolved.display()
         );
     }
@@ -197,44 +237,15 @@ pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> ExitCode {
 }
 
 /// Finds what execvp would run, reporting 127 (not found) or 126 (not executable) as a shell does.
-fn resolve_command(program: &OsStr) -> Result<PathBuf, ExitCode> {
-    let name = Path::new(program);
-    let candidates: Vec<PathBuf> = if program.as_bytes().contains(&b'/') {
-        vec![name.to_path_buf()]
-    } else {
-        let path =
-            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-        std::env::split_paths(&path)
-            .map(|d| {
-                if d.as_os_str().is_empty() {
-                    PathBuf::from(".")
-                } else {
-                    d
-                }
-            })
-            .map(|d| d.join(name))
-            .collect()
-    };
-    let mut found_unexecutable = None;
-    for c in candidates {
-        match std::fs::metadata(&c) {
-            Ok(m)
-                if m.is_file()
-                    && nix::unistd::access(&c, nix::unistd::AccessFlags::X_OK).is_ok() =>
-            {
-                return Ok(c)
-            }
-            Ok(_) => found_unexecutable = found_unexecutable.or(Some(c)),
-            Err(_) => {}
-        }
-    }
-    match found_unexecutable {
-        Some(c) => {
+pub(crate) fn resolve_command(program: &OsStr) -> Result<PathBuf, ExitCode> {
+    match preload::find_program(program) {
+        Ok(p) => Ok(p),
+        Err(preload::NotFound::NotExecutable(c)) => {
             eprintln!("smcrun: {}: not an executable file", c.display());
             Err(ExitCode::from(126))
         }
-        None => {
-            eprintln!("smcrun: {}: command not found", name.display());
+        Err(preload::NotFound::Missing) => {
+            eprintln!("smcrun: {}: command not found", program.to_string_lossy());
             Err(ExitCode::from(127))
         }
     }

@@ -10,8 +10,11 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{json, Value};
 use smcrun_telemetry::reasons;
-use smcrun_telemetry::smc_genl::{Device, Link, LinkGroup, LinkGroupSmcd, SmcGenl};
+use smcrun_telemetry::smc_genl::{
+    self, Device, Link, LinkGroup, LinkGroupSmcd, LoopbackEvidence, LoopbackIsm, SmcGenl,
+};
 use smcrun_telemetry::Error;
+use smcrun_views::netns;
 
 use crate::viewfmt::{self, ifname, Align, Table};
 
@@ -38,7 +41,9 @@ fn open() -> Result<SmcGenl, Error> {
     SmcGenl::open()
 }
 
-fn lgr_id(id: u32) -> String {
+/// A link group's id as the views print it (`00000100`), in `linkgroup`'s LG-ID column and
+/// `ss -D`'s Linkid column alike.
+pub fn lgr_id(id: u32) -> String {
     format!("{id:08x}")
 }
 
@@ -48,17 +53,6 @@ fn blank(s: &str) -> String {
     } else {
         s.to_string()
     }
-}
-
-/// The SMC-R link groups of this network namespace (all of them when the kernel does not say
-/// whose they are, or this kernel cannot tell our namespace's cookie).
-pub fn local_groups(all: Vec<LinkGroup>, cookie: Option<u64>) -> Vec<LinkGroup> {
-    all.into_iter()
-        .filter(|g| match (g.net_cookie, cookie) {
-            (Some(theirs), Some(ours)) => theirs == ours,
-            _ => true,
-        })
-        .collect()
 }
 
 fn link_json(g: &LinkGroup, l: &Link) -> Value {
@@ -116,7 +110,9 @@ fn smcd_group_json(g: &LinkGroupSmcd) -> Value {
         "gid": format!("{:016x}", g.gid),
         "peer_gid": format!("{:016x}", g.peer_gid),
         "chid": g.chid,
+        "device": g.device(),
         "version": g.v2.as_ref().map(|v| v.version),
+        "eid": g.v2.as_ref().map(|v| v.negotiated_eid.clone()),
         "peer_os": g.v2.as_ref().map(|v| reasons::peer_os(v.peer_os)),
         "sndbuf_bytes": g.sndbuf_alloc,
         "dmb_bytes": g.dmb_alloc,
@@ -196,6 +192,7 @@ pub fn group_details(g: &LinkGroup) -> Vec<String> {
 fn smcd_table(groups: &[LinkGroupSmcd]) -> Table {
     let mut t = Table::new(&[
         ("LG-ID", Align::Left),
+        ("Device", Align::Left),
         ("VLAN", Align::Right),
         ("#Conns", Align::Right),
         ("PNET-ID", Align::Left),
@@ -205,6 +202,7 @@ fn smcd_table(groups: &[LinkGroupSmcd]) -> Table {
     for g in groups {
         t.row(vec![
             lgr_id(g.id),
+            g.device(),
             g.vlan_id.to_string(),
             g.conns.to_string(),
             blank(&g.pnetid),
@@ -220,7 +218,7 @@ pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
     let read = || -> Result<(Vec<LinkGroup>, Vec<LinkGroupSmcd>), Error> {
         let c = open()?;
         Ok((
-            local_groups(c.link_groups()?, viewfmt::netns_cookie()),
+            netns::local_groups(c.link_groups()?, netns::cookie()),
             c.link_groups_smcd()?,
         ))
     };
@@ -235,26 +233,27 @@ pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
         }));
     }
     if groups.is_empty() && smcd.is_empty() {
-        println!("no SMC link groups");
-        return ExitCode::SUCCESS;
+        return viewfmt::print_lines(["no SMC link groups"]);
     }
+    let mut out = Vec::new();
     if a.details {
         for (i, g) in groups.iter().enumerate() {
             if i > 0 {
-                println!();
+                out.push(String::new());
             }
-            for l in group_details(g) {
-                println!("{l}");
-            }
+            out.extend(group_details(g));
         }
     } else if !groups.is_empty() {
-        groups_table(&groups).print();
+        out.extend(groups_table(&groups).render());
     }
     if !smcd.is_empty() {
-        println!("\nSMC-D link groups");
-        smcd_table(&smcd).print();
+        out.push(String::new());
+        out.push(
+            "SMC-D link groups (all network namespaces: the kernel does not say whose)".to_string(),
+        );
+        out.extend(smcd_table(&smcd).render());
     }
-    ExitCode::SUCCESS
+    viewfmt::print_lines(out)
 }
 
 /// `smcr linkgroup link-show` columns: one row per link.
@@ -297,7 +296,7 @@ pub fn links_table(groups: &[LinkGroup]) -> Table {
 /// Run `smcrun link`.
 pub fn link(a: &JsonArgs) -> ExitCode {
     let groups = match open().and_then(|c| c.link_groups()) {
-        Ok(g) => local_groups(g, viewfmt::netns_cookie()),
+        Ok(g) => netns::local_groups(g, netns::cookie()),
         Err(e) => return viewfmt::refused(&e),
     };
     if a.json {
@@ -309,11 +308,10 @@ pub fn link(a: &JsonArgs) -> ExitCode {
     }
     let t = links_table(&groups);
     if t.is_empty() {
-        println!("no SMC-R links");
+        viewfmt::print_lines(["no SMC-R links"])
     } else {
-        t.print();
+        t.print()
     }
-    ExitCode::SUCCESS
 }
 
 fn device_json(d: &Device) -> Value {
@@ -398,45 +396,107 @@ fn smcd_devices_table(devs: &[Device]) -> Table {
     t
 }
 
+/// The JSON of loopback-ism as far as the kernel shows it (`null` when nothing does).
+fn loopback_json(lo: Option<&LoopbackIsm>) -> Value {
+    lo.map_or(Value::Null, |l| {
+        json!({
+            "name": smc_genl::LOOPBACK_ISM,
+            "chid": smc_genl::LOOPBACK_ISM_CHID,
+            "in_device_dump": false,
+            "seen_from": l.seen_from,
+            "link_groups": l.link_groups,
+            "conns": l.conns,
+        })
+    })
+}
+
+/// The lines about loopback-ism under `smcrun device`'s SMC-D devices: it is never in the
+/// kernel's device dump, so the view says where it was seen instead.
+fn loopback_lines(lo: &LoopbackIsm) -> Vec<String> {
+    let seen = match lo.seen_from {
+        LoopbackEvidence::LinkGroups => format!(
+            "in use: {} SMC-D link group(s) with its CHID {:04x}, {} connection(s)",
+            lo.link_groups,
+            smc_genl::LOOPBACK_ISM_CHID,
+            lo.conns
+        ),
+        LoopbackEvidence::SmcdV2WithoutIsm => {
+            "idle: the kernel can do SMC-Dv2 and has no ISM device, which only loopback-ism gives"
+                .to_string()
+        }
+    };
+    vec![
+        format!("{}: {seen}", smc_genl::LOOPBACK_ISM),
+        "  (not in the kernel's SMC-D device dump: Linux leaves loopback-ism out of it; SMC-Dv2 over it needs a UEID where the SEID is disabled, e.g. x86)".to_string(),
+    ]
+}
+
+/// What `smcrun device` and `smcrun info` read: SMC-R and SMC-D devices, and loopback-ism.
+struct Devices {
+    smcr: Vec<Device>,
+    smcd: Vec<Device>,
+    loopback: Option<LoopbackIsm>,
+}
+
+fn read_devices(c: &SmcGenl) -> Result<(Devices, smc_genl::SysInfo), Error> {
+    let sys = c.sys_info()?;
+    let smcd = c.devices_smcd()?;
+    let loopback = smc_genl::loopback_ism(&sys, &smcd, &c.link_groups_smcd()?);
+    Ok((
+        Devices {
+            smcr: c.devices_smcr()?,
+            smcd,
+            loopback,
+        },
+        sys,
+    ))
+}
+
 /// Run `smcrun device`.
 pub fn device(a: &JsonArgs) -> ExitCode {
-    let read = || -> Result<(Vec<Device>, Vec<Device>), Error> {
-        let c = open()?;
-        Ok((c.devices_smcr()?, c.devices_smcd()?))
-    };
-    let (smcr, smcd) = match read() {
-        Ok(v) => v,
+    let d = match open().and_then(|c| read_devices(&c)) {
+        Ok((d, _)) => d,
         Err(e) => return viewfmt::refused(&e),
     };
     if a.json {
         return viewfmt::print_json(&json!({
-            "smcr_devices": smcr.iter().map(device_json).collect::<Vec<_>>(),
-            "smcd_devices": smcd.iter().map(device_json).collect::<Vec<_>>(),
+            "smcr_devices": d.smcr.iter().map(device_json).collect::<Vec<_>>(),
+            "smcd_devices": d.smcd.iter().map(device_json).collect::<Vec<_>>(),
+            "smcd_loopback": loopback_json(d.loopback.as_ref()),
         }));
     }
-    let r = devices_table(&smcr);
+    viewfmt::print_lines(devices_text(&d))
+}
+
+fn devices_text(d: &Devices) -> Vec<String> {
+    let mut out = Vec::new();
+    let r = devices_table(&d.smcr);
     if r.is_empty() {
-        println!("no SMC-R devices (add one with `smcrun setup soft-roce` on a host without RDMA hardware)");
+        out.push("no SMC-R devices (add one with `smcrun setup soft-roce` on a host without RDMA hardware)".to_string());
     } else {
-        r.print();
+        out.extend(r.render());
     }
-    if !smcd.is_empty() {
-        println!("\nSMC-D devices");
-        smcd_devices_table(&smcd).print();
+    if !d.smcd.is_empty() || d.loopback.is_some() {
+        out.push(String::new());
+        out.push("SMC-D devices".to_string());
+        if !d.smcd.is_empty() {
+            out.extend(smcd_devices_table(&d.smcd).render());
+        }
+        if let Some(lo) = &d.loopback {
+            out.extend(loopback_lines(lo));
+        }
     }
-    ExitCode::SUCCESS
+    out
 }
 
 /// Run `smcrun info`.
 pub fn info(a: &JsonArgs) -> ExitCode {
     let read = || -> Result<Value, Error> {
         let c = open()?;
-        let s = c.sys_info()?;
+        let (d, s) = read_devices(&c)?;
         let seid = c.seid().ok();
         // null (not an empty list) when the kernel would not say
         let ueids = c.ueid_dump().ok();
-        let smcr = c.devices_smcr()?.len();
-        let smcd = c.devices_smcd()?.len();
         Ok(json!({
             "smc_version": format!("{}.{}", s.version, s.release),
             "version": s.version,
@@ -447,8 +507,9 @@ pub fn info(a: &JsonArgs) -> ExitCode {
             "ueids": ueids,
             "smcr_v2": s.smcr_v2,
             "smcd_v2": s.ism_v2,
-            "smcr_devices": smcr,
-            "smcd_devices": smcd,
+            "smcr_devices": d.smcr.len(),
+            "smcd_devices": d.smcd.len(),
+            "smcd_loopback": loopback_json(d.loopback.as_ref()),
         }))
     };
     let v = match read() {
@@ -458,10 +519,7 @@ pub fn info(a: &JsonArgs) -> ExitCode {
     if a.json {
         return viewfmt::print_json(&v);
     }
-    for l in info_text(&v) {
-        println!("{l}");
-    }
-    ExitCode::SUCCESS
+    viewfmt::print_lines(info_text(&v))
 }
 
 /// The text of `smcrun info` from its JSON.
@@ -487,9 +545,12 @@ pub fn info_text(v: &Value) -> Vec<String> {
             s("smcr_devices")
         ),
         format!(
-            "SMC-D         : v1 Yes, v2 {} ({} device(s))",
+            "SMC-D         : v1 Yes, v2 {} ({})",
             yes("smcd_v2"),
-            s("smcd_devices")
+            match v["smcd_loopback"]["name"].as_str() {
+                Some(lo) => format!("{lo}, {} ISM device(s)", s("smcd_devices")),
+                None => format!("{} device(s)", s("smcd_devices")),
+            }
         ),
         format!(
             "SEID          : {}{}",
@@ -504,7 +565,7 @@ pub fn info_text(v: &Value) -> Vec<String> {
             match ueids {
                 None => "- (the kernel did not say)".to_string(),
                 Some(u) if u.is_empty() => {
-                    "- (SMC-Rv2 needs one: smcrun ueid add NAME)".to_string()
+                    "- (SMC-Rv2 needs one, and SMC-Dv2 too where the SEID is disabled: smcrun ueid add NAME)".to_string()
                 }
                 Some(u) => u.join(", "),
             }
@@ -515,7 +576,10 @@ pub fn info_text(v: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smcrun_telemetry::smc_genl::{parse_devices, parse_link_groups, parse_sys_info};
+    use smcrun_telemetry::smc_genl::{
+        parse_devices, parse_devices_smcd, parse_link_groups, parse_link_groups_smcd,
+        parse_sys_info,
+    };
 
     fn fixture(name: &str) -> Vec<u8> {
         crate::viewfmt::fixture("smcr", name)
@@ -557,16 +621,6 @@ mod tests {
     }
 
     #[test]
-    fn groups_of_other_namespaces_are_left_out() {
-        let mut groups = parse_link_groups(&fixture("smc_GET_LGR_SMCR")).unwrap();
-        let n = groups.len();
-        let cookie = groups[0].net_cookie.expect("6.12 sends the netns cookie");
-        groups[0].net_cookie = Some(cookie + 1);
-        assert_eq!(local_groups(groups.clone(), Some(cookie)).len(), n - 1);
-        assert_eq!(local_groups(groups, None).len(), n);
-    }
-
-    #[test]
     fn captured_device_and_info() {
         let devs = parse_devices(&fixture("smc_GET_DEV_SMCR")).unwrap();
         let lines = devices_table(&devs).render();
@@ -598,5 +652,79 @@ mod tests {
             .join("\n")
             .contains("the kernel did not say"));
         assert!(text.starts_with("SMC Version   : 2."), "{text}");
+    }
+
+    #[test]
+    fn captured_smcd_link_groups_devices_and_info() {
+        // the SMC-D kernel with 2 SMC-D connections open (telemetry/tests/fixtures/smcd)
+        let f = |name| crate::viewfmt::fixture("smcd", name);
+        let groups = parse_link_groups_smcd(&f("smc_GET_LGR_SMCD")).unwrap();
+        let busy: Vec<&LinkGroupSmcd> = groups.iter().filter(|g| g.conns > 0).collect();
+        assert!(!busy.is_empty(), "{groups:?}");
+        let lines = smcd_table(&groups).render();
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["LG-ID", "Device", "VLAN", "#Conns", "PNET-ID", "Sndbuf", "DMB"]
+        );
+        assert!(
+            lines[1..].iter().all(|l| l.contains(" loopback-ism ")),
+            "{lines:?}"
+        );
+        let j = smcd_group_json(busy[0]);
+        assert_eq!(j["device"], "loopback-ism");
+        assert_eq!(j["chid"], 0xffff);
+        assert_eq!(j["version"], 2);
+        assert_eq!(j["eid"], "SMCRUN-TEST");
+        assert_eq!(j["gid"], j["peer_gid"]);
+
+        // the device dump has no SMC-D device; loopback-ism is found from its link groups
+        let sys = parse_sys_info(&f("smc_GET_SYS_INFO")).unwrap();
+        let smcd = parse_devices_smcd(&f("smc_GET_DEV_SMCD")).unwrap();
+        assert!(sys.ism_v2 && smcd.is_empty());
+        let d = Devices {
+            smcr: parse_devices(&f("smc_GET_DEV_SMCR")).unwrap(),
+            loopback: smc_genl::loopback_ism(&sys, &smcd, &groups),
+            smcd,
+        };
+        let text = devices_text(&d).join("\n");
+        assert!(
+            text.contains("\nSMC-D devices\nloopback-ism: in use: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("not in the kernel's SMC-D device dump"),
+            "{text}"
+        );
+        let lo = loopback_json(d.loopback.as_ref());
+        assert_eq!(lo["seen_from"], "link_groups");
+        assert_eq!(lo["in_device_dump"], false);
+        assert_eq!(
+            lo["conns"],
+            groups.iter().map(|g| u64::from(g.conns)).sum::<u64>()
+        );
+        let v = json!({
+            "smc_version": "2.1", "smcd_v2": sys.ism_v2, "smcr_v2": sys.smcr_v2,
+            "smcr_devices": 1, "smcd_devices": 0, "smcd_loopback": lo, "ueids": [],
+        });
+        let info = info_text(&v).join("\n");
+        assert!(
+            info.contains("SMC-D         : v1 Yes, v2 Yes (loopback-ism, 0 ISM device(s))"),
+            "{info}"
+        );
+        assert!(
+            info.contains("SMC-Dv2 too where the SEID is disabled"),
+            "{info}"
+        );
+
+        // Debian's kernel (no loopback-ism, no SMC-Dv2): nothing about SMC-D
+        let r = |name| crate::viewfmt::fixture("smcr", name);
+        let sys = parse_sys_info(&r("smc_GET_SYS_INFO")).unwrap();
+        assert_eq!(smc_genl::loopback_ism(&sys, &[], &[]), None);
+        let d = Devices {
+            smcr: parse_devices(&r("smc_GET_DEV_SMCR")).unwrap(),
+            smcd: vec![],
+            loopback: None,
+        };
+        assert!(!devices_text(&d).join("\n").contains("SMC-D"));
     }
 }

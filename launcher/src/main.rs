@@ -5,10 +5,13 @@
 //! built-in tools. A program whose name is also a subcommand is run with `smcrun -- NAME`.
 
 mod admin;
+mod bpf_cmd;
 mod capture;
 mod config;
 mod demo;
+mod doctor_cmd;
 mod exec;
+mod exporter;
 mod lgr_view;
 mod monitor;
 mod owners;
@@ -17,12 +20,15 @@ mod preload;
 mod procs;
 mod rdma_view;
 mod signals;
+mod smc_procs;
 mod stats_view;
+mod suggest;
 mod sysctl;
+mod systemd;
 mod viewfmt;
 mod views;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -84,9 +90,38 @@ enum Command {
     Ps(procs::PsArgs),
     /// One program's connections under smcrun, each with its mode and why it was not SMC.
     Why(procs::WhyArgs),
+    /// BPF mode: make every new TCP socket of a cgroup v2 subtree SMC (`--cgroup PATH`), or list
+    /// what is attached (`--list`).
+    Attach(bpf_cmd::AttachArgs),
+    /// BPF mode: stop making a cgroup's sockets SMC.
+    Detach(bpf_cmd::DetachArgs),
+    /// Serve the SMC metrics to Prometheus over HTTP (127.0.0.1:9609), or write them as a
+    /// node_exporter textfile (--textfile DIR).
+    Exporter(exporter::ExporterArgs),
+    /// Print one scrape of the SMC metrics (Prometheus text format).
+    Metrics(exporter::MetricsArgs),
+    /// Check this host for SMC (kernel, modules, RDMA, UEID, PNET, sysctls, the live counters)
+    /// and, with `-- PROGRAM`, whether smcrun can reach the program; one line of advice each.
+    Doctor(doctor_cmd::DoctorArgs),
+    /// Run a systemd service under smcrun: a drop-in wraps its ExecStart (then run
+    /// `systemctl daemon-reload` and restart it).
+    Enable(systemd::EnableArgs),
+    /// Remove `smcrun enable`'s drop-in from a systemd service.
+    Disable(systemd::DisableArgs),
     /// Check a policy: which rule a program's connect or bind matches, and the action.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCommand),
+    /// Print a shell completion script: smcrun completions bash > /etc/bash_completion.d/smcrun
+    Completions {
+        /// bash, zsh, fish (or elvish, powershell).
+        shell: clap_complete::Shell,
+    },
+    /// Hidden: write the man pages (smcrun.1 and one per subcommand) into DIR.
+    #[command(hide = true, name = "__man")]
+    Man {
+        /// Directory to write the pages into.
+        dir: std::path::PathBuf,
+    },
     /// Hidden: save the kernel's raw netlink replies as test fixtures.
     #[command(hide = true, name = "__capture")]
     Capture(capture::CaptureArgs),
@@ -99,6 +134,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    viewfmt::install_stdout_guard();
     let args: Vec<OsString> = std::env::args_os().collect();
     let (head, forced) = exec::split_forced_command(&args);
     let cli = match Cli::try_parse_from(head) {
@@ -109,17 +145,51 @@ fn main() -> ExitCode {
         }
     };
     match (cli.command, forced) {
-        (None, Some(cmd)) | (Some(Command::Run(cmd)), None) => match config::resolve(&cli.run) {
-            Ok(opts) => exec::run(&opts, cmd),
+        (None, Some(cmd)) => match config::resolve(&cli.run) {
+            Ok(opts) => run_program(&opts, cmd),
             Err(code) => code,
         },
+        (Some(Command::Run(cmd)), None) => {
+            let cli_cmd = Cli::command();
+            let subs: Vec<&str> = cli_cmd
+                .get_subcommands()
+                .filter(|s| !s.is_hide_set())
+                .map(|s| s.get_name())
+                .collect();
+            if let Some(code) = suggest::before_run(&cmd, &subs) {
+                return code;
+            }
+            match config::resolve(&cli.run) {
+                Ok(opts) => run_program(&opts, cmd),
+                Err(code) => code,
+            }
+        }
         (Some(_), Some(_)) => {
             eprintln!("smcrun: a subcommand and `-- COMMAND` cannot be combined");
             ExitCode::from(2)
         }
         (None, None) => {
-            eprintln!("smcrun: no command given\nusage: smcrun [OPTIONS] [--] COMMAND [ARGS...]\n       smcrun demo | setup | ueid | pnet ... (see smcrun --help)");
+            eprintln!(
+                "smcrun: no command given\n\n{}",
+                Cli::command().render_help()
+            );
             ExitCode::from(2)
+        }
+        (Some(Command::Completions { shell }), None) => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "smcrun", &mut out);
+            viewfmt::write_stdout(&out)
+        }
+        (Some(Command::Man { dir }), None) => {
+            match std::fs::create_dir_all(&dir)
+                .and_then(|()| clap_mangen::generate_to(Cli::command(), &dir))
+            {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("smcrun __man: {}: {e}", dir.display());
+                    ExitCode::from(1)
+                }
+            }
         }
         (Some(Command::Demo(a)), None) => match config::resolve(&cli.run) {
             Ok(opts) => demo::run(&opts, &a),
@@ -141,5 +211,20 @@ fn main() -> ExitCode {
         (Some(Command::Policy(c)), None) => policy_cmd::run(c),
         (Some(Command::Ps(a)), None) => procs::ps(&a),
         (Some(Command::Why(a)), None) => procs::why(&a),
+        (Some(Command::Attach(a)), None) => bpf_cmd::attach(&a),
+        (Some(Command::Detach(a)), None) => bpf_cmd::detach(&a),
+        (Some(Command::Exporter(a)), None) => exporter::exporter(&a),
+        (Some(Command::Metrics(a)), None) => exporter::metrics(&a),
+        (Some(Command::Doctor(a)), None) => doctor_cmd::run(&a),
+        (Some(Command::Enable(a)), None) => systemd::enable(&a),
+        (Some(Command::Disable(a)), None) => systemd::disable(&a),
+    }
+}
+
+/// Runs a program under smcrun: through the kernel's socket() hook with `--bpf`, else preloaded.
+fn run_program(opts: &exec::RunOptions, cmd: Vec<OsString>) -> ExitCode {
+    match opts.bpf {
+        Some(mode) => bpf_cmd::run(opts, mode, cmd),
+        None => exec::run(opts, cmd),
     }
 }

@@ -162,7 +162,11 @@ impl Sock {
         Sock {
             state: s.state,
             mode: s.mode,
-            bufs: s.conninfo.as_ref().map(|c| (c.rmbe_size, c.sndbuf_size)),
+            // an SMC-D DMB also holds its CDC header, which the kernel's usage counter counts
+            bufs: s.conninfo.as_ref().map(|c| match s.mode {
+                Mode::SmcD => (c.rmbe_size + sock_diag::SMCD_DMB_HEADER, c.sndbuf_size),
+                _ => (c.rmbe_size, c.sndbuf_size),
+            }),
         }
     }
 }
@@ -424,8 +428,10 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return viewfmt::refused(&e),
     };
-    if !a.json && !viewfmt::emit_line(&header(a.view)) {
-        return ExitCode::SUCCESS;
+    if !a.json {
+        if let Err(e) = viewfmt::emit_line(&header(a.view)) {
+            return viewfmt::stdout_result(Err(e));
+        }
     }
     let mut printed = 0u64;
     while a.count.is_none_or(|n| printed < n) {
@@ -445,8 +451,8 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         } else {
             text(a.view, mode, &date, &l, a.raw)
         };
-        if !viewfmt::emit_line(&shown) {
-            break;
+        if let Err(e) = viewfmt::emit_line(&shown) {
+            return viewfmt::stdout_result(Err(e));
         }
         prev = next;
         printed += 1;
@@ -553,8 +559,31 @@ mod tests {
     }
 
     #[test]
+    fn captured_smcd_connections_and_buffers() {
+        // smcd/: the same scenario on the SMC-D kernel: 4 SMC-D sockets over loopback-ism.
+        let s = sample("smcd");
+        let l = line(View::Base, MonMode::Smcd, &s, &s, 1.0);
+        assert_eq!(l.conns, Some(4));
+        assert_eq!(line(View::Base, MonMode::Smcr, &s, &s, 1.0).conns, Some(0));
+        assert_eq!(line(View::Base, MonMode::Smc, &s, &s, 1.0).conns, Some(4));
+        let usage = s.stats.as_ref().unwrap().smcd.rx_buffer_usage;
+        assert_eq!((l.bufs_source, l.rx_bufs), (Some("kernel"), usage));
+        assert!(usage.unwrap() > 0);
+        // the DMBs of the open sockets add up to the kernel's usage counter
+        let want: u64 = s
+            .sockets
+            .as_ref()
+            .unwrap()
+            .iter()
+            .filter(|x| connected(x) && x.mode == Mode::SmcD)
+            .map(|x| u64::from(x.bufs.unwrap().0))
+            .sum();
+        assert_eq!(Some(want), usage);
+    }
+
+    #[test]
     fn states_alone_match_the_full_parse() {
-        for phase in ["smcr", "fallback"] {
+        for phase in ["smcr", "fallback", "smcd", "smcd-fallback"] {
             for ext in ["sock_diag_ext0", "sock_diag_ext15"] {
                 let raw = fixture(phase, ext);
                 let full: Vec<(u8, Mode)> = sock_diag::parse(&raw)

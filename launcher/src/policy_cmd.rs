@@ -30,13 +30,13 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// The program: a name (matched as a basename) or a path (also matched by path globs).
-    #[arg(long, value_name = "NAME")]
-    pub program: PathBuf,
+    #[arg(long, value_name = "NAME", required_unless_present = "bpf")]
+    pub program: Option<PathBuf>,
     /// Check a client connecting to ADDR:PORT (e.g. 10.0.0.5:6379 or [fd00::5]:6379).
     #[arg(
         long,
         value_name = "ADDR:PORT",
-        required_unless_present = "bind",
+        required_unless_present_any = ["bind", "bpf"],
         conflicts_with = "bind"
     )]
     pub connect: Option<SocketAddr>,
@@ -46,6 +46,10 @@ pub struct CheckArgs {
     /// For --connect: the address the client bound first, for rules with `local`.
     #[arg(long, value_name = "ADDR:PORT", requires = "connect")]
     pub local: Option<SocketAddr>,
+    /// Say which rules BPF mode (`smcrun --bpf`, `smcrun attach`) honours in the kernel and which
+    /// need the preload; exit 1 when it does not honour them all.
+    #[arg(long, conflicts_with_all = ["program", "connect", "bind", "local"])]
+    pub bpf: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -110,6 +114,13 @@ fn check(args: &CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.bpf {
+        return crate::bpf_cmd::policy_check(&policy, args.json);
+    }
+    let Some(program) = &args.program else {
+        eprintln!("smcrun: policy check needs --program NAME (or --bpf)");
+        return ExitCode::from(2);
+    };
     let (role, local, remote) = match (args.connect, args.bind) {
         (Some(to), _) => (Role::Client, args.local, Some(to)),
         (None, Some(at)) => (Role::Server, Some(at), None),
@@ -118,13 +129,13 @@ fn check(args: &CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let exe = args.program.as_os_str().as_bytes();
+    let exe = program.as_os_str().as_bytes();
     let decision = policy.for_program(exe).decide(role, local, remote);
     let matched = policy.describe_rule(decision.rule);
     if args.json {
         let out = CheckJson {
             policy: policy.to_string(),
-            program: args.program.display().to_string(),
+            program: program.display().to_string(),
             role: role.as_str(),
             local: local.map(|a| a.to_string()),
             remote: remote.map(|a| a.to_string()),
@@ -136,20 +147,12 @@ fn check(args: &CheckArgs) -> ExitCode {
             matched,
             action: decision.action.as_str(),
         };
-        match serde_json::to_string_pretty(&out) {
-            Ok(s) => println!("{s}"),
-            Err(e) => {
-                eprintln!("smcrun: {e}");
-                return ExitCode::from(1);
-            }
-        }
+        crate::viewfmt::print_json(&out)
     } else {
-        println!("{matched}");
         let why = match decision.action {
             Action::Smc => "the socket is made SMC",
             Action::Tcp => "the socket stays TCP",
         };
-        println!("action: {} ({why})", decision.action);
+        crate::viewfmt::print_lines([matched, format!("action: {} ({why})", decision.action)])
     }
-    ExitCode::SUCCESS
 }

@@ -92,15 +92,94 @@ pub fn merge_ld_preload(existing: Option<&OsStr>, shim: &Path) -> OsString {
     OsString::from_vec(out)
 }
 
+/// Why a program could not be found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotFound {
+    /// Nothing of that name (a shell's 127).
+    Missing,
+    /// A file of that name that is not an executable regular file (a shell's 126).
+    NotExecutable(PathBuf),
+}
+
+/// Where `program` is, as execvp looks: itself when it holds a '/', else the first executable
+/// regular file of that name in `$PATH` (an empty entry is the current directory). An empty name
+/// is found nowhere.
+pub fn find_program(program: &OsStr) -> Result<PathBuf, NotFound> {
+    if program.is_empty() {
+        return Err(NotFound::Missing);
+    }
+    let name = Path::new(program);
+    let candidates: Vec<PathBuf> = if program.as_bytes().contains(&b'/') {
+        vec![name.to_path_buf()]
+    } else {
+        let path =
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+        std::env::split_paths(&path)
+            .map(|d| {
+                if d.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    d
+                }
+            })
+            .map(|d| d.join(name))
+            .collect()
+    };
+    let mut unexecutable = None;
+    for c in candidates {
+        match std::fs::metadata(&c) {
+            Ok(m)
+                if m.is_file()
+                    && nix::unistd::access(&c, nix::unistd::AccessFlags::X_OK).is_ok() =>
+            {
+                return Ok(c)
+            }
+            Ok(_) => unexecutable = unexecutable.or(Some(c)),
+            Err(_) => {}
+        }
+    }
+    Err(unexecutable.map_or(NotFound::Missing, NotFound::NotExecutable))
+}
+
+/// Whether the file has capabilities (`security.capability`): the loader then runs it in secure
+/// mode and ignores LD_PRELOAD, unless the user is root.
+pub fn has_file_capabilities(path: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a size query (NULL buffer, 0 bytes) on a NUL-terminated path.
+    let n = unsafe {
+        libc::getxattr(
+            c.as_ptr(),
+            c"security.capability".as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    n > 0
+}
+
 /// Why LD_PRELOAD will not reach this program, if it will not: statically linked, setuid or
-/// setgid (the loader ignores LD_PRELOAD in secure mode), or Go (its net package makes system
-/// calls itself, not through the C library).
+/// setgid or with file capabilities for this user (the loader ignores LD_PRELOAD in secure mode),
+/// or Go (its net package makes system calls itself, not through the C library).
 pub fn reach_problem(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).ok()?;
     let mode = meta.permissions().mode();
-    if mode & 0o6000 != 0 {
+    // The loader ignores LD_PRELOAD in secure mode: when exec changes the ids (a setuid file of
+    // another owner, a setgid file of another group) or grants file capabilities. Root running a
+    // setuid-root program keeps its ids: LD_PRELOAD applies.
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    if mode & 0o4000 != 0 && meta.uid() != uid || mode & 0o2000 != 0 && meta.gid() != gid {
         return Some(
             "is setuid/setgid, so the loader ignores LD_PRELOAD; run it without the setuid bit or as its owner"
+                .into(),
+        );
+    }
+    if has_file_capabilities(path) && uid != 0 {
+        return Some(
+            "has file capabilities (security.capability), so the loader runs it in secure mode and ignores LD_PRELOAD; run it as root, or without the capabilities"
                 .into(),
         );
     }
@@ -151,5 +230,25 @@ mod tests {
     #[test]
     fn dynamic_programs_are_reachable() {
         assert_eq!(reach_problem(Path::new("/bin/sh")), None);
+        assert!(!has_file_capabilities(Path::new("/bin/sh")));
+    }
+
+    #[test]
+    fn programs_are_found_as_execvp_finds_them() {
+        let sh = find_program(OsStr::new("sh")).expect("sh is on PATH");
+        assert!(sh.ends_with("sh") && sh.is_absolute() || sh.starts_with("."));
+        assert_eq!(
+            find_program(OsStr::new("/bin/sh")),
+            Ok(PathBuf::from("/bin/sh"))
+        );
+        assert_eq!(
+            find_program(OsStr::new("smcrun-no-such-program")),
+            Err(NotFound::Missing)
+        );
+        assert_eq!(find_program(OsStr::new("")), Err(NotFound::Missing));
+        assert_eq!(
+            find_program(OsStr::new("/etc/passwd")),
+            Err(NotFound::NotExecutable(PathBuf::from("/etc/passwd")))
+        );
     }
 }

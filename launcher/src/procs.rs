@@ -17,7 +17,12 @@ use std::process::ExitCode;
 /// `smcrun ps` options.
 #[derive(Args, Debug)]
 pub struct PsArgs {
-    /// Print JSON: an array of {pid, program, exe, user, uid, state, report}.
+    /// Also every process that holds SMC sockets, under smcrun or not (from smc_diag and
+    /// /proc/*/fd, as `ss -p` finds owners), with modes, fallback reasons and BPF scope.
+    #[arg(short = 'a', long)]
+    pub all: bool,
+    /// Print JSON: an array of {pid, program, exe, user, uid, state, report}; with --all an
+    /// object {processes: that array, smc_processes, bpf_scopes}.
     #[arg(long)]
     pub json: bool,
 }
@@ -109,7 +114,12 @@ fn entries(dir: &RunDir) -> Vec<PsEntry> {
         let report = match dir.report(pid) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("smcrun ps: skipping a report: {e}");
+                if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    eprintln!("smcrun ps: skipping a report: {e}");
+                } else {
+                    // Unreadable (an older smcrun's layout) and its process is gone.
+                    dir.remove(pid);
+                }
                 continue;
             }
         };
@@ -145,97 +155,163 @@ fn entries(dir: &RunDir) -> Vec<PsEntry> {
 }
 
 /// Lists the reports; those of processes that are gone are shown once, marked, and removed.
+/// With `--all`, also every process that holds SMC sockets; BPF mode's scopes when there are any.
 pub fn ps(a: &PsArgs) -> ExitCode {
     let dir = match RunDir::open() {
-        Ok(Some(d)) => d,
-        Ok(None) => {
-            let path = smcrun_runtime::rundir::read::path().unwrap_or_default();
-            if a.json {
-                println!("[]");
-            } else {
-                println!("no programs under smcrun (reports are kept in {path})");
-            }
-            return ExitCode::SUCCESS;
-        }
+        Ok(d) => d,
         Err(e) => {
             eprintln!("smcrun ps: {e}");
             return ExitCode::from(1);
         }
     };
-    let entries = entries(&dir);
+    let path = match &dir {
+        Some(d) => d.path.clone(),
+        None => smcrun_runtime::rundir::read::path().unwrap_or_default(),
+    };
+    let entries = dir.as_ref().map(entries).unwrap_or_default();
     let gone = |e: &PsEntry| e.state != "running";
+    let remove_gone = |shown: &[PsEntry]| {
+        if let Some(d) = &dir {
+            for e in shown.iter().filter(|e| gone(e)) {
+                d.remove(e.pid);
+            }
+        }
+    };
+    let scopes = crate::smc_procs::bpf_scopes();
+    let others = if a.all {
+        match crate::smc_procs::smc_processes() {
+            Ok(list) => Some(list),
+            Err(e) => {
+                eprintln!("smcrun ps --all: the processes with SMC sockets cannot be listed: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
     let mut out = io::stdout().lock();
     if a.json {
-        let text = serde_json::to_string_pretty(&entries).unwrap_or_default();
+        let text = if a.all {
+            serde_json::to_string_pretty(&serde_json::json!({
+                "processes": entries,
+                "smc_processes": others,
+                "bpf_scopes": crate::smc_procs::scopes_json(&scopes),
+            }))
+        } else {
+            serde_json::to_string_pretty(&entries)
+        }
+        .unwrap_or_default();
         if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush()) {
             return output_error(e);
         }
-        for e in entries.iter().filter(|e| gone(e)) {
-            dir.remove(e.pid);
-        }
+        remove_gone(&entries);
         return ExitCode::SUCCESS;
     }
     if entries.is_empty() {
-        return match writeln!(
-            out,
-            "no programs under smcrun (reports are kept in {})",
-            dir.path
-        ) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => output_error(e),
-        };
-    }
-    let header = format!(
-        "{:>7} {:<9} {:<16} {:<8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:<40} EXE",
-        "PID",
-        "USER",
-        "PROGRAM",
-        "STATE",
-        "CONNS",
-        "SMC-R",
-        "SMC-D",
-        "SMC-?",
-        "TCP",
-        "UNCLASS",
-        "TOP REASON FOR TCP"
-    );
-    if let Err(e) = writeln!(out, "{header}") {
-        return output_error(e);
-    }
-    for e in &entries {
-        let line = match &e.report {
-            Some(r) => {
-                let c = &r.connections;
-                format!(
-                    "{:>7} {:<9} {:<16} {:<8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:<40} {}",
-                    e.pid,
-                    e.user,
-                    e.program,
-                    e.state,
-                    c.total,
-                    c.smc_r,
-                    c.smc_d,
-                    c.smc_unknown,
-                    c.tcp,
-                    c.not_classified(),
-                    top_reason(r),
-                    e.exe
-                )
-            }
-            None => format!(
+        if let Err(e) = writeln!(out, "no programs under smcrun (reports are kept in {path})") {
+            return output_error(e);
+        }
+    } else {
+        let header = format!(
+            "{:>7} {:<9} {:<16} {:<8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:<40} EXE",
+            "PID",
+            "USER",
+            "PROGRAM",
+            "STATE",
+            "CONNS",
+            "SMC-R",
+            "SMC-D",
+            "SMC-?",
+            "TCP",
+            "UNCLASS",
+            "TOP REASON FOR TCP"
+        );
+        if let Err(e) = writeln!(out, "{header}") {
+            return output_error(e);
+        }
+        for (i, e) in entries.iter().enumerate() {
+            let c = e
+                .report
+                .as_ref()
+                .map(|r| r.connections.clone())
+                .unwrap_or_default();
+            let reason = e
+                .report
+                .as_ref()
+                .map(top_reason)
+                .unwrap_or_else(|| "-".into());
+            let line = format!(
                 "{:>7} {:<9} {:<16} {:<8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:<40} {}",
-                e.pid, e.user, e.program, e.state, 0, 0, 0, 0, 0, 0, "-", e.exe
-            ),
-        };
-        if let Err(err) = writeln!(out, "{line}").and_then(|()| out.flush()) {
-            return output_error(err);
+                e.pid,
+                e.user,
+                e.program,
+                e.state,
+                c.total,
+                c.smc_r,
+                c.smc_d,
+                c.smc_unknown,
+                c.tcp,
+                c.not_classified(),
+                reason,
+                e.exe
+            );
+            if let Err(err) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+                // Only what was shown is removed.
+                remove_gone(&entries[..i]);
+                return output_error(err);
+            }
         }
         // Shown once: a gone process's report goes now that it was seen.
-        if gone(e) {
-            dir.remove(e.pid);
+        remove_gone(&entries);
+    }
+    match others_text(&mut out, &scopes, others.as_deref()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => output_error(e),
+    }
+}
+
+/// BPF mode's scopes (when there are any) and, with `--all`, every process with SMC sockets.
+fn others_text(
+    out: &mut impl Write,
+    scopes: &smcrun_bpf::scopes::Scopes,
+    others: Option<&[crate::smc_procs::SmcProcess]>,
+) -> io::Result<()> {
+    let lines = crate::smc_procs::scopes_text(scopes);
+    if !lines.is_empty() {
+        writeln!(out, "\nBPF mode:")?;
+        for l in lines {
+            writeln!(out, "  {l}")?;
         }
     }
-    ExitCode::SUCCESS
+    if let Some(list) = others {
+        writeln!(
+            out,
+            "\nevery process with SMC sockets (under smcrun or not):"
+        )?;
+        writeln!(
+            out,
+            "{:>7} {:<16} {:>6} {:>6} {:>8} {:>6}  {:<24} top fallback reason",
+            "PID", "NAME", "SMC-R", "SMC-D", "FALLBACK", "LISTEN", "BPF SCOPE"
+        )?;
+        for p in list {
+            writeln!(
+                out,
+                "{:>7} {:<16} {:>6} {:>6} {:>8} {:>6}  {:<24} {}",
+                p.pid,
+                p.name,
+                p.smcr,
+                p.smcd,
+                p.fallback,
+                p.listening,
+                p.bpf_scope.as_deref().unwrap_or("-"),
+                p.reasons
+                    .first()
+                    .map(|(r, n)| format!("{r} ({n})"))
+                    .unwrap_or_else(|| "-".into())
+            )?;
+        }
+    }
+    out.flush()
 }
 
 /// Explains one process's connections.

@@ -19,6 +19,7 @@ use smcrun_telemetry::uverbs::{self, Limits};
 use smcrun_telemetry::Error;
 
 use crate::viewfmt::{self, Align, Table, EXIT_KERNEL};
+use smcrun_views::rdma::{max, used};
 
 /// `smcrun rdma` arguments.
 #[derive(Args, Debug)]
@@ -149,27 +150,6 @@ pub fn objects_table(objects: &[Object]) -> Table {
         ]);
     }
     t
-}
-
-/// The used count of `kind` in a summary (0 when the kernel did not list the type).
-pub fn used(s: &ResourceSummary, kind: ResourceKind) -> Option<u64> {
-    s.counts
-        .iter()
-        .find(|(name, _)| name == kind.name())
-        .map(|(_, n)| *n)
-}
-
-/// The device limit of `kind` (CM ids and contexts have none).
-pub fn max(l: Option<&Limits>, kind: ResourceKind) -> Option<u32> {
-    let l = l?;
-    match kind {
-        ResourceKind::Qp => Some(l.max_qp),
-        ResourceKind::Cq => Some(l.max_cq),
-        ResourceKind::Mr => Some(l.max_mr),
-        ResourceKind::Pd => Some(l.max_pd),
-        ResourceKind::Srq => Some(l.max_srq),
-        ResourceKind::CmId | ResourceKind::Ctx => None,
-    }
 }
 
 /// The summary line of one device, used/max per type as in seed 002's `rdma res show`:
@@ -317,25 +297,29 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
         }));
     }
     if sel.kind.is_none() && a.pid.is_none() && a.state.is_none() {
-        for (d, l) in devices.iter().zip(&limits) {
-            match shown.iter().find(|s| s.device_index == d.index) {
-                Some(s) => println!("{}  ({})", summary_line(s, l.as_ref()), port_text(d)),
-                None => println!("{}: no resource summary  ({})", d.name, port_text(d)),
-            }
-        }
-        if limits.iter().any(Option::is_none) {
-            println!("(used/max; max unknown where the device's verbs interface (ib_uverbs) does not answer)");
+        let mut out: Vec<String> = devices
+            .iter()
+            .zip(&limits)
+            .map(
+                |(d, l)| match shown.iter().find(|s| s.device_index == d.index) {
+                    Some(s) => format!("{}  ({})", summary_line(s, l.as_ref()), port_text(d)),
+                    None => format!("{}: no resource summary  ({})", d.name, port_text(d)),
+                },
+            )
+            .collect();
+        out.push(if limits.iter().any(Option::is_none) {
+            "(used/max; max unknown where the device's verbs interface (ib_uverbs) does not answer)"
+                .to_string()
         } else {
-            println!("(used/max; cm_id and ctx have no device maximum)");
-        }
-        return ExitCode::SUCCESS;
+            "(used/max; cm_id and ctx have no device maximum)".to_string()
+        });
+        return viewfmt::print_lines(out);
     }
     if objects.is_empty() {
-        println!("no matching RDMA objects");
+        viewfmt::print_lines(["no matching RDMA objects"])
     } else {
-        objects_table(&objects).print();
+        objects_table(&objects).print()
     }
-    ExitCode::SUCCESS
 }
 
 #[cfg(test)]

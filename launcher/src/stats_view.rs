@@ -525,8 +525,7 @@ pub fn stats(a: &StatsArgs) -> ExitCode {
         lines.push(String::new());
         lines.extend(reasons_text(&shown.fallback));
     }
-    viewfmt::print_lines(lines);
-    ExitCode::SUCCESS
+    viewfmt::print_lines(lines)
 }
 
 #[cfg(test)]
@@ -541,6 +540,26 @@ mod tests {
             stats: parse_stats(&fixture(phase, "smc_GET_STATS")).unwrap(),
             fallback: parse_fallback_stats(&fixture(phase, "smc_GET_FBACK_STATS")).unwrap(),
         }
+    }
+
+    #[test]
+    fn captured_smcd_traffic() {
+        // the SMC-D kernel after redis traffic over loopback-ism (telemetry/tests/fixtures/smcd)
+        let s = captured("smcd");
+        let d = &s.stats.smcd;
+        assert!(d.client_v2_success >= 2 && d.server_v2_success >= 2 && d.rx_bytes > 0);
+        assert_eq!(s.stats.smcr.successes(), 0);
+        let text = tech_text("SMC-D", d, &s, false).join("\n");
+        assert!(text.starts_with("SMC-D Connections Summary"), "{text}");
+        let conns = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("SMC connections"))
+            .and_then(|l| l.split_whitespace().last().map(String::from));
+        assert_eq!(conns, Some(d.successes().to_string()), "{text}");
+        let j = stats_json(&s, None);
+        assert_eq!(j["smcd"]["summary"]["smc_connections"], d.successes());
+        assert_eq!(j["smcd"]["rx"]["bytes"], d.rx_bytes);
+        assert_eq!(j["smcr"]["succ_cnt"], 0);
     }
 
     #[test]

@@ -13,9 +13,10 @@ fn path_of(key: &str) -> PathBuf {
 fn explain(key: &str, e: std::io::Error) -> String {
     let why = match e.kind() {
         ErrorKind::PermissionDenied => "not permitted (needs root / CAP_NET_ADMIN)".to_string(),
-        ErrorKind::NotFound if key.starts_with("net.smc.") => {
-            "no such sysctl (is the smc module loaded? try: modprobe smc)".to_string()
-        }
+        ErrorKind::NotFound if key.starts_with("net.smc.") => format!(
+            "no such sysctl: {}",
+            smcrun_telemetry::kmod::availability("smc").advice("smc")
+        ),
         ErrorKind::NotFound => "no such sysctl on this kernel".to_string(),
         _ if e.raw_os_error() == Some(libc::EROFS) => {
             "/proc/sys is read-only here (a container without the privilege to change it?)"

@@ -1,10 +1,10 @@
 //! What every operator view shares: the one-line refusal and its exit status, JSON printing, unit
 //! scaling (smc-tools' "200.7M" counters, smc_monitor_ex's "1.81 GB/s" rates), percentages, aligned
-//! text tables, interface names and the network namespace cookie.
+//! text tables and interface names.
 //!
 //! Exit status of the views: 0 the kernel answered (possibly with nothing), 1 the kernel interface
-//! is missing or refused (one line names the module and the `modprobe` that loads it, or the
-//! refusal), 2 bad usage.
+//! is missing or refused (one line names the module and, where the kernel can load it, the
+//! `modprobe` that does; or the refusal), 2 bad usage.
 
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
@@ -21,40 +21,70 @@ pub fn refused(e: &Error) -> ExitCode {
     ExitCode::from(EXIT_KERNEL)
 }
 
-/// Print `v` as pretty JSON on stdout (through one buffer; a reader that went away, as
-/// `| head` does, ends the output quietly).
+/// The end of writing a view to stdout: a reader that went away (`| head`) ends the output
+/// quietly with success; any other failure (a full disk, /dev/full) is one line on stderr and
+/// exit 1.
+pub fn stdout_result(written: std::io::Result<()>) -> ExitCode {
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("smcrun: cannot write to stdout: {e}");
+            ExitCode::from(EXIT_KERNEL)
+        }
+    }
+}
+
+/// The last guard for output still written with `print!`/`println!` (std panics with "failed
+/// printing to stdout" when stdout is closed or full): a closed pipe ends quietly with success,
+/// any other failure is the one line of [`stdout_result`] and exit 1, never a panic (101).
+pub fn install_stdout_guard() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info.payload_as_str().unwrap_or("");
+        if let Some(why) = msg.strip_prefix("failed printing to stdout: ") {
+            if why.contains("Broken pipe") {
+                std::process::exit(0);
+            }
+            eprintln!("smcrun: cannot write to stdout: {why}");
+            std::process::exit(i32::from(EXIT_KERNEL));
+        }
+        default(info);
+    }));
+}
+
+/// Write `bytes` to stdout in one go (see [`stdout_result`]).
+pub fn write_stdout(bytes: &[u8]) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    stdout_result(out.write_all(bytes).and_then(|()| out.flush()))
+}
+
+/// Print `v` as pretty JSON on stdout (through one buffer; see [`stdout_result`]).
 pub fn print_json(v: &impl Serialize) -> ExitCode {
     let mut out = BufWriter::new(std::io::stdout().lock());
     let written = serde_json::to_writer_pretty(&mut out, v)
         .map_err(std::io::Error::from)
         .and_then(|()| writeln!(out))
         .and_then(|()| out.flush());
-    match written {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("smcrun: cannot write JSON: {e}");
-            ExitCode::from(EXIT_KERNEL)
-        }
-    }
+    stdout_result(written)
 }
 
 /// Print lines on stdout through one buffer (thousands of sockets cost one write, not one per
-/// line); a reader that went away ends the output quietly.
-pub fn print_lines<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) {
+/// line; see [`stdout_result`]).
+pub fn print_lines<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> ExitCode {
     let mut out = BufWriter::new(std::io::stdout().lock());
-    for l in lines {
-        if writeln!(out, "{}", l.as_ref()).is_err() {
-            return;
-        }
-    }
-    let _ = out.flush();
+    let written = lines
+        .into_iter()
+        .try_for_each(|l| writeln!(out, "{}", l.as_ref()))
+        .and_then(|()| out.flush());
+    stdout_result(written)
 }
 
-/// Print one line now (the monitor's); false when stdout is gone and the caller should stop.
-pub fn emit_line(line: &str) -> bool {
+/// Print one line now (the monitor's); an error means the caller should stop (and end with
+/// [`stdout_result`]).
+pub fn emit_line(line: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{line}").and_then(|()| out.flush()).is_ok()
+    writeln!(out, "{line}").and_then(|()| out.flush())
 }
 
 /// A counter in smc-tools' short form: 4 significant digits and a decimal suffix
@@ -125,14 +155,7 @@ pub fn rate(v: f64, raw: bool) -> String {
     format!("{x:.2} {}/s", UNITS[unit])
 }
 
-/// `part` as a percentage of `whole` (0 when `whole` is 0).
-pub fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
-    }
-}
+pub use smcrun_views::percent;
 
 /// Column alignment in a [`Table`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -217,50 +240,15 @@ impl Table {
     }
 
     /// Print the table on stdout.
-    pub fn print(&self) {
-        print_lines(self.render());
+    pub fn print(&self) -> ExitCode {
+        print_lines(self.render())
     }
 }
 
-/// The name of network interface `index` ("lo"), or the index in brackets when it has none here.
+/// The name of network interface `index` ("lo"), the index in brackets when it has none here,
+/// "-" for no interface.
 pub fn ifname(index: u32) -> String {
-    if index == 0 {
-        return "-".to_string();
-    }
-    let mut buf = [0 as libc::c_char; libc::IF_NAMESIZE];
-    // SAFETY: buf has IF_NAMESIZE bytes, as if_indextoname requires.
-    let p = unsafe { libc::if_indextoname(index, buf.as_mut_ptr()) };
-    if p.is_null() {
-        return format!("[{index}]");
-    }
-    // SAFETY: on success the buffer holds a NUL-terminated name.
-    unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// This network namespace's cookie (`SO_NETNS_COOKIE`, Linux 5.14+), to keep the kernel's global
-/// SMC-R link group list to this namespace; `None` when the kernel cannot say.
-pub fn netns_cookie() -> Option<u64> {
-    const SO_NETNS_COOKIE: libc::c_int = 71;
-    // SAFETY: plain socket/getsockopt/close calls on a socket this function owns.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return None;
-        }
-        let mut cookie: u64 = 0;
-        let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
-        let rc = libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            SO_NETNS_COOKIE,
-            (&mut cookie as *mut u64).cast(),
-            &mut len,
-        );
-        libc::close(fd);
-        (rc == 0 && len as usize == std::mem::size_of::<u64>()).then_some(cookie)
-    }
+    smcrun_views::netns::ifname(index).unwrap_or_else(|| "-".to_string())
 }
 
 /// Parse a positive number of seconds ("1", "0.5") for `--interval` / `-i`.
@@ -312,12 +300,6 @@ mod tests {
         assert_eq!(rate(0.0, false), "0 /s");
         assert_eq!(rate(2.5, false), "2.5 /s");
         assert_eq!(rate(21_660.0, true), "21660 /s");
-    }
-
-    #[test]
-    fn percent_of_nothing_is_zero() {
-        assert_eq!(percent(5, 0), 0.0);
-        assert_eq!(percent(1, 4), 25.0);
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! `smcrun ss` (like smcss, plus `-p`: the owning processes), as text or as JSON with stable
 //! snake_case keys for scripts and the VM tests. (`smcrun stats` is in stats_view.rs.)
 //!
-//! Without SMC in the kernel it prints one line naming the missing module and the `modprobe`
-//! that loads it, and exits 1 ([`crate::viewfmt`]). Exit 0 means the kernel answered (possibly
+//! Without SMC in the kernel it prints one line naming the missing module and, where the kernel
+//! can load it, the `modprobe` that does (`smcrun_telemetry::kmod` decides), and exits 1 ([`crate::viewfmt`]). Exit 0 means the kernel answered (possibly
 //! with nothing).
 
 use std::collections::{HashMap, HashSet};
@@ -12,8 +12,9 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{json, Value};
 use smcrun_telemetry::reasons::{self, state};
-use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
+use smcrun_telemetry::sock_diag::{self, DmbInfo, Mode, SmcSocket};
 
+use crate::lgr_view::lgr_id;
 use crate::owners::{self, Owner};
 use crate::stats_view::reason_json;
 use crate::viewfmt::{print_json, print_lines, refused};
@@ -83,13 +84,30 @@ fn socket_json(s: &SmcSocket) -> Value {
     for (key, detail) in [
         ("conninfo", s.conninfo.as_ref().map(|c| json!(c))),
         ("lgrinfo", s.lgrinfo.as_ref().map(|l| json!(l))),
-        ("dmbinfo", s.dmbinfo.as_ref().map(|d| json!(d))),
+        ("dmbinfo", s.dmbinfo.as_ref().map(dmb_json)),
     ] {
         if let Some(d) = detail {
             v[key] = d;
         }
     }
     v
+}
+
+/// An SMC-D connection's DMB in JSON: GIDs and tokens as 16 hex digits, as the text shows them
+/// (JSON numbers past 2^53 lose digits in most readers), and the link group's id as
+/// `smcrun linkgroup` prints it.
+fn dmb_json(d: &DmbInfo) -> Value {
+    let hex = |v: u64| format!("{v:016x}");
+    json!({
+        "link_id": d.link_id,
+        "lgr_id": lgr_id(d.link_id),
+        "my_gid": hex(d.my_gid),
+        "peer_gid": hex(d.peer_gid),
+        "token": hex(d.token),
+        "peer_token": hex(d.peer_token),
+        "my_gid_ext": d.my_gid_ext.map(hex),
+        "peer_gid_ext": d.peer_gid_ext.map(hex),
+    })
 }
 
 fn cursor(c: &sock_diag::Cursor) -> String {
@@ -141,7 +159,11 @@ fn detail_columns(s: &SmcSocket, a: &SsArgs) -> String {
         match &s.dmbinfo {
             Some(d) => out.push_str(&format!(
                 " {:016x} {:016x} {:016x} {:016x} {}",
-                d.my_gid, d.token, d.peer_gid, d.peer_token, d.link_id
+                d.my_gid,
+                d.token,
+                d.peer_gid,
+                d.peer_token,
+                lgr_id(d.link_id)
             )),
             None => out.push_str(" -"),
         }
@@ -296,8 +318,7 @@ pub fn ss(a: &SsArgs) -> ExitCode {
             text.push_str(&owners::owners_text(owners_of(s)));
         }
     }
-    print_lines([text]);
-    ExitCode::SUCCESS
+    print_lines([text])
 }
 
 #[cfg(test)]
@@ -306,7 +327,7 @@ mod tests {
 
     fn sock(state: u8, mode: Mode, fallback: Option<(u32, u32)>) -> SmcSocket {
         SmcSocket {
-            family: 43,
+            family: smcrun_sys::smc::AF_SMC as u8,
             state,
             mode,
             shutdown: 0,
@@ -429,6 +450,54 @@ mod tests {
         assert_eq!(j["lgrinfo"]["ibdev"], "rxe_lo");
         assert_eq!(j["conninfo"]["sndbuf_size"], 65536);
         assert!(j.get("dmbinfo").is_none());
+    }
+
+    #[test]
+    fn captured_smcd_sockets_show_their_dmb() {
+        // the SMC-D kernel's reply with 2 idle redis connections open (telemetry/tests/fixtures/smcd)
+        let socks = sock_diag::parse(&crate::viewfmt::fixture("smcd", "sock_diag_ext8")).unwrap();
+        let a = SsArgs {
+            all: false,
+            listening: false,
+            debug: false,
+            smcr: false,
+            smcd: true,
+            wide: false,
+            processes: false,
+            json: false,
+        };
+        let active: Vec<&SmcSocket> = socks.iter().filter(|s| shown(s, &a)).collect();
+        assert_eq!(active.len(), 4, "{socks:?}");
+        for s in &active {
+            let d = s.dmbinfo.as_ref().unwrap();
+            // GID Token Peer-GID Peer-Token Linkid, the link group as `smcrun linkgroup` shows it
+            let cols = detail_columns(s, &a);
+            let c: Vec<&str> = cols.split_whitespace().collect();
+            let hex = |i: usize| u64::from_str_radix(c[i], 16).unwrap();
+            assert_eq!(c.len(), 5, "{cols}");
+            assert!(c[..4].iter().all(|x| x.len() == 16), "{cols}");
+            assert_eq!(
+                (hex(0), hex(1), hex(2), hex(3)),
+                (d.my_gid, d.token, d.peer_gid, d.peer_token)
+            );
+            assert_eq!(c[4], lgr_id(d.link_id), "{cols}");
+            let j = socket_json(s);
+            assert_eq!(j["mode"], "SMCD");
+            assert_eq!(j["dmbinfo"]["token"], format!("{:016x}", d.token));
+            assert_eq!(j["dmbinfo"]["lgr_id"], lgr_id(d.link_id));
+            assert_eq!(j["dmbinfo"]["my_gid"], j["dmbinfo"]["peer_gid"]);
+            assert!(j["dmbinfo"]["my_gid_ext"].is_string());
+            assert!(socket_row(s, false).ends_with(" SMCD"));
+        }
+        // each end writes into the other's DMB: tokens cross
+        for s in &active {
+            let t = s.dmbinfo.as_ref().unwrap().token;
+            let peers = active
+                .iter()
+                .filter(|o| o.dmbinfo.as_ref().unwrap().peer_token == t)
+                .count();
+            assert_eq!(peers, 1);
+        }
     }
 
     #[test]

@@ -29,9 +29,11 @@ mod parse;
 mod port;
 mod program;
 mod rule;
+mod view;
 
 pub use error::ParseError;
 pub use program::ProgramPolicy;
+pub use view::RuleView;
 
 use rule::Rule;
 use std::fmt;

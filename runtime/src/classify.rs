@@ -173,7 +173,7 @@ mod tests {
 
     fn entry(mode: Mode, state: u8, inode: u64, local: &str, peer: &str) -> SmcSocket {
         SmcSocket {
-            family: 43,
+            family: smcrun_sys::smc::AF_SMC as u8,
             state,
             mode,
             shutdown: 0,

@@ -143,6 +143,26 @@ fn slot(fd: i32) -> Option<&'static AtomicU32> {
     TABLE.get(usize::try_from(fd).ok()?)
 }
 
+/// The pid of the process whose memory this is: set when the library is loaded and in each
+/// forked child. A vfork child runs in its parent's memory with another pid: it must not start
+/// threads or open files in its parent's name.
+static OWNER: AtomicUsize = AtomicUsize::new(0);
+
+/// Records the calling process as the owner of this memory (library load, fork child).
+pub fn own() {
+    OWNER.store(getpid(), Ordering::Relaxed);
+}
+
+/// Whether the calling process owns this memory (false in a vfork child before it execs). A
+/// system call: only for the rare paths (starting the sidecar, opening the report).
+pub fn owned() -> bool {
+    OWNER.load(Ordering::Relaxed) == getpid()
+}
+
+fn getpid() -> usize {
+    rustix::process::getpid().as_raw_nonzero().get() as usize
+}
+
 /// This process's epoch.
 pub fn epoch() -> u16 {
     EPOCH.load(Ordering::Relaxed) as u16

@@ -466,7 +466,13 @@ fn refuse(r: Refusal) -> Refusal {
 /// Makes sure this process has its report file (no allocation, raw system calls; called from
 /// hooks at the first TCP socket and before a uid switch). Tried once per process.
 pub fn register(epoch: u16) {
-    if REPORT.get().is_some() || TRIED.swap(u32::from(epoch), Ordering::AcqRel) == u32::from(epoch)
+    let epoch = u32::from(epoch);
+    if REPORT.get().is_some() || TRIED.load(Ordering::Acquire) == epoch {
+        return;
+    }
+    // Not from a vfork child, which shares its parent's memory.
+    if !smcrun_sys::errno::keep(crate::fdtable::owned)
+        || TRIED.swap(epoch, Ordering::AcqRel) == epoch
     {
         return;
     }

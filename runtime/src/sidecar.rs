@@ -322,7 +322,7 @@ impl State {
         endpoints.sort_by(|a, b| size(b).cmp(&size(a)).then(a.remote.cmp(&b.remote)));
         endpoints.truncate(report::TOP_ENDPOINTS);
         self.seq += 1;
-        let (program, exe) = NAMES.get().cloned().unwrap_or_else(names);
+        let (program, exe) = names();
         ProcessReport {
             version: report::REPORT_VERSION,
             seq: self.seq,
@@ -383,9 +383,16 @@ impl State {
         }
     }
 
-    /// Whether the report is due to be written soon.
+    /// Whether the report shows something it does not show yet.
     fn unwritten(&self) -> bool {
         self.dirty || COUNTS.fingerprint() != self.fingerprint
+    }
+
+    /// How long until the report may be rewritten.
+    fn next_write(&self) -> Duration {
+        self.last_write
+            .map_or(Duration::ZERO, |t| WRITE_EVERY.saturating_sub(t.elapsed()))
+            .max(NAP_MIN)
     }
 }
 
@@ -397,28 +404,31 @@ fn role(server: bool) -> &'static str {
     }
 }
 
-/// [`names`] as they were when the program started: a program may rewrite its argv later (redis-server
-/// shows `redis-server *:6379`, nginx's workers `nginx: worker process`), and the report names the
-/// program it started as.
-static NAMES: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+/// The name the program was started as, read when the library is loaded: argv\[0\]'s base name
+/// (Debian's redis-server is a symlink to redis-check-rdb, and the operator started
+/// redis-server), before the program can rewrite its argv (nginx's workers call themselves
+/// "nginx: worker process"). A forked child inherits it; an exec'd program reads its own.
+static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
-/// The name the program was started as (argv\[0\]'s base name; Debian's redis-server is a symlink
-/// to redis-check-rdb, and the operator started redis-server) and the executable's path.
-fn names() -> (String, String) {
-    let exe = std::fs::read_link("/proc/self/exe")
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
+fn started_as() -> String {
     let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
     let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
     let base = argv0.rsplit(|b| *b == b'/').next().unwrap_or_default();
-    let program = if base.is_empty() {
+    if base.is_empty() {
         std::fs::read_to_string("/proc/self/comm")
             .map(|c| c.trim_end().to_string())
             .unwrap_or_default()
     } else {
         String::from_utf8_lossy(base).into_owned()
-    };
-    (program, exe)
+    }
+}
+
+/// The program's name (see [`PROGRAM`]) and the executable's path.
+fn names() -> (String, String) {
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    (PROGRAM.get_or_init(started_as).clone(), exe)
 }
 
 /// Field 22 of a `/proc/PID/stat` file: the start time in clock ticks since boot.
@@ -462,10 +472,16 @@ static SIDECAR: AtomicPtr<Sidecar> = AtomicPtr::new(std::ptr::null_mut());
 static STARTED: AtomicU8 = AtomicU8::new(0);
 /// Start attempts refused because the caller's signal mask was not the program's usual one.
 static DEFERRED: AtomicU32 = AtomicU32::new(0);
-/// Set by a hook when there is work; the sidecar waits on it (futex) when idle.
+/// Set by a hook when there is work; the sidecar waits on it (futex).
 static WAKE: AtomicU32 = AtomicU32::new(0);
-/// 1 while the sidecar blocks waiting for work (only then do hooks wake it).
-static SLEEPING: AtomicU32 = AtomicU32::new(0);
+/// What the sidecar is doing: [`RUNNING`], [`IDLE`] or [`TIMED`].
+static SLEEPING: AtomicU32 = AtomicU32::new(RUNNING);
+/// Looking, or napping between looks while connections wait (hooks never wake it then).
+const RUNNING: u32 = 0;
+/// Blocked with nothing to do: any news wakes it.
+const IDLE: u32 = 1;
+/// Waiting until the report may be rewritten: only a connection to classify wakes it early.
+const TIMED: u32 = 2;
 /// Set by the exit handler: the final report is written, the sidecar writes no more.
 static EXITING: AtomicBool = AtomicBool::new(false);
 
@@ -478,8 +494,9 @@ static NORMAL_MASK: Mask = Mask(std::cell::UnsafeCell::new(unsafe { std::mem::ze
 
 /// Called once by the library constructor, before the program runs.
 pub fn init() {
+    crate::fdtable::own();
     rundir::snapshot_env();
-    let _ = NAMES.set(names());
+    let _ = PROGRAM.set(started_as());
     // SAFETY: the constructor is the only writer, before any reader; pthread_sigmask with a null
     // new set only reads the calling thread's mask into ours.
     unsafe {
@@ -513,7 +530,7 @@ pub fn maybe_start() {
         DEFERRED.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    if !smcrun_sys::errno::keep(normal_context) {
+    if !smcrun_sys::errno::keep(|| normal_context() && crate::fdtable::owned()) {
         DEFERRED.fetch_add(1, Ordering::Relaxed);
         return;
     }
@@ -552,21 +569,48 @@ fn start() {
     }
 }
 
-/// Tells the sidecar there is work (a futex wake only when it is blocked idle).
+/// Tells the sidecar the report changed (a futex wake only when it is blocked idle: a timed wait
+/// picks the change up anyway).
 pub fn wake() {
     WAKE.store(1, Ordering::SeqCst);
-    if SLEEPING.load(Ordering::SeqCst) == 1 {
-        let _ = rustix::thread::futex::wake(&WAKE, rustix::thread::futex::Flags::PRIVATE, 1);
+    if SLEEPING.load(Ordering::SeqCst) == IDLE {
+        futex_wake();
     }
 }
 
-/// Blocks until a hook calls [`wake`] (returns at once if one did since the last wait).
-fn wait() {
-    SLEEPING.store(1, Ordering::SeqCst);
-    if WAKE.swap(0, Ordering::SeqCst) == 0 {
-        let _ = rustix::thread::futex::wait(&WAKE, rustix::thread::futex::Flags::PRIVATE, 0, None);
+/// Tells the sidecar a connection waits to be classified: it must look while the connection is
+/// open, so a waiting sidecar is woken (at most once per look: after a look it naps, unwoken).
+pub fn wake_now() {
+    WAKE.store(1, Ordering::SeqCst);
+    if SLEEPING.load(Ordering::SeqCst) != RUNNING {
+        futex_wake();
     }
-    SLEEPING.store(0, Ordering::SeqCst);
+}
+
+fn futex_wake() {
+    let _ = rustix::thread::futex::wake(&WAKE, rustix::thread::futex::Flags::PRIVATE, 1);
+}
+
+/// Blocks until a hook wakes it (returns at once if one did since the last wait), for at most
+/// `timeout` when given.
+fn wait(timeout: Option<Duration>) {
+    SLEEPING.store(
+        if timeout.is_some() { TIMED } else { IDLE },
+        Ordering::SeqCst,
+    );
+    if WAKE.swap(0, Ordering::SeqCst) == 0 {
+        let ts = timeout.map(|d| rustix::time::Timespec {
+            tv_sec: d.as_secs() as i64,
+            tv_nsec: i64::from(d.subsec_nanos()),
+        });
+        let _ = rustix::thread::futex::wait(
+            &WAKE,
+            rustix::thread::futex::Flags::PRIVATE,
+            0,
+            ts.as_ref(),
+        );
+    }
+    SLEEPING.store(RUNNING, Ordering::SeqCst);
 }
 
 /// In a forked child: no sidecar (its thread did not survive the fork); it starts again on demand.
@@ -576,31 +620,29 @@ pub fn forget_in_child() {
     STARTED.store(0, Ordering::Release);
     DEFERRED.store(0, Ordering::Relaxed);
     WAKE.store(0, Ordering::Relaxed);
-    SLEEPING.store(0, Ordering::Relaxed);
+    SLEEPING.store(RUNNING, Ordering::Relaxed);
     EXITING.store(false, Ordering::Relaxed);
 }
 
 fn run(sc: &'static Sidecar) {
     loop {
-        let (look, unwritten) = {
+        let (look, due) = {
             let Ok(mut st) = sc.state.lock() else { return };
             if EXITING.load(Ordering::Acquire) {
                 return;
             }
             let look = st.look(&Live, false);
             st.write_if_due(false);
-            (look, st.unwritten())
+            (look, st.unwritten().then(|| st.next_write()))
         };
-        // Only the idle wait is woken by hooks (one futex wake per idle period); the naps in
-        // between are plain sleeps that events do not interrupt.
         if look.waiting > 0 {
             // Connections are open and waiting: look again soon, but spend at most about a
-            // twentieth of the time in the kernel.
+            // twentieth of the time in the kernel. A plain sleep: hooks do not wake it.
             std::thread::sleep((look.cost * 20).clamp(NAP_MIN, NAP_MAX));
-        } else if unwritten {
-            std::thread::sleep(WRITE_EVERY);
         } else {
-            wait();
+            // Until the report may be rewritten (new connections to classify wake it early), or
+            // with nothing to do until anything happens.
+            wait(due);
         }
     }
 }

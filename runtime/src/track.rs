@@ -130,7 +130,7 @@ pub(crate) fn established(
                 local,
             });
         }
-        Kind::Smc => sidecar::wake(),
+        Kind::Smc => sidecar::wake_now(),
     }
     true
 }
@@ -188,7 +188,7 @@ pub fn connect_returned(fd: i32, ret: i32, errno: i32, remote: Option<SocketAddr
         (_, libc::EINPROGRESS, Phase::Open)
             if fdtable::transition(fd, e, Some(e.with(Phase::Connecting))) =>
         {
-            sidecar::wake();
+            sidecar::wake_now();
         }
         (_, libc::EALREADY | libc::EINPROGRESS | libc::EINTR, _) => {}
         (r, _, Phase::Open | Phase::Connecting)
@@ -312,6 +312,7 @@ pub fn before_uid_change() {
 /// In a forked child, right after fork (pthread_atfork's child handler): a new epoch, zero counts,
 /// no sidecar yet (threads do not survive fork), and a report file of its own.
 pub fn after_fork_in_child() {
+    fdtable::own();
     fdtable::new_epoch_in_child();
     COUNTS.reset();
     // SAFETY: the child of fork has a single thread until it makes another.

@@ -4,16 +4,21 @@
 use std::fmt;
 use std::io;
 
+use crate::kmod::{self, Availability};
+
 /// Why a request to the kernel did not produce a usable answer.
 #[derive(Debug)]
 pub enum Error {
-    /// The kernel has no such interface right now: the module providing it is not loaded
-    /// (or not built). `module` is what to `modprobe`.
+    /// The kernel has no such interface right now: the module providing it is not loaded, or
+    /// not built, or the kernel cannot load modules at all; `availability` says which, so the
+    /// message only says `modprobe` where that works.
     ModuleMissing {
         /// The request that found nothing to talk to.
         what: String,
         /// The kernel module that provides the interface.
         module: &'static str,
+        /// What the running kernel can do about that module.
+        availability: Availability,
     },
     /// The kernel refused with EPERM/EACCES: the operation needs CAP_NET_ADMIN.
     NotPermitted {
@@ -58,6 +63,16 @@ impl Error {
         }
     }
 
+    /// The interface of `module` is missing: the error carries what this kernel can do about
+    /// that module ([`kmod::availability`]).
+    pub fn module_missing(what: impl Into<String>, module: &'static str) -> Error {
+        Error::ModuleMissing {
+            what: what.into(),
+            module,
+            availability: kmod::availability(module),
+        }
+    }
+
     /// A malformed-reply error at `what`.
     pub fn malformed(what: impl Into<String>, detail: impl Into<String>) -> Error {
         Error::Malformed {
@@ -80,7 +95,7 @@ impl Error {
     /// kernel reports that way (ENOENT for a missing genl family or sock_diag handler).
     pub fn missing_on(self, errno: i32, module: &'static str) -> Error {
         match self {
-            Error::Kernel { what, errno: e } if e == errno => Error::ModuleMissing { what, module },
+            Error::Kernel { what, errno: e } if e == errno => Error::module_missing(what, module),
             other => other,
         }
     }
@@ -108,10 +123,11 @@ pub fn strerror(errno: i32) -> String {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::ModuleMissing { what, module } => write!(
-                f,
-                "{what}: the kernel module `{module}` is not loaded; load it with `modprobe {module}` (as root)"
-            ),
+            Error::ModuleMissing {
+                what,
+                module,
+                availability,
+            } => write!(f, "{what}: {}", availability.advice(module)),
             Error::NotPermitted { what } => write!(
                 f,
                 "{what}: not permitted; this needs CAP_NET_ADMIN (run as root)"
@@ -155,7 +171,14 @@ mod tests {
     fn missing_on_only_maps_the_named_errno() {
         let e = Error::from_errno("dump", libc::ENOENT).missing_on(libc::ENOENT, "smc_diag");
         assert!(e.is_module_missing());
-        assert!(e.to_string().contains("modprobe smc_diag"), "{e}");
+        // The sentence is the availability's, whatever this machine's kernel can do.
+        let Error::ModuleMissing { availability, .. } = &e else {
+            unreachable!()
+        };
+        assert_eq!(
+            e.to_string(),
+            format!("dump: {}", availability.advice("smc_diag"))
+        );
         let e = Error::from_errno("dump", libc::EINVAL).missing_on(libc::ENOENT, "smc_diag");
         assert!(!e.is_module_missing());
     }

@@ -206,13 +206,14 @@ pub fn exchange(request: &Request<'_>) -> Result<Vec<u8>, Error> {
         });
     }
     let mut raw = Vec::new();
+    let mut buf = Vec::with_capacity(RECV_BUFFER);
     loop {
-        let (datagram, _) = socket.recv_from_full().map_err(|e| os_error(what, e))?;
+        let datagram = receive(&socket, &mut buf, what)?;
         if datagram.is_empty() {
             return Err(Error::malformed(what, "empty datagram before NLMSG_DONE"));
         }
         let mut finished = false;
-        for message in Messages::new(&datagram) {
+        for message in Messages::new(datagram) {
             let message = message.map_err(|d| Error::malformed(what, d))?;
             if message.sequence != sequence {
                 continue;
@@ -225,11 +226,32 @@ pub fn exchange(request: &Request<'_>) -> Result<Vec<u8>, Error> {
                 Control::Bad(detail) => return Err(Error::malformed(what, detail)),
             }
         }
-        raw.extend_from_slice(&datagram);
+        raw.extend_from_slice(datagram);
         if finished {
             return Ok(raw);
         }
     }
+}
+
+/// Bytes of one receive call. The kernel sizes a dump's datagrams after the largest receive
+/// buffer it has seen on the socket (up to 32 KiB): with netlink-sys' peek-then-read of exactly
+/// one datagram it stayed at one page, so a dump of 10,000 SMC sockets came in ~200 datagrams
+/// and smc_diag walked its socket list from the start ~200 times; with this it is ~30.
+const RECV_BUFFER: usize = 256 * 1024;
+
+/// One datagram into `buf` (reused), or an error for a datagram larger than the buffer.
+fn receive<'b>(socket: &Socket, buf: &'b mut Vec<u8>, what: &str) -> Result<&'b [u8], Error> {
+    buf.clear();
+    let (n, _) = socket
+        .recv_from(buf, libc::MSG_TRUNC)
+        .map_err(|e| os_error(what, e))?;
+    if n > buf.capacity() {
+        return Err(Error::malformed(
+            what,
+            format!("a reply datagram of {n} bytes exceeds the {RECV_BUFFER}-byte buffer"),
+        ));
+    }
+    Ok(&buf[..n])
 }
 
 /// What a message means for the request/reply protocol.

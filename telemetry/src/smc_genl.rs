@@ -164,7 +164,7 @@ impl SmcGenl {
         parse_devices(&self.dump_raw(cmd::GET_DEV_SMCR)?)
     }
 
-    /// SMC-D devices (ISM; the kernel does not list loopback-ism here).
+    /// SMC-D devices (ISM; the kernel does not list loopback-ism here: see [`loopback_ism`]).
     pub fn devices_smcd(&self) -> Result<Vec<Device>, Error> {
         parse_devices_smcd(&self.dump_raw(cmd::GET_DEV_SMCD)?)
     }
@@ -821,6 +821,76 @@ pub struct LinkGroupSmcd {
     pub dmb_alloc: Option<u64>,
 }
 
+/// The name of loopback-ism, the software SMC-D device of kernels built with `CONFIG_SMC_LO`
+/// (Linux 6.10+): SMC-D between the processes (and network namespaces) of one kernel.
+pub const LOOPBACK_ISM: &str = "loopback-ism";
+/// loopback-ism's channel id (`SMC_LO_RESERVED_CHID`): an SMC-D link group with this CHID runs on it.
+pub const LOOPBACK_ISM_CHID: u32 = 0xffff;
+
+impl LinkGroupSmcd {
+    /// Whether the group runs on loopback-ism (by its CHID).
+    pub fn on_loopback_ism(&self) -> bool {
+        self.chid == LOOPBACK_ISM_CHID
+    }
+
+    /// The SMC-D device the group runs on, as an operator names it: `loopback-ism`, or an ISM
+    /// device by its channel id (`ISM CHID 0a00`).
+    pub fn device(&self) -> String {
+        if self.on_loopback_ism() {
+            LOOPBACK_ISM.to_string()
+        } else {
+            format!("ISM CHID {:04x}", self.chid)
+        }
+    }
+}
+
+/// Where loopback-ism was seen. The kernel's SMC-D device dump (`GET_DEV_SMCD`) leaves it out
+/// (6.12 skips it in `smc_nl_prep_smcd_dev`), and it has no sysfs entry, so it is found from
+/// what the kernel does report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoopbackEvidence {
+    /// SMC-D link groups with loopback-ism's CHID exist: it is there and in use.
+    LinkGroups,
+    /// The kernel says it can do SMC-Dv2 (`SYS_IS_ISM_V2`) and dumps no ISM device: nothing but
+    /// loopback-ism makes a kernel SMC-Dv2-capable without an ISM device in that dump.
+    SmcdV2WithoutIsm,
+}
+
+/// loopback-ism as far as the kernel shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoopbackIsm {
+    /// How it was found.
+    pub seen_from: LoopbackEvidence,
+    /// Its SMC-D link groups (all network namespaces: the kernel does not say whose).
+    pub link_groups: usize,
+    /// Connections in those groups.
+    pub conns: u64,
+}
+
+/// Find loopback-ism from the system info, the SMC-D device dump and the SMC-D link groups;
+/// `None` when nothing shows it (a kernel without `CONFIG_SMC_LO`, or one with ISM devices and
+/// no loopback-ism link group, where the two cannot be told apart).
+pub fn loopback_ism(
+    sys: &SysInfo,
+    devices: &[Device],
+    groups: &[LinkGroupSmcd],
+) -> Option<LoopbackIsm> {
+    let on_lo: Vec<&LinkGroupSmcd> = groups.iter().filter(|g| g.on_loopback_ism()).collect();
+    let seen_from = if !on_lo.is_empty() {
+        LoopbackEvidence::LinkGroups
+    } else if sys.ism_v2 && devices.is_empty() {
+        LoopbackEvidence::SmcdV2WithoutIsm
+    } else {
+        return None;
+    };
+    Some(LoopbackIsm {
+        seen_from,
+        link_groups: on_lo.len(),
+        conns: on_lo.iter().map(|g| u64::from(g.conns)).sum(),
+    })
+}
+
 fn v2_common(a: &Attr<'_>, what: &str) -> Result<LinkGroupV2, Error> {
     let mut v = LinkGroupV2::default();
     for b in a.nested(what)? {
@@ -1156,6 +1226,44 @@ mod tests {
             &[nest(GEN_DEV_SMCD, Writer::new().u32(1, 3)).finish()],
         );
         assert_eq!(parse_devices_smcd(&raw).unwrap()[0].use_count, 3);
+    }
+
+    #[test]
+    fn loopback_ism_from_what_the_kernel_reports() {
+        let lo = LinkGroupSmcd {
+            chid: LOOPBACK_ISM_CHID,
+            conns: 3,
+            ..Default::default()
+        };
+        let ism = LinkGroupSmcd {
+            chid: 0x0a00,
+            conns: 5,
+            ..Default::default()
+        };
+        assert_eq!(
+            (lo.device().as_str(), ism.device().as_str()),
+            ("loopback-ism", "ISM CHID 0a00")
+        );
+        let v2 = SysInfo {
+            ism_v2: true,
+            ..Default::default()
+        };
+        let l = loopback_ism(&SysInfo::default(), &[], &[lo.clone(), ism.clone(), lo]).unwrap();
+        assert_eq!(
+            (l.seen_from, l.link_groups, l.conns),
+            (LoopbackEvidence::LinkGroups, 2, 6)
+        );
+        let l = loopback_ism(&v2, &[], &[]).unwrap();
+        assert_eq!(
+            (l.seen_from, l.link_groups, l.conns),
+            (LoopbackEvidence::SmcdV2WithoutIsm, 0, 0)
+        );
+        // an ISM device may be what makes the kernel SMC-Dv2-capable; no SMC-Dv2 at all: no loopback
+        assert_eq!(
+            loopback_ism(&v2, &[Device::default()], std::slice::from_ref(&ism)),
+            None
+        );
+        assert_eq!(loopback_ism(&SysInfo::default(), &[], &[ism]), None);
     }
 
     #[test]

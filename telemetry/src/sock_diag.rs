@@ -20,6 +20,11 @@ pub const EXT_LGRINFO: u8 = 2;
 /// Extension bit asking for [`DmbInfo`] (SMC-D).
 pub const EXT_DMBINFO: u8 = 8;
 
+/// Bytes at the start of each SMC-D DMB that hold the connection's CDC header
+/// (`struct smcd_cdc_msg`): the kernel reports an SMC-D connection's receive buffer
+/// ([`ConnInfo::rmbe_size`]) without them, and counts them in its buffer usage statistics.
+pub const SMCD_DMB_HEADER: u32 = 32;
+
 const MSG_LEN: usize = 64;
 const ATTR_CONNINFO: u16 = 1;
 const ATTR_LGRINFO: u16 = 2;
@@ -514,7 +519,7 @@ mod tests {
     fn request_is_52_bytes_with_family_and_ext() {
         let r = request(0xf);
         assert_eq!(r.len(), 52);
-        assert_eq!((r[0], r[3]), (43, 0xf));
+        assert_eq!((r[0], r[3]), (AF_SMC, 0xf));
     }
 
     #[test]
@@ -716,11 +721,11 @@ mod tests {
         ];
         let mut socks = vec![
             sock(2, 1, zero4(40000), zero4(6379)),
-            sock(43, 1, zero4(6379), zero4(40000)),
+            sock(AF_SMC, 1, zero4(6379), zero4(40000)),
             sock(10, 10, zero4(6379), zero4(0)),
-            sock(43, 1, zero4(7000), zero4(80)),
+            sock(AF_SMC, 1, zero4(7000), zero4(80)),
             sock(
-                43,
+                AF_SMC,
                 1,
                 "127.0.0.9:1".parse().unwrap(),
                 "127.0.0.8:2".parse().unwrap(),

@@ -6,6 +6,11 @@
 //!   smcrun, over soft-RoCE with the UEID `SMCRUN-TEST` set → open SMC-R connections.
 //! * `fixtures/fallback/`: the same without the UEID plus one plain client → client NOSMCDEV,
 //!   server PEERDECL/NOSMCDEV and server PEERNOSMC fallbacks.
+//! * `fixtures/smcd/`: the same scenario as `smcr/` on the project's SMC-D kernel
+//!   (`tests/vm/run --kernel smcd --capture-fixtures`) → open SMC-Dv2 connections over
+//!   loopback-ism (soft-RoCE is there too, unused).
+//! * `fixtures/smcd-fallback/`: `fallback/`'s scenario on that kernel → server NOUEID, client
+//!   PEERDECL/NOUEID and server PEERNOSMC fallbacks.
 //!
 //! Only files that exist are checked (a capture may skip what a kernel refuses); the checks
 //! themselves are exercised on synthetic directories below so they are known to catch problems.
@@ -108,6 +113,32 @@ fn on_port(s: &SmcSocket, port: u16) -> bool {
     s.local.port() != 0 && s.peer.port() != 0 && (s.local.port() == port || s.peer.port() == port)
 }
 
+/// The set-up's UEID is in the capture's UEID dump (1 check), or there is no such dump (0).
+fn ueid_set(files: &Files) -> Result<usize, String> {
+    let Some(raw) = files.get("smc_DUMP_UEID") else {
+        return Ok(0);
+    };
+    let ueids = smc_genl::parse_ueids(raw).map_err(|e| e.to_string())?;
+    ensure!(
+        ueids.iter().any(|u| u == UEID),
+        "DUMP_UEID: {UEID} missing: {ueids:?}"
+    );
+    Ok(1)
+}
+
+/// An active connection's conninfo is there, with its three buffer sizes.
+fn conn_sizes(name: &str, s: &SmcSocket) -> Result<(), String> {
+    let c = s
+        .conninfo
+        .as_ref()
+        .ok_or(format!("{name}: no conninfo: {s:?}"))?;
+    ensure!(
+        c.sndbuf_size > 0 && c.rmbe_size > 0 && c.peer_rmbe_size > 0,
+        "{name}: zero buffer sizes: {c:?}"
+    );
+    Ok(())
+}
+
 fn check_smcr(files: &Files) -> Result<usize, String> {
     let mut checked = parse_all(files)?;
     if let Some(socks) = sockets(files, "sock_diag_ext0")? {
@@ -136,14 +167,7 @@ fn check_smcr(files: &Files) -> Result<usize, String> {
         ensure!(!active.is_empty(), "{name}: no active SMC-R socket");
         for s in active {
             if want_conn {
-                let c = s
-                    .conninfo
-                    .as_ref()
-                    .ok_or(format!("{name}: no conninfo: {s:?}"))?;
-                ensure!(
-                    c.sndbuf_size > 0 && c.rmbe_size > 0 && c.peer_rmbe_size > 0,
-                    "{name}: zero buffer sizes: {c:?}"
-                );
+                conn_sizes(name, s)?;
             }
             if want_lgr {
                 let l = s
@@ -207,14 +231,7 @@ fn check_smcr(files: &Files) -> Result<usize, String> {
         );
         checked += 1;
     }
-    if let Some(raw) = files.get("smc_DUMP_UEID") {
-        let ueids = smc_genl::parse_ueids(raw).map_err(|e| e.to_string())?;
-        ensure!(
-            ueids.iter().any(|u| u == UEID),
-            "DUMP_UEID: {UEID} missing: {ueids:?}"
-        );
-        checked += 1;
-    }
+    checked += ueid_set(files)?;
     if let Some(raw) = files.get("rdma_GET") {
         let devs = rdma::parse_devices(raw).map_err(|e| e.to_string())?;
         ensure!(
@@ -249,16 +266,27 @@ fn fallback_with(socks: &[SmcSocket], local: bool, reason: u32, peer: Option<u32
     })
 }
 
-fn check_fallback(files: &Files) -> Result<usize, String> {
+/// A fallback scenario's expected reasons: the client's and the declining server's own codes, with
+/// the peer's diagnosis each carries and the names for messages.
+struct Declined {
+    client: (u32, Option<u32>, &'static str),
+    server: (u32, Option<u32>, &'static str),
+}
+
+/// The fallback captures: the client and the server of the no-UEID connection fell back with
+/// `want`'s reasons, the plain client's server with PEERNOSMC, the statistics counted them, and
+/// the UEID is gone.
+fn check_declined(files: &Files, want: &Declined) -> Result<usize, String> {
     let mut checked = parse_all(files)?;
+    let ((cr, cp, cn), (sr, sp, sn)) = (want.client, want.server);
     if let Some(socks) = sockets(files, "sock_diag_ext0")? {
         ensure!(
-            fallback_with(&socks, false, 0x0303_0000, None),
-            "sock_diag_ext0: no client socket falling back with NOSMCDEV: {socks:?}"
+            fallback_with(&socks, false, cr, cp),
+            "sock_diag_ext0: no client socket falling back with {cn}: {socks:?}"
         );
         ensure!(
-            fallback_with(&socks, true, 0x0500_0000, Some(0x0303_0000)),
-            "sock_diag_ext0: no server socket with PEERDECL/NOSMCDEV: {socks:?}"
+            fallback_with(&socks, true, sr, sp),
+            "sock_diag_ext0: no server socket with {sn}: {socks:?}"
         );
         ensure!(
             fallback_with(&socks, true, 0x0301_0000, None),
@@ -271,17 +299,20 @@ fn check_fallback(files: &Files) -> Result<usize, String> {
         let has = |list: &[smc_genl::ReasonCount], code| {
             list.iter().any(|r| r.code == code && r.count > 0)
         };
+        let name = |n: &'static str| n.split('/').next().unwrap_or(n);
         ensure!(
             f.client_total >= 1 && f.server_total >= 2,
             "GET_FBACK_STATS totals: {f:?}"
         );
         ensure!(
-            has(&f.client, 0x0303_0000),
-            "GET_FBACK_STATS: client NOSMCDEV missing: {f:?}"
+            has(&f.client, cr),
+            "GET_FBACK_STATS: client {} missing: {f:?}",
+            name(cn)
         );
         ensure!(
-            has(&f.server, 0x0500_0000) && has(&f.server, 0x0301_0000),
-            "GET_FBACK_STATS: server PEERDECL or PEERNOSMC missing: {f:?}"
+            has(&f.server, sr) && has(&f.server, 0x0301_0000),
+            "GET_FBACK_STATS: server {} or PEERNOSMC missing: {f:?}",
+            name(sn)
         );
         checked += 1;
     }
@@ -296,38 +327,195 @@ fn check_fallback(files: &Files) -> Result<usize, String> {
     Ok(checked)
 }
 
+/// Debian's kernel without the UEID: no SMC-Rv2 device for the client (NOSMCDEV), and the server
+/// declines with the client's diagnosis.
+fn check_fallback(files: &Files) -> Result<usize, String> {
+    check_declined(
+        files,
+        &Declined {
+            client: (0x0303_0000, None, "NOSMCDEV"),
+            server: (0x0500_0000, Some(0x0303_0000), "PEERDECL/NOSMCDEV"),
+        },
+    )
+}
+
+/// The SMC-D kernel without the UEID: the server finds no UEID to match (NOUEID) and declines;
+/// the client reports the decline with that diagnosis.
+fn check_smcd_fallback(files: &Files) -> Result<usize, String> {
+    check_declined(
+        files,
+        &Declined {
+            client: (0x0500_0000, Some(0x0303_0008), "PEERDECL/NOUEID"),
+            server: (0x0303_0008, None, "NOUEID"),
+        },
+    )
+}
+
+fn check_smcd(files: &Files) -> Result<usize, String> {
+    let mut checked = parse_all(files)?;
+    for (name, want_conn, want_dmb) in [
+        ("sock_diag_ext0", false, false),
+        ("sock_diag_ext1", true, false),
+        ("sock_diag_ext8", false, true),
+        ("sock_diag_ext15", true, true),
+    ] {
+        let Some(socks) = sockets(files, name)? else {
+            continue;
+        };
+        let port = server_port(&socks);
+        let active: Vec<_> = socks
+            .iter()
+            .filter(|s| s.mode == Mode::SmcD && s.state == 1 && on_port(s, port))
+            .collect();
+        ensure!(
+            active.len() >= 4,
+            "{name}: {} active SMC-D sockets on the server's port, expected at least 4: {socks:?}",
+            active.len()
+        );
+        // (a listener reports mode 0, SMC-R's number, whatever its connections run over)
+        ensure!(
+            !socks.iter().any(|s| s.mode == Mode::SmcR && s.state == 1),
+            "{name}: an active SMC-R socket on the SMC-D kernel: {socks:?}"
+        );
+        for s in &active {
+            ensure!(
+                s.lgrinfo.is_none(),
+                "{name}: SMC-D socket with SMC-R link info"
+            );
+            if want_conn {
+                conn_sizes(name, s)?;
+            }
+            if want_dmb {
+                let d = s
+                    .dmbinfo
+                    .as_ref()
+                    .ok_or(format!("{name}: no dmbinfo: {s:?}"))?;
+                // loopback-ism: one GID, both ends; each end's DMB token is the other's peer token
+                ensure!(
+                    d.my_gid != 0 && d.my_gid == d.peer_gid && d.token != 0 && d.peer_token != 0,
+                    "{name}: unexpected DMB info {d:?}"
+                );
+                ensure!(
+                    d.my_gid_ext.is_some() && d.my_gid_ext == d.peer_gid_ext,
+                    "{name}: 6.12 sends the extended GIDs, equal on loopback-ism: {d:?}"
+                );
+                ensure!(
+                    active
+                        .iter()
+                        .filter(|o| o.dmbinfo.as_ref().map(|o| o.peer_token) == Some(d.token))
+                        .count()
+                        == 1,
+                    "{name}: DMB token {:#x} is not exactly one other socket's peer token",
+                    d.token
+                );
+            }
+        }
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_GET_STATS") {
+        let s = smc_genl::parse_stats(raw).map_err(|e| e.to_string())?;
+        let d = &s.smcd;
+        ensure!(
+            d.client_v2_success >= 2 && d.server_v2_success >= 2,
+            "GET_STATS: fewer than 2 client and 2 server SMC-Dv2 successes: {d:?}"
+        );
+        ensure!(
+            d.rx_bytes > 0 && d.tx_bytes > 0 && d.rx_count > 0 && d.tx_count > 0,
+            "GET_STATS: no SMC-D traffic counted: {d:?}"
+        );
+        ensure!(
+            s.smcr.successes() == 0,
+            "GET_STATS: SMC-R successes on the SMC-D kernel: {:?}",
+            s.smcr
+        );
+        checked += 1;
+    }
+    if let Some(raw) = files.get("smc_GET_LGR_SMCD") {
+        let groups = smc_genl::parse_link_groups_smcd(raw).map_err(|e| e.to_string())?;
+        ensure!(
+            groups.iter().any(|g| g.conns >= 1
+                && g.on_loopback_ism()
+                && g.v2.as_ref().is_some_and(|v| v.version == 2 && v.negotiated_eid == UEID)),
+            "GET_LGR_SMCD: no SMC-Dv2 link group on loopback-ism with connections and EID {UEID}: {groups:?}"
+        );
+        checked += 1;
+    }
+    if let (Some(sys), Some(devs)) = (files.get("smc_GET_SYS_INFO"), files.get("smc_GET_DEV_SMCD"))
+    {
+        let sys = smc_genl::parse_sys_info(sys).map_err(|e| e.to_string())?;
+        let devs = smc_genl::parse_devices_smcd(devs).map_err(|e| e.to_string())?;
+        ensure!(sys.ism_v2, "GET_SYS_INFO: not SMC-Dv2-capable: {sys:?}");
+        // 6.12 leaves loopback-ism out of the device dump; it is seen from its link groups
+        ensure!(devs.is_empty(), "GET_DEV_SMCD lists devices: {devs:?}");
+        let groups = files
+            .get("smc_GET_LGR_SMCD")
+            .map(|raw| smc_genl::parse_link_groups_smcd(raw).map_err(|e| e.to_string()))
+            .transpose()?
+            .unwrap_or_default();
+        let lo = smc_genl::loopback_ism(&sys, &devs, &groups);
+        ensure!(
+            lo.as_ref()
+                .is_some_and(|l| l.seen_from == smc_genl::LoopbackEvidence::LinkGroups),
+            "loopback-ism not found from the capture: {lo:?}"
+        );
+        checked += 1;
+    }
+    checked += ueid_set(files)?;
+    Ok(checked)
+}
+
 fn fixtures_dir(phase: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(phase)
 }
 
-#[test]
-fn captured_smcr_fixtures() {
-    let files = load(&fixtures_dir("smcr"));
+/// Replay one capture folder: every file has a parser, and `check`'s scenario checks ran on top of
+/// the parsing. A folder not captured yet is said, not failed.
+fn replay(phase: &str, check: fn(&Files) -> Result<usize, String>, capture: &str) {
+    let files = load(&fixtures_dir(phase));
     if files.is_empty() {
         eprintln!(
-            "no fixtures in {}: run tests/vm/run --capture-fixtures",
-            fixtures_dir("smcr").display()
+            "no fixtures in {}: run {capture}",
+            fixtures_dir(phase).display()
         );
         return;
     }
-    // every captured file has a parser, and the scenario checks ran on top of the parsing
     assert_eq!(parse_all(&files), Ok(files.len()));
-    let n = check_smcr(&files).unwrap();
+    let n = check(&files).unwrap();
     assert!(n > files.len(), "only {n} checks");
 }
 
 #[test]
+fn captured_smcr_fixtures() {
+    replay("smcr", check_smcr, "tests/vm/run --capture-fixtures");
+}
+
+#[test]
 fn captured_fallback_fixtures() {
-    let files = load(&fixtures_dir("fallback"));
-    if files.is_empty() {
-        eprintln!("no fixtures in {}", fixtures_dir("fallback").display());
-        return;
-    }
-    assert_eq!(parse_all(&files), Ok(files.len()));
-    let n = check_fallback(&files).unwrap();
-    assert!(n > files.len(), "only {n} checks");
+    replay(
+        "fallback",
+        check_fallback,
+        "tests/vm/run --capture-fixtures",
+    );
+}
+
+#[test]
+fn captured_smcd_fixtures() {
+    replay(
+        "smcd",
+        check_smcd,
+        "tests/vm/run --kernel smcd --capture-fixtures",
+    );
+}
+
+#[test]
+fn captured_smcd_fallback_fixtures() {
+    replay(
+        "smcd-fallback",
+        check_smcd_fallback,
+        "tests/vm/run --kernel smcd --capture-fixtures",
+    );
 }
 
 // ---- the checks above, exercised on synthetic captures -------------------------------------
@@ -480,4 +668,64 @@ fn fallback_checks_accept_a_good_capture_and_catch_bad_ones() {
     let mut moved = Files::new();
     moved.insert("sock_diag_ext0".into(), other_port);
     assert_eq!(check_fallback(&moved), Ok(2));
+}
+
+#[test]
+fn smcd_checks_catch_bad_captures() {
+    // The real captures, each spoiled in one way the SMC-D checks must notice.
+    let good = load(&fixtures_dir("smcd"));
+    let smcr = load(&fixtures_dir("smcr"));
+    if good.is_empty() || smcr.is_empty() {
+        eprintln!("no smcd/ or smcr/ fixtures");
+        return;
+    }
+    assert!(check_smcd(&good).is_ok());
+    let spoiled = |name: &str, raw: Vec<u8>| {
+        let mut f = good.clone();
+        f.insert(name.into(), raw);
+        check_smcd(&f).unwrap_err()
+    };
+    // no DMB info where it was asked for
+    let e = spoiled("sock_diag_ext8", good["sock_diag_ext0"].clone());
+    assert!(e.contains("no dmbinfo"), "{e}");
+    // SMC-R sockets instead of SMC-D ones
+    let e = spoiled("sock_diag_ext0", smcr["sock_diag_ext0"].clone());
+    assert!(e.contains("active SMC-D sockets"), "{e}");
+    // no SMC-D link group
+    let e = spoiled("smc_GET_LGR_SMCD", smcr["smc_GET_LGR_SMCD"].clone());
+    assert!(e.contains("no SMC-Dv2 link group on loopback-ism"), "{e}");
+    // SMC-R traffic counted instead of SMC-D
+    let e = spoiled("smc_GET_STATS", smcr["smc_GET_STATS"].clone());
+    assert!(e.contains("SMC-Dv2 successes"), "{e}");
+    // a kernel without SMC-Dv2
+    let e = spoiled("smc_GET_SYS_INFO", {
+        let mut raw = good["smc_GET_SYS_INFO"].clone();
+        // SMC_NLA_SYS_IS_ISM_V2 (type 3, u8) inside the SYS_INFO nest: set it to 0
+        let at = raw
+            .windows(4)
+            .position(|w| w == [5, 0, 3, 0])
+            .expect("the ISM_V2 attribute");
+        raw[at + 4] = 0;
+        raw
+    });
+    assert!(e.contains("not SMC-Dv2-capable"), "{e}");
+
+    let fb = load(&fixtures_dir("smcd-fallback"));
+    let rfb = load(&fixtures_dir("fallback"));
+    assert!(check_smcd_fallback(&fb).is_ok());
+    // SMC-R's no-UEID reasons (NOSMCDEV) are not SMC-D's (NOUEID)
+    let mut f = fb.clone();
+    f.insert("sock_diag_ext0".into(), rfb["sock_diag_ext0"].clone());
+    let e = check_smcd_fallback(&f).unwrap_err();
+    assert!(e.contains("PEERDECL/NOUEID"), "{e}");
+    let mut f = fb;
+    f.insert(
+        "smc_GET_FBACK_STATS".into(),
+        rfb["smc_GET_FBACK_STATS"].clone(),
+    );
+    let e = check_smcd_fallback(&f).unwrap_err();
+    assert!(
+        e.contains("GET_FBACK_STATS: client PEERDECL missing"),
+        "{e}"
+    );
 }

@@ -42,7 +42,7 @@ impl Kernel for Fake {
 
 fn diag(inode: u64, mode: Mode, state: u8, fallback: Option<(u32, u32)>) -> SmcSocket {
     SmcSocket {
-        family: 43,
+        family: smcrun_sys::smc::AF_SMC as u8,
         state,
         mode,
         shutdown: 0,

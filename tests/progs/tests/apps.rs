@@ -36,23 +36,28 @@ fn demo_moves_data_intact_and_says_why_each_socket_ran_as_it_did() {
             );
         }
     }
-    // --require-smc turns "not SMC" into a failure.
+    // --require-smc turns "not SMC" into a failure, and only that.
     let mut c = smcrun();
     c.args([
         "demo",
         "--require-smc",
+        "--json",
         "--connections",
         "1",
         "--bytes",
         "1k",
     ]);
-    let (_, _, o) = run(c);
-    assert_eq!(
-        o.status.success(),
-        kernel_has_af_smc() && o.status.success()
-    );
+    let (out, err, o) = run(c);
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let all_smc = r["smc_r"].as_u64().unwrap() + r["smc_d"].as_u64().unwrap()
+        == r["sockets"].as_array().unwrap().len() as u64;
+    assert_eq!(r["data_intact"], true);
+    assert_eq!(o.status.code(), Some(if all_smc { 0 } else { 1 }), "{out}");
     if !kernel_has_af_smc() {
-        assert_eq!(o.status.code(), Some(1));
+        assert!(
+            !all_smc,
+            "no SMC in this kernel, yet the demo says SMC: {out}"
+        );
     }
 }
 

@@ -173,14 +173,33 @@ fn smc_run_variable_names_are_accepted() {
 
 #[test]
 fn buffer_sizes_apply_to_converted_sockets_only_and_never_break_the_program() {
+    // 48 KiB, below net.core.[rw]mem_max's default (so the host's limits are never raised); the
+    // kernel doubles what it is given, 98304, which is neither TCP's default send nor receive
+    // buffer.
+    let doubled = (2 * 48 * 1024).to_string();
     let mut c = smcrun();
-    // Below net.core.[rw]mem_max's default, so the test never raises the host's limits.
-    c.args(["-r", "64k", "-t", "64k"])
+    c.args(["-r", "48k", "-t", "48k"])
         .arg(bin("sockcheck"))
         .arg("identity");
     let (out, err, o) = run(c);
     assert!(o.status.success(), "{err}");
     assert_eq!(value(&out, "data_ok"), "true");
+    for opt in ["client_sndbuf", "client_rcvbuf", "listener_rcvbuf"] {
+        if kernel_has_af_smc() {
+            assert_eq!(
+                value(&out, opt),
+                doubled,
+                "converted sockets get the size: {out}"
+            );
+        } else {
+            // Nothing was converted here: the TCP sockets keep the kernel's own sizes.
+            assert_ne!(
+                value(&out, opt),
+                doubled,
+                "{opt} of a TCP socket was changed: {out}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -7,6 +7,10 @@
 #
 # shellcheck disable=SC2015,SC2086,SC2154
 
+# (these run longer than checks.sh's default watchdog under TCG)
+CHECK_LIMIT_matrix=240
+CHECK_LIMIT_faults=120
+
 # listen_wait PORT: until something listens on PORT (20 s)
 listen_wait() {
     local i

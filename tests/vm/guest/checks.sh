@@ -29,8 +29,9 @@ run_check() {
     limit=${CHECK_TIMEOUT:-90}
     [ "$name" = two-vms ] && limit=150
     [ "$name" = policy ] && limit=200
-    [ "$name" = matrix ] && limit=240
-    [ "$name" = faults ] && limit=120
+    case $name in bpf-*) limit=180 ;; esac # each BPF load takes seconds under TCG
+    # An area's checks-AREA.sh may give a check more time: CHECK_LIMIT_<name with _ for ->=SECONDS.
+    eval "limit=\${CHECK_LIMIT_$(echo "$name" | tr '-' '_'):-$limit}"
     rm -f /tmp/check.reason /tmp/check.pids
     t0=$(date +%s)
     (
@@ -127,6 +128,23 @@ ueid_restore() {
     [ "$BREAK" = no-ueid ] && return 0
     o=$(smcrun ueid add SMCRUN-TEST 2>&1) || fail "smcrun ueid add SMCRUN-TEST (restoring it) failed: $(first "$o")"
 }
+# without_ueid CMD...: CMD in a subshell with the set-up's UEID removed, then the UEID put back; the
+# check fails (with CMD's reason) when CMD did.
+without_ueid() {
+    local rc
+    ueid_drop
+    ( "$@" )
+    rc=$?
+    ueid_restore
+    [ $rc = 0 ] || exit 1
+}
+# ueid_hint [WHY]: for a failure message, when no UEID is set: says so (and why one is needed)
+ueid_hint() {
+    case $(smcrun ueid show 2>&1) in
+    *SMCRUN-TEST*) ;;
+    *) echo " (no UEID is set${1:+: $1}; the set-up's \`smcrun ueid add\` did not run)" ;;
+    esac
+}
 need_setup() {
     [ -z "$SETUP_ERR" ] || fail "set-up: $SETUP_ERR"
 }
@@ -142,7 +160,8 @@ need_prog() {
 stats_snap() {
     local _o
     _o=$(smcrun stats --json 2>&1 > "$1") || fail "smcrun stats --json failed: $(first "$_o")"
-    jq -e . "$1" > /dev/null 2>&1 || fail "smcrun stats --json printed no JSON: $(first "$(cat "$1")")"
+    # (a cheap look: jq reads it later, and each jq start costs about 3 s under TCG)
+    [ "$(head -c1 "$1")" = "{" ] || fail "smcrun stats --json printed no JSON: $(first "$(cat "$1")")"
 }
 # stat FILE KEY: one counter of a stats snapshot (see STATS_JQ for the keys)
 STATS_JQ='
@@ -181,8 +200,7 @@ ss_snap() {
     f=$1
     shift
     _o=$(smcrun ss "$@" --json 2>&1 > "$f.raw") || fail "smcrun ss $* --json failed: $(first "$_o")"
-    jq -e . "$f.raw" > /dev/null 2>&1 || fail "smcrun ss --json printed no JSON: $(first "$(cat "$f.raw")")"
-    jq -c "$SS_JQ" "$f.raw" > "$f" 2>&1 || fail "cannot read smcrun ss --json: $(first "$(cat "$f")")"
+    jq -c "$SS_JQ" "$f.raw" > "$f" 2>&1 || fail "cannot read smcrun ss --json: $(first "$(cat "$f")") (it printed: $(first "$(cat "$f.raw")"))"
 }
 SS_JQ='
 def port: capture(":(?<p>[0-9]+)$").p | tonumber;
@@ -248,6 +266,8 @@ check_demo() {
     [ "$3" = $((2 * n)) ] || fail "smcrun demo reported $3 sockets, expected $((2 * n)) (client + server per connection)"
     [ "$4" = "$3" ] || fail "smcrun demo: only $4 of $3 sockets SMC-R: $(jq -r '[.sockets[] | select(.transport != "SMC-R")][0] | "\(.side) \(.transport): \(.why)"' /tmp/demo.json)"
     [ $rc = 0 ] || fail "smcrun demo exited $rc: $(lastl "$(cat /tmp/demo.err)")"
+    dev=$(jq "[.sockets[] | select(.device == \"$RXE\")] | length" /tmp/demo.json)
+    [ "$dev" = "$3" ] || fail "smcrun demo names the RDMA device $RXE for $dev of $3 sockets: $(jq -c '[.sockets[].device]' /tmp/demo.json)"
     dc=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 clnt_succ)
     ds=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 srv_succ)
     dfc=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 clnt_fback)
@@ -259,19 +279,18 @@ check_demo() {
     ok
 }
 
-# ss_wait FILE FILTER N [SS-ARGS]: snapshot `smcrun ss --json` until at least N sockets match FILTER (10s)
+# ss_wait FILE FILTER N [SS-ARGS]: snapshot `smcrun ss --json` until at least N sockets match FILTER
+#   (30 s at most: a round costs 2 jq starts, about 6 s under TCG, so a count of rounds said little)
 ss_wait() {
-    local f filt want i n
-    f=$1 filt=$2 want=$3
+    local f filt want end n
+    f=$1 filt=$2 want=$3 end=$(($(date +%s) + 30))
     shift 3
-    i=0
     while :; do
         ss_snap "$f" "$@"
         n=$(ss_count "$f" "$filt")
         [ "$n" -ge "$want" ] && return 0
-        [ $i -ge 50 ] && return 1
+        [ "$(date +%s)" -ge "$end" ] && return 1
         sleep 0.2
-        i=$((i + 1))
     done
 }
 # describe the sockets of a snapshot that match a filter, for messages
@@ -369,11 +388,7 @@ check_fallback() {
     need_setup
     need_prog redis-server redis-benchmark redis-cli
     # a) no UEID: client 0x03030000 (no SMC device), server 0x05000000 (peer declined) / peer 0x03030000
-    ueid_drop
-    ( fallback_case no-ueid smcrun smcrun 127.0.0.1 6390 127.0.0.1 '0x03030000 NOSMCDEV' '0x05000000/0x03030000 PEERDECL/NOSMCDEV' )
-    rc=$?
-    ueid_restore
-    [ $rc = 0 ] || exit 1
+    without_ueid fallback_case no-ueid smcrun smcrun 127.0.0.1 6390 127.0.0.1 '0x03030000 NOSMCDEV' '0x05000000/0x03030000 PEERDECL/NOSMCDEV'
     # b) IPv6 ::1: no SMC-Rv2 over IPv6 here
     fallback_case ipv6 smcrun smcrun ::1 6391 ::1 '0x03030000 NOSMCDEV' '0x05000000/0x03030000 PEERDECL/NOSMCDEV'
     # c) plain TCP server, smcrun client: peer did not indicate SMC
@@ -524,20 +539,22 @@ fx_what() { # what request a capture file answers
     *) echo "see smcrun __capture" ;;
     esac | sed 's/\.bin//'
 }
-check_fixtures() {
-    need_setup
-    need_prog redis-server redis-benchmark redis-cli
+# fx_scenario MODE OK FB "OK-EXPECT" "FB-EXPECT": the fixtures' scenario. redis-server and 2 idle
+#   redis-benchmark connections under smcrun, open over MODE (SMCR or SMCD): `smcrun __capture` into
+#   phase OK; then without the UEID one idle smcrun client and one plain one, fallen back: phase FB.
+#   OK-EXPECT and FB-EXPECT: fx_expect's NAME:MIN-BYTES lists (20 bytes = NLMSG_DONE alone: with
+#   connections open those dumps must have entries).
+fx_scenario() {
+    local p r1
     p=6379
     bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p
     smcrun redis-benchmark -p $p -t set,get -n 200 -c 2 -q > /dev/null 2>&1 || fail "redis-benchmark failed before the capture"
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
-    ss_wait /tmp/fx.ss '.mode == "SMCR" and .lport != 0 and .rport != 0' 4 || fail "no open SMC-R connections to capture"
-    capture_phase smcr
-    # 20 bytes = NLMSG_DONE alone: with connections open these dumps must have entries
-    PHASE_DIR=smcr fx_expect smcr smc_GET_LGR_SMCR:20 smc_GET_LINK_SMCR:20 sock_diag_ext0:20 smc_DUMP_UEID:20
+    ss_wait /tmp/fx.ss ".mode == \"$1\" and .lport != 0 and .rport != 0" 4 || fail "no open $1 connections to capture$(ueid_hint "SMC-Rv2 and, on x86, SMC-Dv2 need one")"
+    capture_phase "$2"
+    PHASE_DIR=$2 fx_expect "$2" $4
     cleanup_procs
-    # fallbacks: no UEID (client NOSMCDEV, server PEERDECL) and a plain client (PEERNOSMC), connections open
     ueid_drop
     bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p
@@ -545,17 +562,27 @@ check_fixtures() {
     bg redis-benchmark -p $p -I -c 1 > /tmp/idle2.log 2>&1
     ss_wait /tmp/fx.ss '.mode == "TCP" and .lport != 0 and .rport != 0' 3 -a
     r1=$?
-    capture_phase fallback
-    PHASE_DIR=fallback fx_expect fallback smc_GET_FBACK_STATS:20 sock_diag_ext0:20
+    capture_phase "$3"
+    PHASE_DIR=$3 fx_expect "$3" $5
     ueid_restore
     [ $r1 = 0 ] || fail "the fallback connections did not show up in smcrun ss -a --json"
     cleanup_procs
+}
+check_fixtures() {
+    need_setup
+    need_prog redis-server redis-benchmark redis-cli
+    # fallbacks: no UEID (client NOSMCDEV, server PEERDECL) and a plain client (PEERNOSMC)
+    fx_scenario SMCR smcr fallback "smc_GET_LGR_SMCR:20 smc_GET_LINK_SMCR:20 sock_diag_ext0:20 smc_DUMP_UEID:20" \
+        "smc_GET_FBACK_STATS:20 sock_diag_ext0:20"
     {
         echo "# Kernel netlink replies captured in the VM test bed"
         echo
         echo "Raw bytes of real kernel replies (netlink messages as received, several datagrams concatenated"
         echo "as \`smcrun __capture\` writes them), for the telemetry parsers' tests. Re-capture with"
         echo "\`tests/vm/run --capture-fixtures\` (boots the VM and replaces these files)."
+        echo
+        echo "SMC-D captures (the project's SMC-D kernel, \`tests/vm/run --kernel smcd --capture-fixtures\`) are in"
+        echo "smcd/ and smcd-fallback/, described in [smcd/README.md](smcd/README.md)."
         echo
         echo "- Kernel: Debian \`linux-image-$(uname -r)\` ($(uname -v)), qemu TCG, 2 vCPUs."
         echo "- Set-up: \`smcrun setup soft-roce --netdev lo --name rxe_lo\`, \`smcrun ueid add SMCRUN-TEST\` (SMC-Rv2 on 127.0.0.1)."
@@ -836,11 +863,12 @@ check_sidecar() {
     echo "exit report: $line"
     [ -n "$line" ] || fail "no exit report from SMCRUN_REPORT=1 redis-benchmark: $(lastl "$out")"
     dc=$(stats_delta /tmp/sc.s0 /tmp/sc.s1 clnt_succ)
-    n=$(printf '%s\n' "$line" | sed -n 's/.*: \([0-9]*\) connections, \([0-9]*\) SMC-R, \([0-9]*\) TCP.*/\1 \2 \3/p')
-    set -- $n
+    set -- "$(printf '%s\n' "$line" | sed -n 's/.*: \([0-9]*\) connections*, .*/\1/p')" \
+        "$(printf '%s\n' "$line" | sed -n 's/.*, \([0-9]*\) SMC-R.*/\1/p')" \
+        "$(printf '%s\n' "$line" | sed -n 's/.*, \([0-9]*\) TCP.*/\1/p')"
     # every connection the kernel saw is counted; the 10 benchmark connections (open for the whole run)
     # are classified SMC-R; a short-lived one (the benchmark's CONFIG GET) may close before the sidecar
-    # looks and is then "not classified", never guessed
+    # looks and is then counted by the close hook as "SMC (mode not seen)", never guessed
     [ "$1" = "$dc" ] && [ "${2:-0}" -ge 10 ] && [ "$3" = 0 ] ||
         fail "exit report says $1 connections, $2 SMC-R, $3 TCP; the kernel counted $dc client SMC-R successes: $line"
     cleanup_procs

@@ -23,11 +23,12 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> T {
     })
 }
 
-/// One short exchange on an accepted connection: a byte in, a byte out, closed.
+/// One short exchange on an accepted connection: a byte in, a byte out, then closed when the
+/// client closes (so the connection lives as long as the client holds it).
 fn answer(mut s: TcpStream) {
     let mut b = [0u8; 1];
-    if s.read_exact(&mut b).is_ok() {
-        let _ = s.write_all(&b);
+    if s.read_exact(&mut b).is_ok() && s.write_all(&b).is_ok() {
+        let _ = s.read(&mut b);
     }
 }
 
@@ -44,12 +45,17 @@ fn serve_n(args: &[String]) {
     say(format!("served={n}"));
 }
 
-/// `hammer ADDR TOTAL THREADS`: TOTAL short connections (connect, a byte each way, close) from
-/// THREADS threads.
+/// `hammer ADDR TOTAL THREADS [HOLD_MS]`: TOTAL short connections (connect, a byte each way,
+/// held HOLD_MS, close) from THREADS threads.
 fn hammer(args: &[String]) {
     let addr: SocketAddr = arg(args, 0, "HOST:PORT");
     let total: u64 = arg(args, 1, "a count");
     let threads: u64 = arg(args, 2, "a thread count");
+    let hold = std::time::Duration::from_millis(if args.len() > 3 {
+        arg(args, 3, "milliseconds")
+    } else {
+        0
+    });
     let next = AtomicU64::new(0);
     let failed = AtomicU64::new(0);
     std::thread::scope(|sc| {
@@ -59,7 +65,9 @@ fn hammer(args: &[String]) {
                     let ok = TcpStream::connect(addr).and_then(|mut s| {
                         s.write_all(b"x")?;
                         let mut b = [0u8; 1];
-                        s.read_exact(&mut b)
+                        s.read_exact(&mut b)?;
+                        std::thread::sleep(hold);
+                        Ok(())
                     });
                     if ok.is_err() {
                         failed.fetch_add(1, Ordering::Relaxed);
@@ -108,7 +116,8 @@ fn prefork(args: &[String]) {
 }
 
 /// `drop-root PORT UID N`: listens as root, switches to UID (setresuid, as servers that drop
-/// privileges do), then accepts and answers N connections.
+/// privileges do), then accepts and answers N connections, and waits to be killed (so that it can
+/// be asked about while it runs).
 fn drop_root(args: &[String]) {
     let port: u16 = arg(args, 0, "a port");
     let uid: libc::uid_t = arg(args, 1, "a uid");
@@ -123,6 +132,9 @@ fn drop_root(args: &[String]) {
         answer(l.accept().unwrap().0);
     }
     say(format!("served={n}"));
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
 }
 
 /// `accept-short`: accept and accept4 with address buffers shorter than the peer's address,

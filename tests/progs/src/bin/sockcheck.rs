@@ -8,26 +8,17 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 
 fn errno() -> c_int {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    smcrun_sys::Errno::last().0
 }
 
 fn set_errno(e: c_int) {
-    // SAFETY: the thread's errno slot.
-    unsafe { *libc::__errno_location() = e }
+    smcrun_sys::Errno(e).set()
 }
 
 fn errno_name(e: c_int) -> String {
     match e {
-        libc::EAFNOSUPPORT => "EAFNOSUPPORT".into(),
-        libc::EPROTONOSUPPORT => "EPROTONOSUPPORT".into(),
-        libc::EADDRINUSE => "EADDRINUSE".into(),
-        libc::ECONNREFUSED => "ECONNREFUSED".into(),
-        libc::EBADF => "EBADF".into(),
-        libc::ENOTSOCK => "ENOTSOCK".into(),
-        libc::ERANGE => "ERANGE".into(),
-        libc::EINPROGRESS => "EINPROGRESS".into(),
         0 => "0".into(),
-        e => format!("errno{e}"),
+        e => smcrun_sys::errno::name(e).into(),
     }
 }
 
@@ -50,20 +41,7 @@ fn hooked_opt(fd: c_int, opt: c_int) -> c_int {
 
 /// The same through the raw system call (the kernel's truth).
 fn raw_opt(fd: c_int, opt: c_int) -> c_int {
-    let mut v: c_int = -1;
-    let mut l = std::mem::size_of::<c_int>() as socklen_t;
-    // SAFETY: value and length describe a live c_int.
-    unsafe {
-        libc::syscall(
-            libc::SYS_getsockopt,
-            fd,
-            libc::SOL_SOCKET,
-            opt,
-            &mut v as *mut c_int,
-            &mut l as *mut socklen_t,
-        )
-    };
-    v
+    smcrun_sys::sock::get_int(fd, libc::SOL_SOCKET, opt).unwrap_or(-1)
 }
 
 fn report_identity(prefix: &str, fd: c_int) {
@@ -71,6 +49,8 @@ fn report_identity(prefix: &str, fd: c_int) {
     println!("{prefix}_protocol={}", hooked_opt(fd, libc::SO_PROTOCOL));
     println!("{prefix}_raw_domain={}", raw_opt(fd, libc::SO_DOMAIN));
     println!("{prefix}_raw_protocol={}", raw_opt(fd, libc::SO_PROTOCOL));
+    println!("{prefix}_sndbuf={}", hooked_opt(fd, libc::SO_SNDBUF));
+    println!("{prefix}_rcvbuf={}", hooked_opt(fd, libc::SO_RCVBUF));
 }
 
 fn loopback(family: c_int, port: u16) -> (libc::sockaddr_storage, socklen_t) {

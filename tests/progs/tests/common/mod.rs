@@ -49,18 +49,12 @@ pub fn bin(name: &str) -> PathBuf {
 /// `smcrun ARGS...` as a Command, with the test environment cleaned of smcrun's variables.
 pub fn smcrun() -> Command {
     let mut c = Command::new(bin("smcrun"));
-    for v in [
-        "SMCRUN_MODE",
-        "SMCRUN_FALLBACK",
-        "SMCRUN_DEBUG",
-        "SMCRUN_SNDBUF",
-        "SMCRUN_RCVBUF",
-        "SMC_DEBUG",
-        "SMC_SNDBUF",
-        "SMC_RCVBUF",
-        "LD_PRELOAD",
-        "SMCRUN_SHIM",
-    ] {
+    for s in smcrun_settings::SHIM_SETTINGS {
+        for v in s.names() {
+            c.env_remove(v);
+        }
+    }
+    for v in ["LD_PRELOAD", "SMCRUN_SHIM"] {
         c.env_remove(v);
     }
     // Reports of the programs the tests run go to a directory of this test binary's own, not to
@@ -90,14 +84,10 @@ pub fn value<'a>(out: &'a str, key: &str) -> &'a str {
 
 /// Whether this kernel makes AF_SMC sockets (raw system call: the truth the tests compare to).
 pub fn kernel_has_af_smc() -> bool {
-    // SAFETY: socket/close system calls on an fd owned here.
-    unsafe {
-        let fd = libc::syscall(libc::SYS_socket, 43, libc::SOCK_STREAM, 0) as i32;
-        if fd >= 0 {
-            libc::close(fd);
-        }
-        fd >= 0
-    }
+    use smcrun_sys::{smc::AF_SMC, sock};
+    sock::socket(AF_SMC, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0)
+        .map(|fd| sock::close(fd).is_ok())
+        .unwrap_or(false)
 }
 
 /// A TCP port that was free a moment ago on 127.0.0.1.

@@ -1,0 +1,446 @@
+//! What BPF mode needs from the kernel and the caller, checked one by one, so that `smcrun
+//! doctor` can list them and a refusal can name exactly the one that is missing.
+
+use crate::loader::HOOK;
+use crate::smc;
+use std::path::PathBuf;
+
+/// Whether a prerequisite holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// It holds.
+    Ok,
+    /// It does not: BPF mode cannot work (for the scopes that need it).
+    Missing,
+    /// It could not be told (e.g. no kernel config to read); loading will tell.
+    Unknown,
+}
+
+impl State {
+    /// `ok`, `missing` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Ok => "ok",
+            State::Missing => "missing",
+            State::Unknown => "unknown",
+        }
+    }
+}
+
+/// Which BPF scopes need a prerequisite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needed {
+    /// Every scope (`smcrun --bpf` and `smcrun attach --cgroup`).
+    Always,
+    /// Only cgroup scopes (pinned on bpffs, found in cgroup2).
+    Cgroup,
+}
+
+/// One checked prerequisite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// A stable key: `kernel`, `btf`, `hook`, `mptcp`, `capabilities`, `smc`, `load`, `bpffs`,
+    /// `cgroup2`.
+    pub id: &'static str,
+    /// What it is, in words.
+    pub what: &'static str,
+    /// Whether it holds.
+    pub state: State,
+    /// What was seen.
+    pub detail: String,
+    /// How to get it, when it is missing.
+    pub fix: Option<String>,
+    /// Who needs it.
+    pub needed: Needed,
+}
+
+/// Every prerequisite, in the order they are checked (and reported).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// The checks.
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    /// The first prerequisite a scope needs that is missing.
+    pub fn first_missing(&self, cgroup_scope: bool) -> Option<&Check> {
+        self.checks
+            .iter()
+            .find(|c| c.state == State::Missing && (cgroup_scope || c.needed == Needed::Always))
+    }
+
+    /// One line for a refusal: `<what> is missing: <detail>; <fix>`.
+    pub fn refusal(&self, cgroup_scope: bool) -> Option<String> {
+        self.first_missing(cgroup_scope).map(|c| {
+            let mut s = format!("{} is missing: {}", c.what, c.detail);
+            if let Some(f) = &c.fix {
+                s.push_str("; ");
+                s.push_str(f);
+            }
+            s
+        })
+    }
+}
+
+/// The running kernel's release (uname -r).
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// `(major, minor)` of a release such as `6.12.117+deb12-amd64`.
+pub fn parse_release(r: &str) -> Option<(u32, u32)> {
+    let mut it = r.split(|c: char| !c.is_ascii_digit());
+    let major = it.next()?.parse().ok()?;
+    let minor = it.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// The first mount of a file system type (`bpf`, `cgroup2`) from /proc/self/mountinfo,
+/// preferring `preferred` when it is one.
+pub fn mount_of(fstype: &str, preferred: &str) -> Option<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mut found = Vec::new();
+    for line in info.lines() {
+        // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        if right.split(' ').next() != Some(fstype) {
+            continue;
+        }
+        if let Some(mp) = left.split(' ').nth(4) {
+            found.push(PathBuf::from(mp.replace("\\040", " ")));
+        }
+    }
+    found
+        .iter()
+        .find(|p| p.as_os_str() == preferred)
+        .or(found.first())
+        .cloned()
+}
+
+/// The cgroup v2 hierarchy's mount point (`/sys/fs/cgroup` on most systems).
+pub fn cgroup2_root() -> Option<PathBuf> {
+    mount_of("cgroup2", "/sys/fs/cgroup")
+}
+
+fn cap_eff() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("CapEff:"))?;
+    u64::from_str_radix(line["CapEff:".len()..].trim(), 16).ok()
+}
+
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+fn check_kernel() -> Check {
+    let rel = kernel_release();
+    let (state, detail) = match parse_release(&rel) {
+        Some(v) if v >= (6, 11) => (State::Ok, format!("Linux {rel}")),
+        Some(_) => (
+            State::Missing,
+            format!("Linux {rel} is older than 6.11, the first with IPPROTO_SMC"),
+        ),
+        None => (State::Unknown, format!("cannot read the release {rel:?}")),
+    };
+    Check {
+        id: "kernel",
+        what: "a kernel with IPPROTO_SMC (Linux 6.11 or later)",
+        state,
+        detail,
+        fix: (state == State::Missing).then(|| "boot Linux 6.11 or later".to_string()),
+        needed: Needed::Always,
+    }
+}
+
+fn check_btf_and_hook() -> (Check, Check) {
+    let btf = crate::loader::kernel_btf();
+    let btf_check = Check {
+        id: "btf",
+        what: "the kernel's BTF (CONFIG_DEBUG_INFO_BTF)",
+        state: if btf.is_ok() {
+            State::Ok
+        } else {
+            State::Missing
+        },
+        detail: match &btf {
+            Ok(_) => "/sys/kernel/btf/vmlinux".to_string(),
+            Err(e) => format!("/sys/kernel/btf/vmlinux: {e}"),
+        },
+        fix: btf
+            .is_err()
+            .then(|| "use a kernel built with CONFIG_DEBUG_INFO_BTF=y".to_string()),
+        needed: Needed::Always,
+    };
+    let in_btf = btf.as_ref().ok().map(|b| {
+        b.id_by_type_name_kind(HOOK, aya_obj::btf::BtfKind::Func)
+            .is_ok()
+    });
+    let in_kallsyms = std::fs::read_to_string("/proc/kallsyms").ok().map(|s| {
+        s.lines()
+            .any(|l| l.rsplit(' ').next() == Some(HOOK) || l.ends_with(&format!(" {HOOK}")))
+    });
+    let (state, detail) = match (in_btf, in_kallsyms) {
+        (Some(true), Some(false)) => (
+            State::Missing,
+            format!("{HOOK} is in BTF but not in /proc/kallsyms"),
+        ),
+        (Some(true), _) => (State::Ok, format!("{HOOK} in BTF and kallsyms")),
+        (Some(false), _) => (
+            State::Missing,
+            format!("the kernel's BTF has no function {HOOK} (Linux 6.6 added it)"),
+        ),
+        (None, Some(true)) => (
+            State::Missing,
+            format!("{HOOK} is in /proc/kallsyms, but without BTF it cannot be hooked"),
+        ),
+        (None, _) => (
+            State::Missing,
+            format!("{HOOK} cannot be found without the kernel's BTF"),
+        ),
+    };
+    let hook = Check {
+        id: "hook",
+        what: "the socket() hook update_socket_protocol",
+        state,
+        detail,
+        fix: (state == State::Missing)
+            .then(|| "use Linux 6.6 or later with CONFIG_MPTCP=y and BTF".to_string()),
+        needed: Needed::Always,
+    };
+    (btf_check, hook)
+}
+
+fn check_mptcp() -> Check {
+    let rel = kernel_release();
+    let (state, detail) = if std::path::Path::new("/proc/sys/net/mptcp").is_dir() {
+        (State::Ok, "/proc/sys/net/mptcp is there".to_string())
+    } else {
+        match std::fs::read_to_string(format!("/boot/config-{rel}")) {
+            Ok(cfg) if cfg.lines().any(|l| l == "CONFIG_MPTCP=y") => {
+                (State::Ok, format!("CONFIG_MPTCP=y in /boot/config-{rel}"))
+            }
+            Ok(_) => (
+                State::Missing,
+                format!("no CONFIG_MPTCP=y in /boot/config-{rel}"),
+            ),
+            Err(_) => (
+                State::Missing,
+                "no /proc/sys/net/mptcp: the kernel has no MPTCP".to_string(),
+            ),
+        }
+    };
+    Check {
+        id: "mptcp",
+        what: "CONFIG_MPTCP (it registers the socket() hook for BPF)",
+        state,
+        detail,
+        fix: (state == State::Missing)
+            .then(|| "use a kernel built with CONFIG_MPTCP=y".to_string()),
+        needed: Needed::Always,
+    }
+}
+
+fn check_caps() -> Check {
+    let eff = cap_eff();
+    let has = |c: u32| eff.is_some_and(|e| e & (1u64 << c) != 0);
+    let (state, detail) = match eff {
+        None => (
+            State::Unknown,
+            "cannot read CapEff in /proc/self/status".to_string(),
+        ),
+        Some(_) if has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_PERFMON)) => (
+            State::Ok,
+            if has(CAP_SYS_ADMIN) {
+                "CAP_SYS_ADMIN".to_string()
+            } else {
+                "CAP_BPF and CAP_PERFMON".to_string()
+            },
+        ),
+        Some(e) => (
+            State::Missing,
+            format!(
+                "CapEff {e:016x} lacks {}",
+                [(CAP_BPF, "CAP_BPF"), (CAP_PERFMON, "CAP_PERFMON")]
+                    .iter()
+                    .filter(|(c, _)| !has(*c))
+                    .map(|(_, n)| *n)
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        ),
+    };
+    Check {
+        id: "capabilities",
+        what: "the right to load BPF programs (root, or CAP_BPF and CAP_PERFMON)",
+        state,
+        detail,
+        fix: (state == State::Missing).then(|| "run it as root (e.g. with sudo)".to_string()),
+        needed: Needed::Always,
+    }
+}
+
+fn check_smc() -> Check {
+    let r = smc::probe();
+    Check {
+        id: "smc",
+        what: "SMC (the smc module)",
+        state: if r.is_ok() { State::Ok } else { State::Missing },
+        detail: match &r {
+            Ok(()) => "an IPPROTO_SMC socket can be made".to_string(),
+            Err(e) => format!("socket(AF_INET, SOCK_STREAM, IPPROTO_SMC) failed: {e}"),
+        },
+        fix: r.as_ref().err().map(smc::fix_for),
+        needed: Needed::Always,
+    }
+}
+
+/// Loads (and unloads) the process-tree socket program: the kernel's own answer to whether
+/// this process may hook socket(), after everything that can be seen from outside.
+fn check_load(earlier: &[Check]) -> Check {
+    let blocked = earlier
+        .iter()
+        .find(|c| c.state == State::Missing && matches!(c.id, "btf" | "hook" | "mptcp"));
+    let (state, detail, fix) = match blocked {
+        Some(c) => (
+            State::Unknown,
+            format!("not tried: {} is missing", c.id),
+            None,
+        ),
+        None => match crate::loader::load(&[crate::tree::PROGRAM]) {
+            Ok(_) => (State::Ok, "the socket() program loads".to_string(), None),
+            Err(e) => (
+                State::Missing,
+                format!("the kernel refused to load the socket() program: {e}"),
+                Some(
+                    "this host does not let this process load BPF tracing programs (a container or an LSM may forbid them; root in the host's user namespace can)"
+                        .to_string(),
+                ),
+            ),
+        },
+    };
+    Check {
+        id: "load",
+        what: "loading the socket() hook program",
+        state,
+        detail,
+        fix,
+        needed: Needed::Always,
+    }
+}
+
+fn check_bpffs() -> Check {
+    let m = mount_of("bpf", crate::cgroup::BPFFS);
+    let ok = m
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == crate::cgroup::BPFFS);
+    Check {
+        id: "bpffs",
+        what: "the BPF file system at /sys/fs/bpf (to pin cgroup attachments)",
+        state: if ok { State::Ok } else { State::Missing },
+        detail: match m {
+            Some(p) if ok => format!("bpf mounted at {}", p.display()),
+            Some(p) => format!("bpf is mounted at {}, not /sys/fs/bpf", p.display()),
+            None => "no bpf file system is mounted".to_string(),
+        },
+        fix: (!ok).then(|| "mount it: mount -t bpf bpf /sys/fs/bpf".to_string()),
+        needed: Needed::Cgroup,
+    }
+}
+
+fn check_cgroup2() -> Check {
+    let m = cgroup2_root();
+    Check {
+        id: "cgroup2",
+        what: "the cgroup v2 hierarchy",
+        state: if m.is_some() {
+            State::Ok
+        } else {
+            State::Missing
+        },
+        detail: match &m {
+            Some(p) => format!("cgroup2 mounted at {}", p.display()),
+            None => "no cgroup2 file system is mounted".to_string(),
+        },
+        fix: m
+            .is_none()
+            .then(|| "mount it: mount -t cgroup2 none /sys/fs/cgroup".to_string()),
+        needed: Needed::Cgroup,
+    }
+}
+
+/// The prerequisites that can be seen without loading the program, for a command that is about
+/// to load it anyway (the load then is the last check; under an emulated CPU each load takes
+/// seconds).
+pub fn check_before_attach() -> Report {
+    let (btf, hook) = check_btf_and_hook();
+    Report {
+        checks: vec![
+            check_kernel(),
+            btf,
+            hook,
+            check_mptcp(),
+            check_caps(),
+            check_smc(),
+            check_bpffs(),
+            check_cgroup2(),
+        ],
+    }
+}
+
+/// Checks every prerequisite of BPF mode, cheapest reasons first. Reads /proc and /sys, parses
+/// the kernel's BTF, makes (and closes) one IPPROTO_SMC socket, and loads (and unloads) the
+/// socket() program once.
+pub fn check() -> Report {
+    let (btf, hook) = check_btf_and_hook();
+    let mut checks = vec![
+        check_kernel(),
+        btf,
+        hook,
+        check_mptcp(),
+        check_caps(),
+        check_smc(),
+    ];
+    checks.push(check_load(&checks));
+    checks.push(check_bpffs());
+    checks.push(check_cgroup2());
+    Report { checks }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn releases_parse() {
+        assert_eq!(parse_release("6.12.117+deb12-amd64"), Some((6, 12)));
+        assert_eq!(parse_release("6.18.44-fc-v669"), Some((6, 18)));
+        assert_eq!(parse_release("5.4"), Some((5, 4)));
+        assert_eq!(parse_release("x"), None);
+    }
+
+    #[test]
+    fn the_report_names_the_first_missing_check_a_scope_needs() {
+        let c = |id, state, needed| Check {
+            id,
+            what: id,
+            state,
+            detail: "seen".into(),
+            fix: Some("fix".into()),
+            needed,
+        };
+        let r = Report {
+            checks: vec![
+                c("kernel", State::Ok, Needed::Always),
+                c("bpffs", State::Missing, Needed::Cgroup),
+                c("smc", State::Missing, Needed::Always),
+            ],
+        };
+        assert_eq!(r.first_missing(false).unwrap().id, "smc");
+        assert_eq!(r.first_missing(true).unwrap().id, "bpffs");
+        assert_eq!(r.refusal(false).unwrap(), "smc is missing: seen; fix");
+    }
+}

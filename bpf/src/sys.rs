@@ -1,0 +1,304 @@
+//! Thin typed wrappers of the bpf(2) commands BPF mode uses, on aya-obj's generated `bpf_attr`.
+//!
+//! Each wrapper fills the one member of the `bpf_attr` union its command reads, zeroes the rest
+//! (the kernel refuses non-zero bytes past what it knows), and turns the result into an owned fd
+//! or an `io::Error` carrying errno.
+
+use aya_obj::generated::{
+    bpf_attach_type, bpf_attr, bpf_cmd, bpf_insn, bpf_link_info, bpf_map_info, bpf_prog_info,
+    bpf_prog_type,
+};
+use std::ffi::CStr;
+use std::io;
+use std::mem;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+/// bpf(cmd, attr, sizeof attr).
+fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> io::Result<libc::c_long> {
+    // SAFETY: `attr` is a valid, initialised bpf_attr for the whole call; the kernel reads and
+    // writes at most `size_of::<bpf_attr>()` bytes of it. Pointers stored in it are set by the
+    // callers to buffers that outlive the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            cmd as libc::c_long,
+            attr as *mut bpf_attr,
+            mem::size_of::<bpf_attr>(),
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn zeroed() -> bpf_attr {
+    // SAFETY: bpf_attr is a plain C union of integers; all zero bytes is its "nothing set".
+    unsafe { mem::zeroed() }
+}
+
+fn fd_of(r: libc::c_long) -> OwnedFd {
+    // SAFETY: the commands calling this return a new file descriptor that nothing else owns.
+    unsafe { OwnedFd::from_raw_fd(r as RawFd) }
+}
+
+/// Copies `name` into a kernel object name (15 bytes and a NUL at most).
+fn object_name(name: &str) -> [libc::c_char; 16] {
+    let mut out = [0 as libc::c_char; 16];
+    for (o, b) in out.iter_mut().zip(name.bytes().take(15)) {
+        *o = b as libc::c_char;
+    }
+    out
+}
+
+/// BPF_MAP_CREATE.
+pub fn map_create(
+    name: &str,
+    map_type: u32,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    flags: u32,
+) -> io::Result<OwnedFd> {
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.__bindgen_anon_1 };
+    a.map_type = map_type;
+    a.key_size = key_size;
+    a.value_size = value_size;
+    a.max_entries = max_entries;
+    a.map_flags = flags;
+    a.map_name = object_name(name);
+    bpf(bpf_cmd::BPF_MAP_CREATE, &mut attr).map(fd_of)
+}
+
+/// A program the kernel refused, with the verifier's log.
+#[derive(Debug)]
+pub struct LoadError {
+    /// errno of BPF_PROG_LOAD.
+    pub error: io::Error,
+    /// The verifier log (may be empty).
+    pub log: String,
+}
+
+/// BPF_PROG_LOAD of a tracing program (fmod_ret or tp_btf) attached to vmlinux BTF type
+/// `attach_btf_id`.
+pub fn prog_load_tracing(
+    name: &str,
+    attach: bpf_attach_type,
+    attach_btf_id: u32,
+    insns: &[bpf_insn],
+    license: &CStr,
+) -> Result<OwnedFd, LoadError> {
+    let mut log = vec![0u8; 256 * 1024];
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.__bindgen_anon_3 };
+    a.prog_type = bpf_prog_type::BPF_PROG_TYPE_TRACING as u32;
+    a.expected_attach_type = attach as u32;
+    a.attach_btf_id = attach_btf_id;
+    a.insn_cnt = insns.len() as u32;
+    a.insns = insns.as_ptr() as u64;
+    a.license = license.as_ptr() as u64;
+    a.prog_name = object_name(name);
+    a.log_level = 1;
+    a.log_size = log.len() as u32;
+    a.log_buf = log.as_mut_ptr() as u64;
+    match bpf(bpf_cmd::BPF_PROG_LOAD, &mut attr) {
+        Ok(r) => Ok(fd_of(r)),
+        Err(error) => {
+            let end = log.iter().position(|b| *b == 0).unwrap_or(log.len());
+            Err(LoadError {
+                error,
+                log: String::from_utf8_lossy(&log[..end]).into_owned(),
+            })
+        }
+    }
+}
+
+/// BPF_RAW_TRACEPOINT_OPEN without a name: attaches a tracing program (fmod_ret, tp_btf) where
+/// its attach_btf_id says, and returns the link.
+pub fn tracing_attach(prog: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.raw_tracepoint };
+    a.name = 0;
+    a.prog_fd = prog.as_raw_fd() as u32;
+    bpf(bpf_cmd::BPF_RAW_TRACEPOINT_OPEN, &mut attr).map(fd_of)
+}
+
+/// BPF_OBJ_PIN: `fd` (a map or link) stays alive at `path` on bpffs until the file is removed.
+pub fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> io::Result<()> {
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.__bindgen_anon_4 };
+    a.bpf_fd = fd.as_raw_fd() as u32;
+    a.pathname = path.as_ptr() as u64;
+    bpf(bpf_cmd::BPF_OBJ_PIN, &mut attr).map(drop)
+}
+
+/// BPF_OBJ_GET: opens what is pinned at `path`.
+pub fn obj_get(path: &CStr) -> io::Result<OwnedFd> {
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.__bindgen_anon_4 };
+    a.pathname = path.as_ptr() as u64;
+    bpf(bpf_cmd::BPF_OBJ_GET, &mut attr).map(fd_of)
+}
+
+fn elem(
+    cmd: bpf_cmd,
+    map: BorrowedFd<'_>,
+    key: *const u8,
+    value: u64,
+    flags: u64,
+) -> io::Result<bool> {
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.__bindgen_anon_2 };
+    a.map_fd = map.as_raw_fd() as u32;
+    a.key = key as u64;
+    a.__bindgen_anon_1.value = value;
+    a.flags = flags;
+    match bpf(cmd, &mut attr) {
+        Ok(_) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// BPF_MAP_LOOKUP_ELEM: `false` when the key is not there. `value` must be the map's value size.
+pub fn map_lookup(map: BorrowedFd<'_>, key: &[u8], value: &mut [u8]) -> io::Result<bool> {
+    elem(
+        bpf_cmd::BPF_MAP_LOOKUP_ELEM,
+        map,
+        key.as_ptr(),
+        value.as_mut_ptr() as u64,
+        0,
+    )
+}
+
+/// BPF_MAP_UPDATE_ELEM with BPF_ANY.
+pub fn map_update(map: BorrowedFd<'_>, key: &[u8], value: &[u8]) -> io::Result<()> {
+    elem(
+        bpf_cmd::BPF_MAP_UPDATE_ELEM,
+        map,
+        key.as_ptr(),
+        value.as_ptr() as u64,
+        0,
+    )
+    .map(drop)
+}
+
+/// BPF_MAP_DELETE_ELEM: `false` when the key was not there.
+pub fn map_delete(map: BorrowedFd<'_>, key: &[u8]) -> io::Result<bool> {
+    elem(bpf_cmd::BPF_MAP_DELETE_ELEM, map, key.as_ptr(), 0, 0)
+}
+
+/// BPF_MAP_GET_NEXT_KEY: the key after `key` (the first with `None`) into `next`; `false` at
+/// the end.
+pub fn map_next_key(map: BorrowedFd<'_>, key: Option<&[u8]>, next: &mut [u8]) -> io::Result<bool> {
+    let k = key.map_or(std::ptr::null(), |k| k.as_ptr());
+    elem(
+        bpf_cmd::BPF_MAP_GET_NEXT_KEY,
+        map,
+        k,
+        next.as_mut_ptr() as u64,
+        0,
+    )
+}
+
+/// Every key of a hash map, of `key_size` bytes each.
+pub fn map_keys(map: BorrowedFd<'_>, key_size: usize) -> io::Result<Vec<Vec<u8>>> {
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let mut next = vec![0u8; key_size];
+        let more = map_next_key(map, keys.last().map(|k| k.as_slice()), &mut next)?;
+        if !more || keys.len() > 1 << 20 {
+            return Ok(keys);
+        }
+        keys.push(next);
+    }
+}
+
+/// Kernel objects whose information BPF_OBJ_GET_INFO_BY_FD fills.
+pub trait ObjInfo: Copy {}
+impl ObjInfo for bpf_prog_info {}
+impl ObjInfo for bpf_map_info {}
+impl ObjInfo for bpf_link_info {}
+
+/// BPF_OBJ_GET_INFO_BY_FD into a zeroed `T`.
+pub fn obj_info<T: ObjInfo>(fd: BorrowedFd<'_>) -> io::Result<T> {
+    // SAFETY: T is one of the kernel's plain info structs (integers and arrays only).
+    let mut info: T = unsafe { mem::zeroed() };
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.info };
+    a.bpf_fd = fd.as_raw_fd() as u32;
+    a.info_len = mem::size_of::<T>() as u32;
+    a.info = &mut info as *mut T as u64;
+    bpf(bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
+    Ok(info)
+}
+
+/// The map ids a program uses.
+pub fn prog_map_ids(prog: BorrowedFd<'_>) -> io::Result<Vec<u32>> {
+    let n = obj_info::<bpf_prog_info>(prog)?.nr_map_ids;
+    let mut ids = vec![0u32; n as usize];
+    let mut info: bpf_prog_info = unsafe { mem::zeroed() };
+    info.nr_map_ids = n;
+    info.map_ids = ids.as_mut_ptr() as u64;
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.info };
+    a.bpf_fd = prog.as_raw_fd() as u32;
+    a.info_len = mem::size_of::<bpf_prog_info>() as u32;
+    a.info = &mut info as *mut bpf_prog_info as u64;
+    bpf(bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
+    ids.truncate(info.nr_map_ids.min(n) as usize);
+    Ok(ids)
+}
+
+/// Which kind of kernel object an id names.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    /// A loaded program.
+    Prog,
+    /// A map.
+    Map,
+    /// A link (an attachment).
+    Link,
+}
+
+/// BPF_*_GET_NEXT_ID: the id after `start` (0 for the first), or `None` at the end.
+pub fn next_id(kind: Kind, start: u32) -> io::Result<Option<u32>> {
+    let cmd = match kind {
+        Kind::Prog => bpf_cmd::BPF_PROG_GET_NEXT_ID,
+        Kind::Map => bpf_cmd::BPF_MAP_GET_NEXT_ID,
+        Kind::Link => bpf_cmd::BPF_LINK_GET_NEXT_ID,
+    };
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.__bindgen_anon_6 };
+    a.__bindgen_anon_1.start_id = start;
+    match bpf(cmd, &mut attr) {
+        Ok(_) => Ok(Some(unsafe { attr.__bindgen_anon_6.next_id })),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// BPF_*_GET_FD_BY_ID (needs CAP_SYS_ADMIN).
+pub fn fd_by_id(kind: Kind, id: u32) -> io::Result<OwnedFd> {
+    let cmd = match kind {
+        Kind::Prog => bpf_cmd::BPF_PROG_GET_FD_BY_ID,
+        Kind::Map => bpf_cmd::BPF_MAP_GET_FD_BY_ID,
+        Kind::Link => bpf_cmd::BPF_LINK_GET_FD_BY_ID,
+    };
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.__bindgen_anon_6 };
+    a.__bindgen_anon_1.start_id = id;
+    bpf(cmd, &mut attr).map(fd_of)
+}
+
+/// A kernel object name as text (the bytes before the first NUL).
+pub fn name_of(name: &[libc::c_char; 16]) -> String {
+    let bytes: Vec<u8> = name
+        .iter()
+        .take_while(|c| **c != 0)
+        .map(|c| *c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}

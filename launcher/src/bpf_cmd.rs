@@ -1,0 +1,656 @@
+//! BPF mode on the command line: `smcrun --bpf[=auto] -- COMMAND`, `smcrun attach --cgroup
+//! PATH`, `smcrun detach --cgroup PATH`, `smcrun attach --list`, and `smcrun policy check
+//! --bpf`. The kernel side lives in the `smcrun-bpf` crate; this file decides, refuses, forks the
+//! holder that keeps an attachment (and the smc module) alive, and prints.
+//!
+//! `smcrun --bpf -- COMMAND` attaches a process-tree scope holding smcrun's own pid, then forks
+//! a holder (detached into its own session, its stdio on /dev/null) that keeps the attachment
+//! and an SMC socket until the last process of the tree has exited, and execs COMMAND in place:
+//! the program keeps smcrun's PID, argv, exit status and signals, as without `--bpf`.
+
+use crate::exec::{self, RunOptions};
+use crate::sysctl;
+use clap::{Args, ValueEnum};
+use serde_json::{json, Value};
+use smcrun_bpf::cgroup::{self, CgroupScope};
+use smcrun_bpf::prereq;
+use smcrun_bpf::rules::{self, Analysis, Honour, KernelPolicy};
+use smcrun_bpf::scopes::{self, TreeInfo};
+use smcrun_bpf::tree::TreeScope;
+use smcrun_policy::Policy;
+use smcrun_settings::POLICY;
+use std::ffi::OsString;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Exit status when BPF mode's prerequisites are missing (nothing was attached or started).
+pub const EXIT_UNAVAILABLE: u8 = 125;
+
+/// `--bpf` (always BPF mode) or `--bpf=auto` (BPF mode where the kernel allows it, else the
+/// preload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BpfMode {
+    /// `--bpf`: BPF mode or nothing.
+    On,
+    /// `--bpf=auto`: BPF mode when possible, else the preload.
+    Auto,
+}
+
+/// How often the holder looks whether the tree or the cgroup attachment is still there.
+const HOLD_POLL: Duration = Duration::from_millis(100);
+
+/// The policy a run asks for: --policy/--config (already canonical in `opts`), else
+/// $SMCRUN_POLICY, else none.
+fn policy_of(opts: &RunOptions) -> Result<Policy, String> {
+    let text = match &opts.policy {
+        Some(t) => t.clone(),
+        None => std::env::var(POLICY.var).unwrap_or_default(),
+    };
+    Policy::parse(&text).map_err(|e| format!("--policy: {e}"))
+}
+
+/// The preload's own settings, which BPF mode does not use.
+fn preload_only_options(opts: &RunOptions) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    if opts.rcvbuf.is_some() {
+        v.push("--rcvbuf");
+    }
+    if opts.sndbuf.is_some() {
+        v.push("--sndbuf");
+    }
+    if opts.mode.is_some() {
+        v.push("--mode");
+    }
+    if opts.fallback.is_some() {
+        v.push("--fallback");
+    }
+    if opts.report {
+        v.push("--report");
+    }
+    if opts.require_preload {
+        v.push("--require-preload");
+    }
+    v
+}
+
+/// `smcrun --bpf[=auto] [OPTIONS] -- COMMAND`.
+pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
+    let fall_back = |why: &str| {
+        if opts.debug > 0 {
+            eprintln!("smcrun: --bpf=auto: {why}; using the preload");
+        }
+        exec::run(opts, cmd.clone())
+    };
+    let policy = match policy_of(opts) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("smcrun: {e} (nothing was started)");
+            return ExitCode::from(2);
+        }
+    };
+    let preload_only = preload_only_options(opts);
+    if mode == BpfMode::On && !preload_only.is_empty() {
+        eprintln!(
+            "smcrun: --bpf: {} {} of the preload, which BPF mode does not use; drop {} or use --bpf=auto (nothing was started)",
+            preload_only.join(", "),
+            if preload_only.len() == 1 { "is a setting" } else { "are settings" },
+            if preload_only.len() == 1 { "it" } else { "them" }
+        );
+        return ExitCode::from(2);
+    }
+    let analysis = rules::analyse(&policy);
+    let Some(kernel_policy) = analysis.kernel.clone() else {
+        let why = analysis.refusal().unwrap_or_default();
+        if mode == BpfMode::Auto {
+            return fall_back(&format!("the policy's {why}"));
+        }
+        eprintln!("smcrun: --bpf: the policy's {why}; BPF mode cannot honour it (nothing was attached or started; see smcrun policy check --bpf)");
+        return ExitCode::from(2);
+    };
+    if !preload_only.is_empty() {
+        // --bpf=auto with preload settings: they apply only if the preload is used.
+        return fall_back(&format!("{} ask for the preload", preload_only.join(", ")));
+    }
+    let Some(program) = cmd.first() else {
+        eprintln!("smcrun: no command given");
+        return ExitCode::from(2);
+    };
+    let resolved = match exec::resolve_command(program) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let report = prereq::check_before_attach();
+    if let Some(why) = report.refusal(false) {
+        if mode == BpfMode::Auto {
+            return fall_back(&format!("BPF mode is unavailable: {why}"));
+        }
+        eprintln!("smcrun: --bpf: {why} (nothing was attached or started)");
+        return ExitCode::from(EXIT_UNAVAILABLE);
+    }
+    for a in &opts.sysctl {
+        if let Err(e) = sysctl::apply(a) {
+            if opts.sysctl_best_effort {
+                eprintln!("smcrun: warning: {e}; going on (--sysctl-best-effort)");
+            } else {
+                eprintln!("smcrun: {e}; nothing was started (use --sysctl-best-effort to go on)");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let me = std::process::id();
+    let scope = match TreeScope::attach(me, &kernel_policy) {
+        Ok(s) => s,
+        Err(e) => {
+            if mode == BpfMode::Auto {
+                return fall_back(&format!("BPF mode is unavailable: {e}"));
+            }
+            eprintln!("smcrun: --bpf: {e} (nothing was started)");
+            return ExitCode::from(EXIT_UNAVAILABLE);
+        }
+    };
+    if let Err(e) = spawn_holder(|| hold_tree(scope)) {
+        eprintln!(
+            "smcrun: --bpf: cannot start the holder of the attachment: {e} (nothing was started)"
+        );
+        return ExitCode::from(1);
+    }
+    if opts.debug > 0 {
+        eprintln!(
+            "smcrun: --bpf: pid {me} and its descendants get SMC sockets through the kernel (policy: {})",
+            if policy.is_empty() { "none".to_string() } else { policy.to_string() }
+        );
+    }
+    // The parent's copies of the scope's fds were dropped with `scope` (moved into the holder's
+    // closure and freed here when spawn_holder returned); the holder keeps its own.
+    exec::exec(&resolved, &cmd)
+}
+
+/// Forks a holder that runs `hold` in its own session with stdio on /dev/null, through an
+/// intermediate child that exits at once (so the holder is not the program's child and the
+/// program never sees it in wait()). Returns when the intermediate child has been reaped.
+fn spawn_holder(hold: impl FnOnce()) -> Result<(), String> {
+    use nix::sys::wait::waitpid;
+    use nix::unistd::{fork, setsid, ForkResult};
+    // SAFETY: smcrun is single-threaded here; the children only call async-signal-safe
+    // functions before _exit, apart from the holder, which owns the process from then on.
+    match unsafe { fork() }.map_err(|e| format!("fork: {e}"))? {
+        ForkResult::Parent { child } => {
+            waitpid(child, None).map_err(|e| format!("waitpid: {e}"))?;
+            Ok(())
+        }
+        ForkResult::Child => {
+            let _ = setsid();
+            match unsafe { fork() } {
+                Ok(ForkResult::Child) => {
+                    detach_stdio();
+                    hold();
+                    // SAFETY: leaving the holder without running the parent's atexit handlers.
+                    unsafe { libc::_exit(0) }
+                }
+                _ => unsafe { libc::_exit(0) },
+            }
+        }
+    }
+}
+
+/// Puts stdin, stdout and stderr on /dev/null and leaves the working directory, so the holder
+/// keeps no pipe, terminal or mount of the caller's busy.
+fn detach_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        for fd in 0..3 {
+            // SAFETY: dup2 onto the standard descriptors.
+            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+        }
+    }
+    let _ = std::env::set_current_dir("/");
+}
+
+/// The holder of a process-tree scope: takes itself out of the tree, then waits until the tree
+/// is empty; dropping the scope detaches it and closes the SMC socket.
+fn hold_tree(scope: TreeScope) {
+    let _ = scope.remove(std::process::id());
+    loop {
+        std::thread::sleep(HOLD_POLL);
+        match scope.processes() {
+            Ok(p) if !p.is_empty() => continue,
+            _ => break,
+        }
+    }
+    drop(scope);
+}
+
+/// Where the cgroup holder's lock lives: the holder keeps it locked while it runs.
+const HOLDER_LOCK: &str = "/run/smcrun-bpf-holder.lock";
+
+/// The holder of the pinned cgroup attachment: one at a time (the lock), holding an SMC socket
+/// while the attachment is pinned.
+fn hold_cgroups() {
+    let Ok(lock) = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(HOLDER_LOCK)
+    else {
+        return;
+    };
+    // SAFETY: flock(2) on an fd we own.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return; // another holder runs
+    }
+    let Ok(_smc) = smcrun_bpf::smc::open() else {
+        return;
+    };
+    while cgroup::attached() {
+        std::thread::sleep(HOLD_POLL * 5);
+    }
+}
+
+/// `smcrun attach`.
+#[derive(Args, Debug)]
+pub struct AttachArgs {
+    /// The cgroup v2 directory (/sys/fs/cgroup/...), a path below the cgroup2 root
+    /// (/system.slice/redis.service) or a systemd unit (redis.service).
+    #[arg(
+        long,
+        value_name = "PATH",
+        required_unless_present = "list",
+        conflicts_with = "list"
+    )]
+    pub cgroup: Option<PathBuf>,
+    /// The policy for the cgroup's sockets (program rules only; see `smcrun policy check --bpf`).
+    #[arg(long, value_name = "POLICY", conflicts_with = "config")]
+    pub policy: Option<String>,
+    /// A config file whose policy to use.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// List what is attached (cgroups and `smcrun --bpf` process trees), since when, and the counts.
+    #[arg(long)]
+    pub list: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `smcrun detach`.
+#[derive(Args, Debug)]
+pub struct DetachArgs {
+    /// The cgroup, as given to `smcrun attach --cgroup`.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Finds the cgroup directory an operator means: a directory on cgroup2, a path below the
+/// cgroup2 root, or a systemd unit (its ControlGroup, from systemctl).
+pub fn resolve_cgroup(arg: &Path) -> Result<PathBuf, String> {
+    let root = prereq::cgroup2_root();
+    if arg.is_dir() && cgroup::cgroup_id(arg).is_ok() {
+        return Ok(arg.to_path_buf());
+    }
+    if let Some(root) = &root {
+        if arg.is_absolute() {
+            let below = root.join(arg.strip_prefix("/").unwrap_or(arg));
+            if below.is_dir() {
+                return Ok(below);
+            }
+        }
+    }
+    let s = arg.to_string_lossy();
+    let unit_like = !s.contains('/')
+        && [".service", ".scope", ".slice", ".socket", ".mount"]
+            .iter()
+            .any(|e| s.ends_with(e));
+    if unit_like {
+        let root = root.ok_or("no cgroup2 file system is mounted")?;
+        let out = std::process::Command::new("systemctl")
+            .args(["show", "--property=ControlGroup", "--value", &s])
+            .output()
+            .map_err(|e| format!("{s}: cannot ask systemctl for its cgroup: {e}"))?;
+        let cg = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !out.status.success() || cg.is_empty() {
+            return Err(format!(
+                "{s}: systemd knows no cgroup of this unit (is it running?)"
+            ));
+        }
+        return Ok(root.join(cg.trim_start_matches('/')));
+    }
+    if arg.exists() {
+        return cgroup::cgroup_id(arg)
+            .map(|_| arg.to_path_buf())
+            .map_err(|e| e.to_string());
+    }
+    Err(format!(
+        "{}: no such cgroup; expected a cgroup v2 directory (/sys/fs/cgroup/...), a path below the cgroup2 root, or a systemd unit name",
+        arg.display()
+    ))
+}
+
+fn attach_policy(args: &AttachArgs) -> Result<Policy, String> {
+    if let Some(text) = &args.policy {
+        return Policy::parse(text).map_err(|e| format!("--policy: {e}"));
+    }
+    if let Some(path) = &args.config {
+        return Ok(crate::config::load(path)?.policy.unwrap_or_default());
+    }
+    Ok(Policy::default())
+}
+
+/// `smcrun attach ...`.
+pub fn attach(args: &AttachArgs) -> ExitCode {
+    if args.list {
+        return list(args.json);
+    }
+    let Some(arg) = &args.cgroup else {
+        eprintln!("smcrun: attach needs --cgroup PATH or --list");
+        return ExitCode::from(2);
+    };
+    let policy = match attach_policy(args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("smcrun: {e} (nothing was attached)");
+            return ExitCode::from(2);
+        }
+    };
+    let analysis = rules::analyse(&policy);
+    let Some(kernel_policy) = analysis.kernel.clone() else {
+        eprintln!(
+            "smcrun: attach: the policy's {}; BPF mode cannot honour it (nothing was attached; see smcrun policy check --bpf)",
+            analysis.refusal().unwrap_or_default()
+        );
+        return ExitCode::from(2);
+    };
+    let dir = match resolve_cgroup(arg) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("smcrun: attach: {e} (nothing was attached)");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(why) = prereq::check_before_attach().refusal(true) {
+        eprintln!("smcrun: attach: {why} (nothing was attached)");
+        return ExitCode::from(EXIT_UNAVAILABLE);
+    }
+    match cgroup::attach(&dir, &policy.to_string(), &kernel_policy) {
+        Ok(a) => {
+            if let Err(e) = spawn_holder(hold_cgroups) {
+                eprintln!("smcrun: warning: cannot start the holder of the smc module: {e}");
+            }
+            if args.json {
+                println!(
+                    "{}",
+                    json!({"cgroup": dir, "cgroup_id": a.cgroup_id, "slot": a.slot,
+                           "was_attached": a.was_attached, "policy": policy.to_string()})
+                );
+            } else if a.was_attached {
+                println!(
+                    "{}: already attached; policy now: {}",
+                    dir.display(),
+                    policy_label(&policy.to_string())
+                );
+            } else {
+                println!(
+                    "{}: attached (cgroup id {}): its new TCP sockets are SMC sockets; policy: {}",
+                    dir.display(),
+                    a.cgroup_id,
+                    policy_label(&policy.to_string())
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("smcrun: attach {}: {e}", dir.display());
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `smcrun detach ...`.
+pub fn detach(args: &DetachArgs) -> ExitCode {
+    let dir = match resolve_cgroup(&args.cgroup) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("smcrun: detach: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match cgroup::detach(&dir) {
+        Ok(d) => {
+            if args.json {
+                let mut v = cgroup_json(&d.scope);
+                v["unloaded"] = json!(d.unloaded);
+                println!("{v}");
+            } else {
+                println!(
+                    "{}: detached after {} sockets made SMC, {} kept TCP by the policy{}",
+                    dir.display(),
+                    d.scope.counters.converted,
+                    d.scope.counters.kept_tcp,
+                    if d.unloaded {
+                        "; nothing is attached any more"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("smcrun: detach: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn policy_label(p: &str) -> String {
+    if p.is_empty() {
+        "none (every TCP socket)".to_string()
+    } else {
+        p.to_string()
+    }
+}
+
+/// Seconds since the epoch as `YYYY-MM-DD HH:MM:SSZ`.
+fn utc(secs: u64) -> String {
+    let days = (secs / 86400) as i64;
+    let rem = secs % 86400;
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// When a tree's program was loaded, in seconds since the epoch (from its nanoseconds since boot).
+fn tree_since(t: &TreeInfo) -> Option<u64> {
+    let up: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs_f64();
+    Some((now - up + t.loaded_ns_since_boot as f64 / 1e9) as u64)
+}
+
+fn programs_text(p: &[smcrun_bpf::maps::ProgramCount]) -> String {
+    if p.is_empty() {
+        return "-".to_string();
+    }
+    p.iter()
+        .take(5)
+        .map(|c| format!("{} {}", c.program, c.converted))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One cgroup scope as JSON.
+pub fn cgroup_json(s: &CgroupScope) -> Value {
+    json!({
+        "scope": "cgroup",
+        "cgroup": s.path,
+        "cgroup_id": s.cgroup_id,
+        "since_unix": s.since_unix,
+        "policy": s.policy,
+        "converted": s.counters.converted,
+        "kept_tcp": s.counters.kept_tcp,
+        "programs": s.programs.iter().map(|p| json!({"program": p.program, "converted": p.converted})).collect::<Vec<_>>(),
+    })
+}
+
+/// One process-tree scope as JSON.
+pub fn tree_json(t: &TreeInfo) -> Value {
+    json!({
+        "scope": "tree",
+        "program_id": t.program_id,
+        "since_unix": tree_since(t),
+        "processes": t.processes,
+        "converted": t.counters.converted,
+        "kept_tcp": t.counters.kept_tcp,
+        "programs": t.programs.iter().map(|p| json!({"program": p.program, "converted": p.converted})).collect::<Vec<_>>(),
+    })
+}
+
+/// `smcrun attach --list`: every scope, since when, and its counts.
+fn list(json_out: bool) -> ExitCode {
+    let all = match scopes::all() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("smcrun: attach --list: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if json_out {
+        let v: Vec<Value> = all
+            .cgroups
+            .iter()
+            .map(cgroup_json)
+            .chain(all.trees.iter().map(tree_json))
+            .collect();
+        println!("{}", json!({ "scopes": v }));
+        return ExitCode::SUCCESS;
+    }
+    if all.cgroups.is_empty() && all.trees.is_empty() {
+        println!("nothing is attached");
+        return ExitCode::SUCCESS;
+    }
+    println!(
+        "{:<48} {:<21} {:>9} {:>8}  {:<24} PROGRAMS",
+        "SCOPE", "SINCE", "CONVERTED", "KEPT-TCP", "POLICY"
+    );
+    for s in &all.cgroups {
+        println!(
+            "{:<48} {:<21} {:>9} {:>8}  {:<24} {}",
+            format!("cgroup {}", s.path.display()),
+            utc(s.since_unix),
+            s.counters.converted,
+            s.counters.kept_tcp,
+            if s.policy.is_empty() { "-" } else { &s.policy },
+            programs_text(&s.programs)
+        );
+    }
+    for t in &all.trees {
+        let who = match t.processes.first() {
+            Some(p) => format!("tree of pid {p} ({} processes)", t.processes.len()),
+            None => "tree (no process left)".to_string(),
+        };
+        println!(
+            "{:<48} {:<21} {:>9} {:>8}  {:<24} {}",
+            who,
+            tree_since(t).map(utc).unwrap_or_else(|| "?".into()),
+            t.counters.converted,
+            t.counters.kept_tcp,
+            "-",
+            programs_text(&t.programs)
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// `smcrun policy check --bpf`: which rules BPF mode honours. Exit 0 when it honours all of
+/// them, 1 when it does not (the reasons are printed).
+pub fn policy_check(policy: &Policy, json_out: bool) -> ExitCode {
+    let a: Analysis = rules::analyse(policy);
+    let honoured = a.kernel.is_some();
+    let kind = |h: &Honour| match h {
+        Honour::Kernel => (
+            "kernel",
+            "decided in the kernel at socket(), by program name".to_string(),
+        ),
+        Honour::NeedsPreload(w) => ("preload", w.clone()),
+        Honour::Cannot(w) => ("cannot", w.clone()),
+    };
+    if json_out {
+        let rules: Vec<Value> = a
+            .verdicts
+            .iter()
+            .map(|v| {
+                let (k, why) = kind(&v.honour);
+                json!({"position": v.position, "text": v.text, "honour": k, "why": why})
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({"policy": policy.to_string(), "bpf_honours": honoured, "rules": rules})
+        );
+    } else {
+        let n = a.verdicts.len();
+        for v in &a.verdicts {
+            let (k, why) = kind(&v.honour);
+            println!("rule {} of {n}: {}: {k}: {why}", v.position, v.text);
+        }
+        if honoured {
+            let k = a
+                .kernel
+                .as_ref()
+                .map(|k: &KernelPolicy| k.rules.len())
+                .unwrap_or(0);
+            println!(
+                "BPF mode honours this policy ({k} program pattern{} in the kernel)",
+                if k == 1 { "" } else { "s" }
+            );
+        } else if a.impossible().next().is_some() {
+            println!("BPF mode cannot honour this policy: --bpf and attach refuse it");
+        } else {
+            println!("BPF mode alone cannot honour this policy: its address, port or role rules need the preload (smcrun --policy without --bpf); --bpf and attach refuse it");
+        }
+    }
+    if honoured {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00Z");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00Z");
+        assert_eq!(utc(1_796_000_000), "2026-11-30 00:53:20Z");
+    }
+}

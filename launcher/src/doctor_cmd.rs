@@ -1,0 +1,349 @@
+//! `smcrun doctor [--json] [-- PROGRAM [ARGS]]`: a table of checks (kernel, SMC, RDMA, SMC-Rv2,
+//! PNET, sysctls, IPv6/Java, memlock, the live counters; with a program, whether LD_PRELOAD
+//! reaches it), each pass / warn / fail / skip with one line of advice. The checks are
+//! `smcrun_views::doctor`'s; this file adds the program's and prints.
+//!
+//! Exit status: 0 all passed, 1 warnings, 2 failures.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::json;
+use smcrun_views::doctor::{self, Check, Host, Status};
+
+use crate::preload;
+use crate::viewfmt;
+
+/// `smcrun doctor` arguments.
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// Print JSON: {"checks": [{id, status, detail, advice}], "exit_code", counts}.
+    #[arg(long)]
+    json: bool,
+    /// A program to check: can LD_PRELOAD reach it (static, Go, setuid/setgid, file
+    /// capabilities, a script that runs one of those)?
+    #[arg(last = true, value_name = "PROGRAM [ARGS]")]
+    program: Vec<OsString>,
+}
+
+/// How much of a script is read to find the programs it runs.
+const SCRIPT_READ_LIMIT: u64 = 64 * 1024;
+
+/// The programs a shell script runs that LD_PRELOAD cannot reach: the words after `exec`, and
+/// absolute paths of executables, with the reason for each.
+fn script_problems(script: &Path) -> Vec<(PathBuf, String)> {
+    use std::io::Read;
+    let mut text = String::new();
+    let Ok(f) = std::fs::File::open(script) else {
+        return Vec::new();
+    };
+    let _ = f.take(SCRIPT_READ_LIMIT).read_to_string(&mut text);
+    let mut out: Vec<(PathBuf, String)> = Vec::new();
+    for line in text.lines().skip(1) {
+        let line = line.split('#').next().unwrap_or("");
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || ";|&()`'\"".contains(c))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut candidates: Vec<&str> = words
+            .iter()
+            .copied()
+            .filter(|w| w.starts_with('/'))
+            .collect();
+        if let Some(i) = words.iter().position(|w| *w == "exec") {
+            if let Some(w) = words[i + 1..].iter().find(|w| !w.starts_with('-')) {
+                candidates.push(w);
+            }
+        }
+        for c in candidates {
+            let Ok(p) = preload::find_program(std::ffi::OsStr::new(c)) else {
+                continue;
+            };
+            if out.iter().any(|(q, _)| *q == p) {
+                continue;
+            }
+            if let Some(why) = preload::reach_problem(&p) {
+                out.push((p, why));
+            }
+        }
+    }
+    out
+}
+
+/// The program's check: whether LD_PRELOAD reaches it.
+fn program_check(cmd: &[OsString], release: &str) -> Vec<Check> {
+    let name = &cmd[0];
+    let shown = name.to_string_lossy();
+    let path = match preload::find_program(name) {
+        Ok(p) => p,
+        Err(preload::NotFound::Missing) => {
+            return vec![Check::new(
+                "program",
+                Status::Fail,
+                format!("{shown}: command not found"),
+                "give the program's path, or put it on PATH",
+            )]
+        }
+        Err(preload::NotFound::NotExecutable(p)) => {
+            return vec![Check::new(
+                "program",
+                Status::Fail,
+                format!("{}: not an executable file", p.display()),
+                "give the path of an executable program",
+            )]
+        }
+    };
+    let mut out = Vec::new();
+    let over_tcp = "smcrun would run it over TCP, never SMC; BPF mode (the kernel's socket() hook) reaches such programs";
+    if let Some(why) = preload::reach_problem(&path) {
+        out.push(Check::new(
+            "program",
+            Status::Fail,
+            format!("{} {why}", path.display()),
+            over_tcp,
+        ));
+    } else {
+        let is_script = std::fs::read(&path).is_ok_and(|b| b.starts_with(b"#!"));
+        let hidden = if is_script {
+            script_problems(&path)
+        } else {
+            Vec::new()
+        };
+        if hidden.is_empty() {
+            out.push(Check::new(
+                "program",
+                Status::Pass,
+                format!(
+                    "{} {}: LD_PRELOAD reaches its sockets",
+                    path.display(),
+                    if is_script {
+                        "is a script whose interpreter is preloaded"
+                    } else {
+                        "is dynamically linked"
+                    }
+                ),
+                "",
+            ));
+        } else {
+            let list = hidden
+                .iter()
+                .map(|(p, why)| format!("{} {why}", p.display()))
+                .collect::<Vec<_>>()
+                .join("; ");
+            out.push(Check::new(
+                "program",
+                Status::Fail,
+                format!("{} is a script that runs {list}", path.display()),
+                over_tcp,
+            ));
+        }
+    }
+    let base = path
+        .file_name()
+        .map(|n| n.as_bytes().to_vec())
+        .unwrap_or_default();
+    if base == b"java" {
+        let v4 = cmd
+            .iter()
+            .any(|a| a.as_bytes() == b"-Djava.net.preferIPv4Stack=true");
+        let new_kernel = doctor::version(release).is_some_and(|v| v >= (6, 14));
+        out.push(if v4 || new_kernel {
+            Check::new("java", Status::Pass, "Java's sockets can use SMC here", "")
+        } else {
+            Check::new(
+                "java",
+                Status::Warn,
+                "Java makes AF_INET6 sockets, and talks to IPv4 peers through v4-mapped addresses, which fall back to TCP before Linux 6.14",
+                "add -Djava.net.preferIPv4Stack=true to the java command line",
+            )
+        });
+    }
+    out
+}
+
+/// BPF mode's prerequisites (`smcrun_bpf::prereq`), one row each, `bpf:ID`. BPF mode is optional
+/// (the preload does not need it): a missing prerequisite warns, naming what to do.
+fn bpf_checks() -> Vec<Check> {
+    use smcrun_bpf::prereq::{Needed, State};
+    smcrun_bpf::prereq::check()
+        .checks
+        .into_iter()
+        .map(|c| {
+            let scope = match c.needed {
+                Needed::Always => "",
+                Needed::Cgroup => " (for `smcrun attach --cgroup`)",
+            };
+            let (status, advice) = match c.state {
+                State::Ok => (Status::Pass, String::new()),
+                State::Missing => (
+                    Status::Warn,
+                    format!(
+                        "BPF mode{scope} needs it: {}",
+                        c.fix.as_deref().unwrap_or("see README, BPF mode")
+                    ),
+                ),
+                State::Unknown => (Status::Skip, String::new()),
+            };
+            Check::new(
+                format!("bpf:{}", c.id),
+                status,
+                format!("{}: {}", c.what, c.detail),
+                advice,
+            )
+        })
+        .collect()
+}
+
+fn text(checks: &[Check], code: u8) -> Vec<String> {
+    let mut out = Vec::new();
+    let width = checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
+    for c in checks {
+        let status = match c.status {
+            Status::Pass => "pass",
+            Status::Skip => "skip",
+            Status::Warn => "WARN",
+            Status::Fail => "FAIL",
+        };
+        out.push(format!("{status}  {:<width$}  {}", c.id, c.detail));
+        if !c.advice.is_empty() {
+            out.push(format!("      {:<width$}  -> {}", "", c.advice));
+        }
+    }
+    let n = |s: Status| checks.iter().filter(|c| c.status == s).count();
+    out.push(format!(
+        "doctor: {} passed, {} warnings, {} failed, {} skipped (exit {code})",
+        n(Status::Pass),
+        n(Status::Warn),
+        n(Status::Fail),
+        n(Status::Skip)
+    ));
+    out
+}
+
+/// Run `smcrun doctor`.
+pub fn run(a: &DoctorArgs) -> ExitCode {
+    let host = Host::read();
+    let mut checks = doctor::checks(&host);
+    checks.extend(bpf_checks());
+    if !a.program.is_empty() {
+        checks.extend(program_check(&a.program, &host.release));
+    }
+    let code = doctor::exit_code(&checks);
+    let n = |s: Status| checks.iter().filter(|c| c.status == s).count();
+    let printed = if a.json {
+        viewfmt::print_json(&json!({
+            "checks": checks,
+            "passed": n(Status::Pass),
+            "warnings": n(Status::Warn),
+            "failed": n(Status::Fail),
+            "skipped": n(Status::Skip),
+            "exit_code": code,
+        }))
+    } else {
+        viewfmt::print_lines(text(&checks, code))
+    };
+    if printed != ExitCode::SUCCESS {
+        return printed;
+    }
+    ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("smcrun-doctor-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_dynamic_program_passes_and_a_missing_one_fails() {
+        let c = program_check(&["sh".into()], "6.12.0");
+        assert_eq!(c[0].status, Status::Pass, "{c:?}");
+        let c = program_check(&["smcrun-no-such-program".into()], "6.12.0");
+        assert_eq!(c[0].status, Status::Fail);
+        assert!(c[0].detail.contains("command not found"));
+    }
+
+    #[test]
+    fn a_script_that_execs_a_static_program_is_named() {
+        let d = tmp("script");
+        let s = d.join("start.sh");
+        // busybox-static is what the tests install; any static binary would do.
+        let static_bin = ["/bin/busybox", "/usr/bin/busybox"]
+            .into_iter()
+            .find(|p| Path::new(p).exists() && preload::reach_problem(Path::new(p)).is_some());
+        let Some(bin) = static_bin else {
+            eprintln!("no static busybox here; skipped");
+            return;
+        };
+        std::fs::write(
+            &s,
+            format!("#!/bin/sh\n# start the server\nexport X=1\nexec {bin} httpd -f \"$@\"\n"),
+        )
+        .unwrap();
+        let c = program_check(&[s.clone().into()], "6.12.0");
+        assert_eq!(c[0].status, Status::Fail, "{c:?}");
+        assert!(
+            c[0].detail
+                .contains(&format!("is a script that runs {bin}")),
+            "{c:?}"
+        );
+        assert!(c[0].detail.contains("statically linked"), "{c:?}");
+        std::fs::write(&s, "#!/bin/sh\nexec sh -c true\n").unwrap();
+        assert_eq!(program_check(&[s.into()], "6.12.0")[0].status, Status::Pass);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn java_before_6_14_needs_ipv4_stack() {
+        let d = tmp("java");
+        let j = d.join("java");
+        std::fs::copy("/bin/sh", &j).unwrap();
+        let c = program_check(&[j.clone().into(), "-jar".into(), "x.jar".into()], "6.12.0");
+        let java = c.iter().find(|c| c.id == "java").unwrap();
+        assert_eq!(java.status, Status::Warn);
+        assert!(java.advice.contains("-Djava.net.preferIPv4Stack=true"));
+        let c = program_check(
+            &[j.clone().into(), "-Djava.net.preferIPv4Stack=true".into()],
+            "6.12.0",
+        );
+        assert_eq!(
+            c.iter().find(|c| c.id == "java").unwrap().status,
+            Status::Pass
+        );
+        let c = program_check(&[j.into()], "6.14.2");
+        assert_eq!(
+            c.iter().find(|c| c.id == "java").unwrap().status,
+            Status::Pass
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_table_has_one_advice_line_per_check() {
+        let checks = vec![
+            Check::new(
+                "smc",
+                Status::Fail,
+                "this kernel has no SMC",
+                "use another kernel",
+            ),
+            Check::new("kernel", Status::Pass, "Linux 6.12", ""),
+        ];
+        let t = text(&checks, 2);
+        assert_eq!(t[0], "FAIL  smc     this kernel has no SMC");
+        assert_eq!(t[1], "              -> use another kernel");
+        assert_eq!(t[2], "pass  kernel  Linux 6.12");
+        assert_eq!(
+            t[3],
+            "doctor: 1 passed, 0 warnings, 1 failed, 0 skipped (exit 2)"
+        );
+    }
+}

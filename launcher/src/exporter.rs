@@ -1,0 +1,354 @@
+//! `smcrun exporter` and `smcrun metrics`: the kernel's SMC telemetry as Prometheus metrics
+//! (collected by `smcrun_views::metrics`), served over HTTP, written as a node_exporter textfile,
+//! or printed once.
+//!
+//! - `smcrun exporter [--listen ADDR:PORT]` serves `/metrics` on 127.0.0.1:9609 unless told
+//!   otherwise (9609: in the 9000–9999 span firewalls open for exporters, and none of node_exporter's
+//!   9100 or the RDMA exporters' 9879, 9315 and 9101). Scrapes are served by a few threads at once,
+//!   each reading the kernel afresh.
+//! - `smcrun exporter --textfile DIR [--interval SEC] [--once]` writes `DIR/smcrun.prom` every SEC
+//!   seconds (default 15): a new file created with O_EXCL beside it, then renamed over the old one,
+//!   so node_exporter never reads half a file and nothing planted there is followed.
+//! - `smcrun metrics` prints one scrape.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use smcrun_views::metrics::{self, ScrapeMeta};
+use smcrun_views::snapshot::{self, Snapshot};
+
+use crate::viewfmt;
+
+/// Where `smcrun exporter` listens unless `--listen` says otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9609";
+
+/// The textfile's name in `--textfile DIR`.
+pub const TEXTFILE: &str = "smcrun.prom";
+
+/// Threads serving scrapes at once.
+const WORKERS: usize = 4;
+
+/// `smcrun exporter` arguments.
+#[derive(Args, Debug)]
+pub struct ExporterArgs {
+    /// Serve /metrics on this address [default: 127.0.0.1:9609]; give 0.0.0.0:9609 (or the node's
+    /// address) to let a Prometheus server elsewhere scrape it.
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile")]
+    listen: Option<SocketAddr>,
+    /// Instead of serving HTTP, write DIR/smcrun.prom for node_exporter's textfile collector.
+    #[arg(long, value_name = "DIR")]
+    textfile: Option<PathBuf>,
+    /// Seconds between textfile writes [default: 15].
+    #[arg(long, value_name = "SEC", requires = "textfile", value_parser = viewfmt::seconds)]
+    interval: Option<f64>,
+    /// Write the textfile once and exit (for cron).
+    #[arg(long, requires = "textfile")]
+    once: bool,
+    /// Leave out the SMC socket census (`smc_sockets`): on hosts with tens of thousands of SMC
+    /// sockets it is most of a scrape's cost (the kernel's smc_diag dump of every socket).
+    #[arg(long)]
+    no_sockets: bool,
+}
+
+/// `smcrun metrics` arguments.
+#[derive(Args, Debug)]
+pub struct MetricsArgs {
+    /// Hidden: show what a capture of `smcrun __capture DIR` held, instead of this kernel.
+    #[arg(long, value_name = "DIR", hide = true)]
+    replay: Option<PathBuf>,
+}
+
+/// What lasts across scrapes: the error count, and whether the socket census is on.
+struct Exporter {
+    errors: AtomicU64,
+    sockets: bool,
+}
+
+impl Exporter {
+    fn new(sockets: bool) -> Exporter {
+        Exporter {
+            errors: AtomicU64::new(0),
+            sockets,
+        }
+    }
+
+    /// One scrape of `snap` (read in `read_seconds`) as text; failed parts count as errors.
+    fn render(&self, snap: &Snapshot, read_seconds: f64) -> Result<String, String> {
+        let errors = self.errors.fetch_add(snap.failures(), Ordering::Relaxed) + snap.failures();
+        let meta = ScrapeMeta {
+            errors_total: errors,
+            duration_seconds: read_seconds,
+        };
+        metrics::encode(&metrics::families(snap, &meta)).inspect_err(|_| {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+        })
+    }
+
+    /// Read the kernel and render.
+    fn scrape(&self) -> Result<String, String> {
+        let t0 = Instant::now();
+        let snap = snapshot::read(snapshot::Reads {
+            processes: true,
+            sockets: self.sockets,
+        });
+        self.render(&snap, t0.elapsed().as_secs_f64())
+    }
+}
+
+/// Run `smcrun metrics`.
+pub fn metrics(a: &MetricsArgs) -> ExitCode {
+    let e = Exporter::new(true);
+    let text = match &a.replay {
+        Some(dir) => e.render(&snapshot::replay(dir), 0.0),
+        None => e.scrape(),
+    };
+    match text {
+        Ok(t) => viewfmt::write_stdout(t.as_bytes()),
+        Err(err) => {
+            eprintln!("smcrun metrics: {err}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Run `smcrun exporter`.
+pub fn exporter(a: &ExporterArgs) -> ExitCode {
+    let exporter = Exporter::new(!a.no_sockets);
+    match &a.textfile {
+        Some(dir) => textfile_loop(exporter, dir, a.interval.unwrap_or(15.0), a.once),
+        None => {
+            let default = DEFAULT_LISTEN
+                .parse()
+                .expect("DEFAULT_LISTEN is an address");
+            serve(exporter, a.listen.unwrap_or(default))
+        }
+    }
+}
+
+fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
+    let server = match tiny_http::Server::http(addr) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("smcrun exporter: cannot listen on {addr}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let scope = if addr.ip().is_loopback() {
+        "this host only"
+    } else {
+        "reachable from other hosts"
+    };
+    eprintln!("smcrun exporter: serving http://{addr}/metrics ({scope})");
+    let exporter = Arc::new(exporter);
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|_| {
+            let (server, exporter) = (Arc::clone(&server), Arc::clone(&exporter));
+            std::thread::spawn(move || loop {
+                match server.recv() {
+                    Ok(req) => answer(&exporter, req),
+                    Err(e) => {
+                        eprintln!("smcrun exporter: {e}");
+                        return;
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        let _ = w.join();
+    }
+    ExitCode::from(1)
+}
+
+fn header(name: &str, value: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
+        .expect("a valid header name and value")
+}
+
+/// Answer one HTTP request: GET /metrics is a scrape, / a pointer to it, anything else 404/405.
+fn answer(exporter: &Exporter, req: tiny_http::Request) {
+    let path = req.url().split('?').next().unwrap_or("").to_string();
+    let get = matches!(
+        req.method(),
+        tiny_http::Method::Get | tiny_http::Method::Head
+    );
+    let response = match (get, path.as_str()) {
+        (true, "/metrics") => match exporter.scrape() {
+            Ok(text) => tiny_http::Response::from_string(text)
+                .with_header(header("Content-Type", metrics::CONTENT_TYPE)),
+            Err(e) => tiny_http::Response::from_string(format!("{e}\n")).with_status_code(500),
+        },
+        (true, "/") => {
+            tiny_http::Response::from_string("smcrun exporter: Linux SMC metrics at /metrics\n")
+        }
+        (true, _) => tiny_http::Response::from_string("not found; the metrics are at /metrics\n")
+            .with_status_code(404),
+        (false, _) => tiny_http::Response::from_string("only GET\n")
+            .with_status_code(405)
+            .with_header(header("Allow", "GET, HEAD")),
+    };
+    // A scraper that went away is its own business.
+    let _ = req.respond(response);
+}
+
+fn textfile_loop(exporter: Exporter, dir: &Path, interval: f64, once: bool) -> ExitCode {
+    let dirfd = match open_dir(dir) {
+        Ok(fd) => fd,
+        Err(e) => {
+            eprintln!("smcrun exporter: --textfile {}: {e}", dir.display());
+            return ExitCode::from(1);
+        }
+    };
+    if !once {
+        eprintln!(
+            "smcrun exporter: writing {} every {interval} s",
+            dir.join(TEXTFILE).display()
+        );
+    }
+    loop {
+        let written = exporter
+            .scrape()
+            .and_then(|text| write_atomically(&dirfd, TEXTFILE, text.as_bytes()));
+        if let Err(e) = written {
+            exporter.errors.fetch_add(1, Ordering::Relaxed);
+            eprintln!(
+                "smcrun exporter: cannot write {}: {e}",
+                dir.join(TEXTFILE).display()
+            );
+            if once {
+                return ExitCode::from(1);
+            }
+        }
+        if once {
+            return ExitCode::SUCCESS;
+        }
+        std::thread::sleep(Duration::from_secs_f64(interval));
+    }
+}
+
+fn errno_text(e: nix::errno::Errno) -> String {
+    std::io::Error::from_raw_os_error(e as i32).to_string()
+}
+
+/// The textfile directory, opened once (a directory, not a symlink to one).
+fn open_dir(dir: &Path) -> Result<OwnedFd, String> {
+    use nix::fcntl::{open, OFlag};
+    use nix::sys::stat::Mode;
+    let fd = open(
+        dir,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        nix::errno::Errno::ENOTDIR | nix::errno::Errno::ELOOP => {
+            "not a directory (or a symlink to one); give the collector's directory itself".into()
+        }
+        e => errno_text(e),
+    })?;
+    // SAFETY: `open` returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Replace `dir/name` with `bytes` atomically: a new file (O_EXCL, never following anything
+/// planted) named `.name.PID.N.tmp`, written and synced, then renamed over `name`. Readers see
+/// the old file or the new one, never a part.
+pub fn write_atomically(dir: &OwnedFd, name: &str, bytes: &[u8]) -> Result<(), String> {
+    use nix::errno::Errno;
+    use nix::fcntl::{openat, renameat, OFlag};
+    use nix::sys::stat::Mode;
+    use nix::unistd::{unlinkat, UnlinkatFlags};
+    let dfd = dir.as_raw_fd();
+    let mut attempt = 0;
+    let (tmp, fd) = loop {
+        let tmp = format!(".{name}.{}.{attempt}.tmp", std::process::id());
+        match openat(
+            Some(dfd),
+            tmp.as_str(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(0o644),
+        ) {
+            Ok(fd) => break (tmp, fd),
+            Err(Errno::EEXIST) if attempt < 16 => attempt += 1,
+            Err(e) => return Err(format!("creating {tmp}: {}", errno_text(e))),
+        }
+    };
+    // SAFETY: `openat` returned a new descriptor that nothing else owns.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_data())
+        .map_err(|e| format!("writing {tmp}: {e}"))
+        .and_then(|()| {
+            renameat(Some(dfd), tmp.as_str(), Some(dfd), name)
+                .map_err(|e| format!("renaming {tmp} to {name}: {}", errno_text(e)))
+        });
+    if written.is_err() {
+        let _ = unlinkat(Some(dfd), tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmpdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("smcrun-exp-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn textfile_is_replaced_whole_and_leaves_no_temp_file() {
+        let d = tmpdir("a");
+        let fd = open_dir(&d).unwrap();
+        write_atomically(&fd, TEXTFILE, b"smc_up 0\n").unwrap();
+        write_atomically(&fd, TEXTFILE, b"smc_up 1\n").unwrap();
+        assert_eq!(std::fs::read(d.join(TEXTFILE)).unwrap(), b"smc_up 1\n");
+        let names: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [TEXTFILE]);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_planted_temp_name_is_skipped_not_followed() {
+        let d = tmpdir("b");
+        let target = d.join("victim");
+        std::fs::write(&target, b"keep").unwrap();
+        let planted = d.join(format!(".{TEXTFILE}.{}.0.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&target, &planted).unwrap();
+        let fd = open_dir(&d).unwrap();
+        write_atomically(&fd, TEXTFILE, b"smc_up 0\n").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+        assert_eq!(std::fs::read(d.join(TEXTFILE)).unwrap(), b"smc_up 0\n");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_textfile_directory_must_be_a_directory() {
+        let d = tmpdir("c");
+        let link = d.join("link");
+        std::os::unix::fs::symlink(&d, &link).unwrap();
+        assert!(open_dir(&link).unwrap_err().contains("not a directory"));
+        assert!(open_dir(&d.join("missing")).is_err());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_default_address_is_loopback() {
+        let a: SocketAddr = DEFAULT_LISTEN.parse().unwrap();
+        assert!(a.ip().is_loopback());
+        assert!(![9879, 9315, 9101, 9100].contains(&a.port()));
+    }
+}

@@ -1,0 +1,166 @@
+//! Every process that holds SMC sockets, whether it runs under smcrun or not (`smcrun ps
+//! --all`): the SMC sockets from smc_diag, their owners from `/proc/*/fd` (as `ss -p` finds
+//! them), per process the sockets by mode, the fallback reasons, and the BPF scope the process
+//! is in (a `smcrun --bpf` tree or an attached cgroup). The lead's `ps` calls
+//! [`smc_processes`] and prints it; [`bpf_scopes`] gives the scopes and their counts for `ps`
+//! and the exporter.
+
+use crate::owners;
+use serde::Serialize;
+use smcrun_bpf::scopes::{self, Scopes};
+use smcrun_telemetry::reasons;
+use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
+
+/// One process with SMC sockets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SmcProcess {
+    /// Process id.
+    pub pid: u32,
+    /// Its command name.
+    pub name: String,
+    /// SMC sockets over SMC-R.
+    pub smcr: usize,
+    /// Over SMC-D.
+    pub smcd: usize,
+    /// Fallen back to TCP.
+    pub fallback: usize,
+    /// Listening SMC sockets (not connections).
+    pub listening: usize,
+    /// Fallback reasons, `0x03010000 PEERNOSMC` style, with how many sockets each, most first.
+    pub reasons: Vec<(String, usize)>,
+    /// The BPF scope it is in: `tree` (a `smcrun --bpf` command's), `cgroup PATH`, or `None`.
+    pub bpf_scope: Option<String>,
+}
+
+/// The BPF scopes and their counts (empty when BPF mode was never used, or cannot be read).
+pub fn bpf_scopes() -> Scopes {
+    scopes::all().unwrap_or_default()
+}
+
+/// The cgroup v2 path of a process (`/proc/PID/cgroup`'s `0::` line), below the cgroup2 root.
+fn cgroup_of(pid: u32) -> Option<String> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(|p| p.to_string())
+}
+
+/// The scope a process is in, given every scope.
+fn scope_of(pid: u32, all: &Scopes, cg_root: Option<&Path>) -> Option<String> {
+    if all.trees.iter().any(|t| t.processes.contains(&pid)) {
+        return Some("tree".to_string());
+    }
+    let cg = cgroup_of(pid)?;
+    let full = cg_root?.join(cg.trim_start_matches('/'));
+    all.cgroups
+        .iter()
+        .filter(|c| full.starts_with(&c.path))
+        .max_by_key(|c| c.path.as_os_str().len())
+        .map(|c| format!("cgroup {}", c.path.display()))
+}
+
+/// Groups sockets by owning process.
+fn group(
+    sockets: &[SmcSocket],
+    owned: &HashMap<u64, Vec<owners::Owner>>,
+    all: &Scopes,
+) -> Vec<SmcProcess> {
+    let root = smcrun_bpf::prereq::cgroup2_root();
+    let mut by_pid: BTreeMap<u32, SmcProcess> = BTreeMap::new();
+    for s in sockets {
+        // An SMC socket not connected (INIT) or closed holds no connection: BPF mode's holder
+        // keeps one such socket open to pin the module.
+        if matches!(s.state, 2 | 7) {
+            continue;
+        }
+        for o in owned.get(&s.inode).map(Vec::as_slice).unwrap_or(&[]) {
+            let p = by_pid.entry(o.pid).or_insert_with(|| SmcProcess {
+                pid: o.pid,
+                name: o.name.clone(),
+                smcr: 0,
+                smcd: 0,
+                fallback: 0,
+                listening: 0,
+                reasons: Vec::new(),
+                bpf_scope: scope_of(o.pid, all, root.as_deref()),
+            });
+            match s.mode {
+                _ if s.state == 10 => p.listening += 1,
+                Mode::SmcR => p.smcr += 1,
+                Mode::SmcD => p.smcd += 1,
+                _ => {
+                    p.fallback += 1;
+                    if let Some((code, _)) = s.fallback {
+                        let r = reasons::describe(code);
+                        let label = format!("0x{code:08x} {}", r.name);
+                        match p.reasons.iter_mut().find(|(l, _)| *l == label) {
+                            Some((_, n)) => *n += 1,
+                            None => p.reasons.push((label, 1)),
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut out: Vec<SmcProcess> = by_pid.into_values().collect();
+    for p in &mut out {
+        p.reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    }
+    out
+}
+
+/// Every process holding SMC sockets this user may see. An error is the kernel's (smc_diag
+/// missing), to be shown as `ss` shows it.
+pub fn smc_processes() -> Result<Vec<SmcProcess>, smcrun_telemetry::error::Error> {
+    let sockets = sock_diag::dump(0)?;
+    let inodes: HashSet<u64> = sockets.iter().map(|s| s.inode).collect();
+    let owned = owners::owners(&inodes);
+    Ok(group(&sockets, &owned, &bpf_scopes()))
+}
+
+/// The scopes as JSON (for `ps --all --json`).
+pub fn scopes_json(s: &Scopes) -> serde_json::Value {
+    let counts = |c: &smcrun_bpf::layout::Counters| serde_json::json!({"converted": c.converted, "kept_tcp": c.kept_tcp});
+    let programs = |p: &[smcrun_bpf::maps::ProgramCount]| {
+        p.iter()
+            .map(|p| serde_json::json!({"program": p.program, "converted": p.converted}))
+            .collect::<Vec<_>>()
+    };
+    serde_json::json!({
+        "cgroups": s.cgroups.iter().map(|c| serde_json::json!({
+            "path": c.path, "since_unix": c.since_unix, "policy": c.policy,
+            "sockets": counts(&c.counters), "programs": programs(&c.programs),
+        })).collect::<Vec<_>>(),
+        "trees": s.trees.iter().map(|t| serde_json::json!({
+            "program_id": t.program_id, "processes": t.processes,
+            "sockets": counts(&t.counters), "programs": programs(&t.programs),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The scopes as lines of text (for `ps`), none when there are none.
+pub fn scopes_text(s: &Scopes) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &s.cgroups {
+        out.push(format!(
+            "cgroup {}: {} sockets made SMC, {} kept TCP{}",
+            c.path.display(),
+            c.counters.converted,
+            c.counters.kept_tcp,
+            if c.policy.is_empty() {
+                String::new()
+            } else {
+                format!(" (policy: {})", c.policy)
+            }
+        ));
+    }
+    for t in &s.trees {
+        out.push(format!(
+            "smcrun --bpf tree (program {}, pids {:?}): {} sockets made SMC, {} kept TCP",
+            t.program_id, t.processes, t.counters.converted, t.counters.kept_tcp
+        ));
+    }
+    out
+}

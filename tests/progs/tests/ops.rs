@@ -1,0 +1,688 @@
+//! The operator's tools on this machine: the exporter's output passes `promtool check metrics`
+//! and says what the real-kernel fixtures hold; a real Prometheus server scrapes it on 127.0.0.1
+//! and answers queries for `smc_up` and a counter; the alert rules pass `promtool test rules`;
+//! the textfile is written whole; doctor's warnings and failures on this host; enable/disable
+//! checked by `systemd-analyze verify`; completions; closed pipes and full disks; the
+//! did-you-mean rule. (The same tools on a real SMC kernel: the VM test bed's `ops` checks.)
+//!
+//! Needs promtool and prometheus (Debian's prometheus package) and systemd-analyze (systemd);
+//! `tests/deps` installs them.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{free_port, kernel_has_af_smc, run, smcrun};
+use smcrun_telemetry::smc_genl::{parse_fallback_stats, parse_stats};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixtures(phase: &str) -> PathBuf {
+    repo().join("telemetry/tests/fixtures").join(phase)
+}
+
+fn tool(name: &str) -> Command {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{name} is missing: tests/deps installs it (apt-get install prometheus systemd)"
+    );
+    Command::new(name)
+}
+
+/// `promtool check metrics` on `text`: (passed, what it said).
+fn promtool_check(text: &str) -> (bool, String) {
+    let mut c = tool("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let o = c.wait_with_output().unwrap();
+    (
+        o.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+/// The value of the one sample `name{labels}` (labels exactly as written) in exposition text.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+fn metrics_of(args: &[&str]) -> String {
+    let mut c = smcrun();
+    c.arg("metrics").args(args);
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "smcrun metrics {args:?}: {err}");
+    out
+}
+
+#[test]
+fn this_kernels_metrics_pass_promtool() {
+    let text = metrics_of(&[]);
+    let (ok, said) = promtool_check(&text);
+    assert!(ok, "promtool check metrics: {said}\n{text}");
+    let up = sample(&text, "smc_up").expect("smc_up is always there");
+    assert_eq!(up, if kernel_has_af_smc() { up } else { 0.0 }, "{text}");
+    if !kernel_has_af_smc() {
+        // Fewer series, not zeros that look like measurements.
+        assert!(!text.contains("smc_bytes_total"), "{text}");
+        assert_eq!(sample(&text, "smcrun_scrape_errors_total"), Some(0.0));
+    }
+    // The check can fail: a counter without _total is refused.
+    assert!(!promtool_check("# TYPE x counter\nx 1\n").0);
+}
+
+#[test]
+fn the_fixtures_metrics_pass_promtool_and_are_the_kernels_numbers() {
+    for phase in ["smcr", "fallback"] {
+        let dir = fixtures(phase);
+        let text = metrics_of(&["--replay", dir.to_str().unwrap()]);
+        let (ok, said) = promtool_check(&text);
+        assert!(ok, "{phase}: promtool check metrics: {said}");
+        let read = |n: &str| std::fs::read(dir.join(format!("{n}.bin"))).unwrap();
+        let s = parse_stats(&read("smc_GET_STATS")).unwrap();
+        let f = parse_fallback_stats(&read("smc_GET_FBACK_STATS")).unwrap();
+        assert_eq!(sample(&text, "smc_up"), Some(1.0));
+        for (series, want) in [
+            (
+                r#"smc_bytes_total{technology="smcr",direction="rx"}"#,
+                s.smcr.rx_bytes,
+            ),
+            (
+                r#"smc_bytes_total{technology="smcr",direction="tx"}"#,
+                s.smcr.tx_bytes,
+            ),
+            (
+                r#"smc_connections_total{technology="smcr",role="server",version="v2"}"#,
+                s.smcr.server_v2_success,
+            ),
+            (
+                r#"smc_requests_total{technology="smcr",direction="rx"}"#,
+                s.smcr.rx_count,
+            ),
+            (
+                r#"smc_buffers_by_size_total{technology="smcr",direction="rx",size="64k"}"#,
+                s.smcr.rx_buffer_sizes.le_64k,
+            ),
+            (r#"smc_fallbacks_total{role="client"}"#, f.client_total),
+            (r#"smc_fallbacks_total{role="server"}"#, f.server_total),
+        ] {
+            assert_eq!(
+                sample(&text, series),
+                Some(want as f64),
+                "{phase}: {series}"
+            );
+        }
+        for r in &f.server {
+            let name = smcrun_telemetry::reasons::describe(r.code).name;
+            let series = format!(
+                "smc_fallback_reasons_total{{role=\"server\",reason=\"0x{:08x}\",reason_name=\"{name}\"}}",
+                r.code
+            );
+            assert_eq!(sample(&text, &series), Some(f64::from(r.count)), "{series}");
+        }
+    }
+}
+
+/// One HTTP GET on 127.0.0.1: (status, body).
+fn get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw)?;
+    let status = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = raw.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
+    Ok((status, body))
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            Instant::now() < end,
+            "timed out after {secs} s waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn start_exporter() -> (Killed, u16) {
+    let port = free_port();
+    let mut c = smcrun();
+    c.args(["exporter", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let child = Killed(c.spawn().unwrap());
+    wait_for("the exporter to listen", 20, || {
+        get(port, "/metrics").ok().filter(|r| r.0 == 200)
+    });
+    (child, port)
+}
+
+#[test]
+fn the_exporter_serves_concurrent_scrapes() {
+    let (_exporter, port) = start_exporter();
+    let (status, body) = get(port, "/metrics").unwrap();
+    assert_eq!(status, 200);
+    assert!(promtool_check(&body).0, "{body}");
+    assert_eq!(get(port, "/nope").unwrap().0, 404);
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            std::thread::spawn(move || {
+                for _ in 0..10 {
+                    let (s, b) = get(port, "/metrics").unwrap();
+                    assert_eq!(s, 200);
+                    assert!(b.contains("\nsmc_up "), "{b}");
+                    assert!(b.contains("smcrun_build_info"), "a whole scrape: {b}");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn the_exporter_listens_on_loopback_unless_told() {
+    let mut c = smcrun();
+    c.args(["exporter", "--help"]);
+    let (out, _, _) = run(c);
+    assert!(out.contains("127.0.0.1:9609"), "{out}");
+    let mut c = smcrun();
+    c.args(["exporter", "--listen", "nonsense"]);
+    let (_, err, o) = run(c);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("nonsense"), "{err}");
+}
+
+#[test]
+fn a_prometheus_server_scrapes_the_exporter() {
+    let (_exporter, port) = start_exporter();
+    let dir = std::env::temp_dir().join(format!("smcrun-prom-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\n\
+             scrape_configs:\n  - job_name: smcrun\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+        ),
+    )
+    .unwrap();
+    let web = free_port();
+    let server = Killed(
+        tool("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{web}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(dir.join("log")).unwrap()))
+            .spawn()
+            .unwrap(),
+    );
+    let query = |q: &str| -> Option<serde_json::Value> {
+        let (s, body) = get(web, &format!("/api/v1/query?query={q}")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        let r = v["data"]["result"].as_array()?;
+        (s == 200 && !r.is_empty()).then(|| r[0].clone())
+    };
+    let up = wait_for("Prometheus to have scraped smc_up", 90, || query("smc_up"));
+    assert_eq!(up["metric"]["job"], "smcrun", "{up}");
+    let want = if kernel_has_af_smc() {
+        up["value"][1].clone()
+    } else {
+        "0".into()
+    };
+    assert_eq!(up["value"][1], want, "{up}");
+    let errors = wait_for("a counter", 30, || query("smcrun_scrape_errors_total"));
+    assert_eq!(errors["value"][1], "0", "{errors}");
+    // The scrape target is healthy in Prometheus' own eyes.
+    let target = wait_for("up == 1", 30, || {
+        query("up").filter(|u| u["value"][1] == "1")
+    });
+    assert_eq!(target["metric"]["instance"], format!("127.0.0.1:{port}"));
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_alert_rules_pass_their_unit_tests() {
+    let dir = repo().join("examples/prometheus");
+    let o = tool("promtool")
+        .args(["test", "rules", "smcrun-rules.test.yml"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = tool("promtool")
+        .args(["check", "config", "prometheus.yml"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+/// Metric names a PromQL text uses (smc_* and smcrun_*).
+fn names_in(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let start_ok = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+        if start_ok && (text[i..].starts_with("smc_") || text[i..].starts_with("smcrun_")) {
+            let end = text[i..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .map_or(b.len(), |n| i + n);
+            out.push(text[i..end].to_string());
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn the_rules_and_the_dashboard_use_metrics_the_exporter_has() {
+    let source = std::fs::read_to_string(repo().join("views/src/metrics.rs")).unwrap();
+    let rules =
+        std::fs::read_to_string(repo().join("examples/prometheus/smcrun-rules.yml")).unwrap();
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("examples/prometheus/grafana-smcrun.json")).unwrap(),
+    )
+    .unwrap();
+    let exprs: Vec<String> = dash["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().unwrap().clone())
+        .map(|t| t["expr"].as_str().unwrap().to_string())
+        .collect();
+    assert!(exprs.len() >= 10);
+    let mut used = names_in(&rules);
+    for e in &exprs {
+        used.extend(names_in(e));
+    }
+    assert!(used.len() > 10, "{used:?}");
+    for n in used {
+        assert!(
+            source.contains(&format!("\"{n}\"")),
+            "{n} is not a metric the exporter makes"
+        );
+    }
+    // Every dashboard expression is valid PromQL for a real Prometheus (promtool parses the
+    // rules; the dashboard's go through a throwaway rules file).
+    let dir = std::env::temp_dir().join(format!("smcrun-dash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut file = String::from("groups:\n  - name: dashboard\n    rules:\n");
+    for (i, e) in exprs.iter().enumerate() {
+        let e = e
+            .replace("$__rate_interval", "1m")
+            .replace("$instance", ".*");
+        file.push_str(&format!(
+            "      - record: dashboard:q{i}\n        expr: {}\n",
+            serde_json::to_string(&e).unwrap()
+        ));
+    }
+    std::fs::write(dir.join("d.yml"), file).unwrap();
+    let o = tool("promtool")
+        .args(["check", "rules"])
+        .arg(dir.join("d.yml"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_textfile_is_written_whole_for_node_exporter() {
+    let dir = std::env::temp_dir().join(format!("smcrun-textfile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = smcrun();
+    c.args(["exporter", "--textfile"]).arg(&dir).arg("--once");
+    let (_, err, o) = run(c);
+    assert!(o.status.success(), "{err}");
+    let text = std::fs::read_to_string(dir.join("smcrun.prom")).unwrap();
+    assert!(promtool_check(&text).0, "{text}");
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["smcrun.prom"], "no temporary file is left");
+    // A symlink in place of the directory is refused, not followed.
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&dir, &link).unwrap();
+    let mut c = smcrun();
+    c.args(["exporter", "--textfile"]).arg(&link).arg("--once");
+    let (_, err, o) = run(c);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("not a directory"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn doctor_on_this_host() {
+    let mut c = smcrun();
+    c.arg("doctor");
+    let (out, err, o) = run(c);
+    let mut c = smcrun();
+    c.args(["doctor", "--json"]);
+    let (json, _, oj) = run(c);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("doctor --json is JSON");
+    let checks = v["checks"].as_array().unwrap();
+    assert_eq!(oj.status.code(), o.status.code());
+    assert_eq!(v["exit_code"].as_i64(), o.status.code().map(i64::from));
+    for c in checks {
+        assert!(
+            ["pass", "warn", "fail", "skip"].contains(&c["status"].as_str().unwrap()),
+            "{c}"
+        );
+    }
+    let last = out.lines().last().unwrap_or("");
+    assert!(last.starts_with("doctor: "), "{out}");
+    if !kernel_has_af_smc() {
+        // This machine: no SMC, said plainly, exit 2, and no advice to modprobe anything.
+        assert_eq!(o.status.code(), Some(2), "{out}{err}");
+        let smc = out
+            .lines()
+            .find(|l| l.starts_with("FAIL  smc "))
+            .expect(&out);
+        assert!(smc.contains("this kernel has no SMC"), "{smc}");
+        if !Path::new("/proc/modules").exists() {
+            assert!(!out.contains("modprobe"), "{out}");
+        }
+        let by_id = |id: &str| checks.iter().find(|c| c["id"] == id).unwrap().clone();
+        assert_eq!(by_id("smc")["status"], "fail");
+        assert_eq!(by_id("kernel")["status"], "pass");
+        assert_eq!(by_id("smc-rv2")["status"], "skip");
+    }
+    // A program LD_PRELOAD cannot reach fails its row; a dynamic one passes.
+    let program_row = |prog: &[&str]| {
+        let mut c = smcrun();
+        c.args(["doctor", "--json", "--"]).args(prog);
+        let (json, _, _) = run(c);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "program")
+            .unwrap()
+            .clone()
+    };
+    let busybox = ["/bin/busybox", "/usr/bin/busybox"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    if let Some(b) = busybox {
+        let p = program_row(&[b, "true"]);
+        assert_eq!(p["status"], "fail", "{p}");
+        assert!(
+            p["detail"].as_str().unwrap().contains("statically linked"),
+            "{p}"
+        );
+    }
+    let p = program_row(&["sh", "-c", "true"]);
+    assert_eq!(p["status"], "pass", "{p}");
+}
+
+#[test]
+fn enable_and_disable_a_systemd_unit() {
+    let dir = std::env::temp_dir().join(format!("smcrun-units-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("smcrun-test-redis.service"),
+        "[Unit]\nDescription=redis for smcrun's test\n[Service]\nType=simple\nExecStart=-/usr/bin/redis-server --port 7777 --save \"\"\n",
+    )
+    .unwrap();
+    let unit_path = format!("{}:", dir.display());
+    let mut c = smcrun();
+    c.env("SYSTEMD_UNIT_PATH", &unit_path).args([
+        "enable",
+        "smcrun-test-redis",
+        "--mode",
+        "inet",
+        "--policy",
+        "smc port 6379; tcp",
+    ]);
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(out.contains("systemctl daemon-reload"), "{out}");
+    let dropin = dir.join("smcrun-test-redis.service.d/smcrun.conf");
+    let text = std::fs::read_to_string(&dropin).unwrap();
+    let smcrun_path = std::fs::canonicalize(common::bin("smcrun")).unwrap();
+    assert!(
+        text.contains(&format!(
+            "ExecStart=-{} --mode inet --policy \"smc port 6379; tcp\" -- /usr/bin/redis-server --port 7777 --save \"\"",
+            smcrun_path.display()
+        )),
+        "{text}"
+    );
+    let verify = tool("systemd-analyze")
+        .env("SYSTEMD_UNIT_PATH", &unit_path)
+        .args(["verify", "smcrun-test-redis.service"])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    // A bad policy is refused before anything is written.
+    let mut c = smcrun();
+    c.env("SYSTEMD_UNIT_PATH", &unit_path).args([
+        "enable",
+        "smcrun-test-redis",
+        "--policy",
+        "smc prot 1",
+    ]);
+    let (_, err, o) = run(c);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(std::fs::read_to_string(&dropin).unwrap() == text);
+    let mut c = smcrun();
+    c.env("SYSTEMD_UNIT_PATH", &unit_path)
+        .args(["disable", "smcrun-test-redis"]);
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("systemctl daemon-reload"), "{out}");
+    assert!(!dropin.exists() && !dropin.parent().unwrap().exists());
+    let mut c = smcrun();
+    c.env("SYSTEMD_UNIT_PATH", &unit_path)
+        .args(["enable", "no-such-unit"]);
+    let (_, err, o) = run(c);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err.contains("no unit file no-such-unit.service"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn completions_for_bash_zsh_and_fish() {
+    for shell in ["bash", "zsh", "fish"] {
+        let mut c = smcrun();
+        c.args(["completions", shell]);
+        let (out, err, o) = run(c);
+        assert!(o.status.success(), "{err}");
+        assert!(
+            out.contains("exporter") && out.contains("doctor"),
+            "{shell}"
+        );
+    }
+    let mut c = smcrun();
+    c.args(["completions", "bash"]);
+    let (script, _, _) = run(c);
+    let o = Command::new("bash")
+        .args(["-c", "eval \"$1\" && complete -p smcrun", "_", &script])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Run `smcrun ARGS` with stdout on /dev/full, and with stdout a pipe closed at once.
+fn closed_and_full(args: &[&str]) {
+    let mut c = smcrun();
+    c.args(args).stdout(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap(),
+    );
+    let (_, err, o) = run(c);
+    let code = o.status.code();
+    assert_ne!(code, Some(101), "{args:?}: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("failed printing"),
+        "{args:?}: {err}"
+    );
+    if err.contains("cannot write to stdout") {
+        assert_eq!(code, Some(1), "{args:?}");
+        assert_eq!(
+            err.lines().filter(|l| l.contains("stdout")).count(),
+            1,
+            "{err}"
+        );
+    }
+    let mut child = smcrun()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(101), "{args:?}: {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("failed printing"),
+        "{args:?}: {err}"
+    );
+}
+
+#[test]
+fn no_view_panics_on_a_closed_pipe_or_a_full_disk() {
+    for args in [
+        &["metrics"][..],
+        &["doctor"],
+        &["doctor", "--json"],
+        &["ps"],
+        &["ps", "--json"],
+        &["--help"],
+        &["completions", "bash"],
+        &[
+            "policy",
+            "check",
+            "--policy",
+            "tcp",
+            "--program",
+            "x",
+            "--connect",
+            "10.0.0.1:80",
+        ],
+        &["ss"],
+        &["stats", "--json"],
+    ] {
+        closed_and_full(args);
+    }
+    // The full disk is said in one line and exit 1.
+    let mut c = smcrun();
+    c.arg("metrics").stdout(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap(),
+    );
+    let (_, err, o) = run(c);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.trim(),
+        "smcrun: cannot write to stdout: No space left on device (os error 28)"
+    );
+}
+
+#[test]
+fn a_program_named_like_a_subcommand_runs_and_says_so() {
+    let mut c = smcrun();
+    c.args(["stat", "-c", "%n", "/"]);
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(out.trim(), "/");
+    assert!(err.contains("did you mean `smcrun stats`?"), "{err}");
+    assert!(err.contains("`smcrun -- stat` to silence"), "{err}");
+    let mut c = smcrun();
+    c.args(["--", "stat", "-c", "%n", "/"]);
+    let (_, err, o) = run(c);
+    assert!(o.status.success());
+    assert!(!err.contains("did you mean"), "{err}");
+    let mut c = smcrun();
+    c.arg("doctr");
+    let (_, err, o) = run(c);
+    assert_eq!(o.status.code(), Some(127));
+    assert!(err.contains("did you mean `smcrun doctor`?"), "{err}");
+    // Bare smcrun lists the operator's subcommands.
+    let (_, err, o) = run(smcrun());
+    assert_eq!(o.status.code(), Some(2));
+    for sub in [
+        "exporter",
+        "metrics",
+        "doctor",
+        "enable",
+        "disable",
+        "stats",
+        "ss",
+        "ps",
+        "completions",
+    ] {
+        assert!(err.contains(&format!("  {sub} ")), "{sub}: {err}");
+    }
+}

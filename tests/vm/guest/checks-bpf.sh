@@ -1,0 +1,329 @@
+# shellcheck shell=dash
+# BPF mode's checks (sourced by checks.sh): programs LD_PRELOAD cannot reach (sechod: static C;
+# goecho: Go without cgo; a setuid-root sechod run by an unprivileged user) under `smcrun --bpf`,
+# cgroup scopes with `smcrun attach/detach --cgroup`, and the smc module held while attached.
+# Every check asserts what the guest kernel did: SO_PROTOCOL of the client's socket, smc_diag
+# modes, the SMC-R counters, and the data echoed back.
+#
+# shellcheck disable=SC2015,SC2086,SC2016,SC2154
+
+CG=/sys/fs/cgroup
+
+# bpffs for the pins, cgroup2 for cgroup scopes (busybox init mounts neither).
+bpf_setup() {
+    grep -q ' /sys/fs/bpf bpf ' /proc/mounts || mount -t bpf bpf /sys/fs/bpf ||
+        fail "mount -t bpf bpf /sys/fs/bpf failed"
+    grep -q " $CG cgroup2 " /proc/mounts || mount -t cgroup2 none $CG ||
+        fail "mount -t cgroup2 none $CG failed"
+}
+
+# wait_for FILE TEXT [TENTHS]: until FILE holds TEXT (default 10 s)
+wait_for() {
+    local i=0 max=${3:-100}
+    while ! grep -q "$2" "$1" 2>/dev/null; do
+        [ $i -ge $max ] && return 1
+        sleep 0.1
+        i=$((i + 1))
+    done
+}
+
+# background process of a check, remembered for the cleanup: started with `track CMD...`
+track() {
+    "$@" &
+    echo $! >> /tmp/check.pids
+}
+
+# scopes_json FILE: smcrun attach --list --json into FILE
+scopes_json() {
+    local o
+    o=$(smcrun attach --list --json 2>&1 > "$1") || fail "smcrun attach --list --json failed: $(first "$o")"
+    jq -e .scopes "$1" > /dev/null 2>&1 || fail "smcrun attach --list --json printed no scopes: $(first "$(cat "$1")")"
+}
+
+# nothing_attached: within 3 s no scope is listed and nothing is pinned
+nothing_attached() {
+    local i=0
+    while :; do
+        scopes_json /tmp/bpf.scopes
+        [ "$(jq '.scopes | length' /tmp/bpf.scopes)" = 0 ] && [ ! -e /sys/fs/bpf/smcrun ] && return 0
+        [ $i -ge 30 ] && fail "still attached after the command ended: $(jq -c '.scopes' /tmp/bpf.scopes), pins: $(ls /sys/fs/bpf/smcrun 2>/dev/null | tr '\n' ' ')"
+        sleep 0.1
+        i=$((i + 1))
+    done
+}
+
+# no_fallback S0 S1: the kernel counted no fallback between two stats snapshots
+no_fallback() {
+    local c s
+    c=$(stats_delta "$1" "$2" clnt_fback)
+    s=$(stats_delta "$1" "$2" srv_fback)
+    [ "$c" = 0 ] && [ "$s" = 0 ] || fail "fallback counters grew: client +$c, server +$s"
+}
+
+# smcr_grew S0 S1 N: client and server SMC-R successes grew by exactly N
+smcr_grew() {
+    local c s
+    c=$(stats_delta "$1" "$2" clnt_succ)
+    s=$(stats_delta "$1" "$2" srv_succ)
+    echo "SMC-R successes: client +$c, server +$s (expected +$3)"
+    [ "$c" = "$3" ] && [ "$s" = "$3" ] || fail "SMC-R successes grew by client +$c server +$s, expected +$3 each"
+}
+
+# bpf_echo_pair NAME PORT N SERVER-CMD CLIENT-CMD: N (at most 3) clients, each holding its connection
+# until its stdin (a fifo on fd 3+i) is closed, against one server, all under `smcrun --bpf`;
+# asserts SMC-R (SMC-D with BPF_MODE=SMCD, on the SMC-D kernel) in smc_diag and the counters, data
+# intact, and nothing attached afterwards.
+bpf_echo_pair() {
+    local name=$1 p=$2 n=$3 srv=$4 cli=$5 i pids= cnt mode=${BPF_MODE:-SMCR} key
+    key=$(echo "$mode" | tr 'A-Z' 'a-z')
+    stats_snap /tmp/$name.s0
+    track smcrun --bpf -- $srv > /tmp/$name.srv 2>&1
+    wait_for /tmp/$name.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/$name.srv)")"
+    i=1
+    while [ $i -le $n ]; do
+        rm -f /tmp/$name.hold$i
+        mkfifo /tmp/$name.hold$i
+        sh -c "exec smcrun --bpf -- $cli" < /tmp/$name.hold$i > /tmp/$name.c$i 2>&1 &
+        pids="$pids $!"
+        eval "exec $((3 + i))> /tmp/$name.hold$i"
+        i=$((i + 1))
+    done
+    i=1
+    while [ $i -le $n ]; do
+        wait_for /tmp/$name.c$i '^ok ' 900 || fail "client $i: $(first "$(cat /tmp/$name.c$i)")"
+        i=$((i + 1))
+    done
+    ss_snap /tmp/$name.ss
+    cnt=$(ss_count /tmp/$name.ss "(.lport == $p or .rport == $p) and .mode == \"$mode\" and .state != \"LISTEN\"")
+    echo "smc_diag: $cnt $mode sockets on port $p"
+    ss_show /tmp/$name.ss ".lport == $p or .rport == $p"
+    [ "$cnt" -ge $((2 * n)) ] || fail "smc_diag shows $cnt $mode sockets on port $p, expected $((2 * n)): $(ss_show /tmp/$name.ss ".lport == $p or .rport == $p")"
+    # every process holding SMC sockets, with its BPF scope (smc_diag + /proc/*/fd)
+    smcrun ps --all --json > /tmp/$name.procs 2> /tmp/$name.procs.err || fail "smcrun ps --all failed: $(first "$(cat /tmp/$name.procs.err)")"
+    cnt=$(jq "[.smc_processes[] | select(.bpf_scope == \"tree\" and .$key > 0)] | length" /tmp/$name.procs)
+    echo "ps --all: $cnt processes with $mode sockets in a tree scope: $(jq -c '[.smc_processes[] | [.pid, .name, .smcr, .smcd, .listening, .bpf_scope]]' /tmp/$name.procs)"
+    [ "$cnt" -ge $((n + 1)) ] || fail "smcrun ps --all lists $cnt processes with $mode sockets in a tree scope, expected >= $((n + 1)): $(jq -c .smc_processes /tmp/$name.procs)"
+    [ "$(jq '.bpf_scopes.trees | length' /tmp/$name.procs)" -ge 1 ] || fail "smcrun ps --all shows no smcrun --bpf tree scope: $(jq -c .bpf_scopes /tmp/$name.procs)"
+    exec 4>&- 5>&- 6>&-
+    for pid in $pids; do wait "$pid" || fail "a client exited non-zero"; done
+    wait_for /tmp/$name.srv "served $n" 50 || fail "server: $(lastl "$(cat /tmp/$name.srv)")"
+    cat /tmp/$name.srv /tmp/$name.c*
+    i=1
+    while [ $i -le $n ]; do
+        grep -q '^ok .* proto=256$' /tmp/$name.c$i || fail "client $i: socket not IPPROTO_SMC: $(first "$(cat /tmp/$name.c$i)")"
+        i=$((i + 1))
+    done
+    stats_snap /tmp/$name.s1
+    if [ "$mode" = SMCD ]; then
+        smcd_deltas /tmp/$name.s0 /tmp/$name.s1
+        set -- $DELTAS
+        echo "SMC-D successes: client +$1, server +$2 (expected +$n)"
+        [ "$1" = "$n" ] && [ "$2" = "$n" ] || fail "SMC-D successes grew by client +$1 server +$2, expected +$n each"
+    else
+        smcr_grew /tmp/$name.s0 /tmp/$name.s1 $n
+    fi
+    no_fallback /tmp/$name.s0 /tmp/$name.s1
+    nothing_attached
+}
+
+# bpf-static: a statically linked C server and 3 clients under smcrun --bpf run over SMC-R.
+check_bpf_static() {
+    need_setup
+    need_prog sechod
+    bpf_setup
+    bpf_echo_pair bstatic 7101 3 "sechod server 127.0.0.1 7101 3" "sechod client 127.0.0.1 7101 262144 stdin"
+    ok
+}
+
+# bpf-go: a Go server and 3 Go clients (CGO_ENABLED=0) under smcrun --bpf run over SMC-R.
+check_bpf_go() {
+    need_setup
+    need_prog goecho
+    bpf_setup
+    bpf_echo_pair bgo 7102 3 "goecho server 127.0.0.1:7102 3" "goecho client 127.0.0.1:7102 262144 stdin"
+    ok
+}
+
+# bpf-setuid: a setuid-root client started by an unprivileged user (LD_PRELOAD is ignored in
+# secure mode) gets an SMC socket under smcrun --bpf: real uid 65534, effective 0, SMC-R.
+check_bpf_setuid() {
+    local p=7103 uid
+    need_setup
+    need_prog sechod
+    bpf_setup
+    grep -q '^nobody:' /etc/passwd 2>/dev/null || {
+        echo 'root:x:0:0:root:/root:/bin/sh' > /etc/passwd
+        echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >> /etc/passwd
+        echo 'root:x:0:' > /etc/group
+        echo 'nogroup:x:65534:' >> /etc/group
+    }
+    cp /opt/smcrun/bin/sechod /tmp/suid-sechod && chown 0:0 /tmp/suid-sechod && chmod 4755 /tmp/suid-sechod ||
+        fail "cannot make /tmp/suid-sechod setuid root"
+    stats_snap /tmp/bsuid.s0
+    track smcrun --bpf -- sechod server 127.0.0.1 $p 1 > /tmp/bsuid.srv 2>&1
+    wait_for /tmp/bsuid.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/bsuid.srv)")"
+    rm -f /tmp/bsuid.hold
+    mkfifo /tmp/bsuid.hold
+    smcrun --bpf -- su -s /bin/sh nobody -c "/tmp/suid-sechod client 127.0.0.1 $p 262144 stdin" < /tmp/bsuid.hold > /tmp/bsuid.c 2>&1 &
+    cpid=$!
+    exec 4> /tmp/bsuid.hold
+    wait_for /tmp/bsuid.c '^ok ' 600 || fail "setuid client: $(first "$(cat /tmp/bsuid.c)")"
+    uid=$(grep '^Uid:' /proc/$(pidof suid-sechod | cut -d' ' -f1)/status 2>/dev/null | tr -s '\t ' ' ')
+    echo "setuid client: $uid"
+    case $uid in "Uid: 65534 0 "*) ;; *) fail "the client did not run as real uid 65534, effective uid 0: $uid" ;; esac
+    ss_snap /tmp/bsuid.ss
+    cnt=$(ss_count /tmp/bsuid.ss "(.lport == $p or .rport == $p) and .mode == \"SMCR\" and .state != \"LISTEN\"")
+    [ "$cnt" -ge 2 ] || fail "smc_diag shows $cnt SMCR sockets on port $p, expected 2: $(ss_show /tmp/bsuid.ss ".lport == $p or .rport == $p")"
+    exec 4>&-
+    wait $cpid || fail "setuid client exited non-zero: $(first "$(cat /tmp/bsuid.c)")"
+    wait_for /tmp/bsuid.srv "served 1" 50 || fail "server: $(lastl "$(cat /tmp/bsuid.srv)")"
+    cat /tmp/bsuid.c
+    grep -q '^ok 262144 proto=256$' /tmp/bsuid.c || fail "setuid client: not IPPROTO_SMC: $(first "$(cat /tmp/bsuid.c)")"
+    stats_snap /tmp/bsuid.s1
+    smcr_grew /tmp/bsuid.s0 /tmp/bsuid.s1 1
+    no_fallback /tmp/bsuid.s0 /tmp/bsuid.s1
+    nothing_attached
+    ok
+}
+
+# start_dialer NAME CGROUP PORT: `sechod dial` in CGROUP, one connection per line written to fd of
+# /tmp/NAME.in (kept open by the caller with exec), output in /tmp/NAME.out
+start_dialer() {
+    mkdir -p "$CG/$2" || fail "mkdir $CG/$2 failed"
+    rm -f /tmp/$1.in /tmp/$1.out
+    mkfifo /tmp/$1.in
+    # (the fifo is opened by the dialer itself: opening it here would wait for a writer)
+    track sh -c "echo \$\$ > $CG/$2/cgroup.procs && exec sechod dial 127.0.0.1 $3 65536 < /tmp/$1.in > /tmp/$1.out 2>&1"
+}
+# dial NAME FD N: ask the dialer for one more connection (the Nth) and wait for its line
+dial() {
+    echo x >&$2
+    local i=0
+    while [ "$(grep -c '' /tmp/$1.out 2>/dev/null)" -lt "$3" ]; do
+        [ $i -ge 150 ] && fail "dialer $1 gave no line for connection $3: $(lastl "$(cat /tmp/$1.out)")"
+        sleep 0.1
+        i=$((i + 1))
+    done
+    sed -n "${3}p" /tmp/$1.out
+}
+
+# bpf-cgroup: a program already running in a cgroup: its connection before attach is TCP, the one
+# after `smcrun attach --cgroup` SMC-R, and after `smcrun detach` TCP again.
+check_bpf_cgroup() {
+    local p=7104 l out
+    need_setup
+    need_prog sechod
+    bpf_setup
+    track smcrun --bpf -- sechod server 127.0.0.1 $p 3 > /tmp/bcg.srv 2>&1
+    wait_for /tmp/bcg.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/bcg.srv)")"
+    start_dialer bcg smcrun-a $p
+    exec 7> /tmp/bcg.in
+    l=$(dial bcg 7 1)
+    echo "before attach: $l"
+    [ "$l" = "ok 65536 proto=6" ] || fail "before attach: expected TCP (proto=6), got: $l"
+    out=$(smcrun attach --cgroup $CG/smcrun-a 2>&1) || fail "smcrun attach --cgroup failed: $(first "$out")"
+    echo "$out"
+    stats_snap /tmp/bcg.s1
+    l=$(dial bcg 7 2)
+    echo "attached: $l"
+    [ "$l" = "ok 65536 proto=256" ] || fail "after attach: expected IPPROTO_SMC (proto=256), got: $l"
+    stats_snap /tmp/bcg.s2
+    smcr_grew /tmp/bcg.s1 /tmp/bcg.s2 1
+    no_fallback /tmp/bcg.s1 /tmp/bcg.s2
+    scopes_json /tmp/bcg.list
+    smcrun attach --list
+    [ "$(jq -r '[.scopes[] | select(.scope == "cgroup")][0] | "\(.cgroup) \(.converted) \(.programs[0].program)"' /tmp/bcg.list)" = "$CG/smcrun-a 1 sechod" ] ||
+        fail "attach --list does not show $CG/smcrun-a with 1 socket by sechod: $(jq -c .scopes /tmp/bcg.list)"
+    grep -q '^smc ' /proc/modules && [ -n "$(pidof smcrun)" ] || fail "no holder process (smcrun) runs while attached"
+    out=$(smcrun detach --cgroup $CG/smcrun-a 2>&1) || fail "smcrun detach failed: $(first "$out")"
+    echo "$out"
+    case $out in *"1 sockets made SMC"*"nothing is attached any more"*) ;; *) fail "detach said: $out" ;; esac
+    l=$(dial bcg 7 3)
+    echo "detached: $l"
+    [ "$l" = "ok 65536 proto=6" ] || fail "after detach: expected TCP (proto=6), got: $l"
+    exec 7>&-
+    out=$(smcrun detach --cgroup $CG/smcrun-a 2>&1) && fail "a second detach succeeded: $out"
+    echo "second detach: $out"
+    nothing_attached
+    ok
+}
+
+# bpf-scopes: two attached cgroups and a process tree at once: each counts its own sockets, a
+# per-program rule (in the kernel) keeps one cgroup's program on TCP, a cgroup in no scope stays TCP.
+check_bpf_scopes() {
+    local p=7105 la lb lc out
+    need_setup
+    need_prog sechod
+    bpf_setup
+    track smcrun --bpf -- sechod server 127.0.0.1 $p 5 > /tmp/bsc.srv 2>&1 # outlives the 4 dials
+    wait_for /tmp/bsc.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/bsc.srv)")"
+    start_dialer bsa scope-a $p
+    start_dialer bsb scope-b $p
+    start_dialer bsc scope-c $p
+    exec 7> /tmp/bsa.in 8> /tmp/bsb.in 9> /tmp/bsc.in
+    out=$(smcrun attach --cgroup /scope-a 2>&1) || fail "attach /scope-a (below the cgroup2 root) failed: $(first "$out")"
+    out=$(smcrun attach --cgroup $CG/scope-b --policy 'tcp program sechod; smc' 2>&1) || fail "attach scope-b failed: $(first "$out")"
+    out=$(smcrun attach --cgroup $CG/scope-b --policy 'tcp program /opt/*' 2>&1) && fail "a path rule was accepted: $out"
+    echo "refused: $out"
+    la=$(dial bsa 7 1)
+    lb=$(dial bsb 8 1)
+    lc=$(dial bsc 9 1)
+    echo "scope-a: $la; scope-b (tcp program sechod): $lb; scope-c (not attached): $lc"
+    [ "$la" = "ok 65536 proto=256" ] || fail "scope-a: expected SMC, got $la"
+    [ "$lb" = "ok 65536 proto=6" ] || fail "scope-b's rule 'tcp program sechod' did not keep it TCP: $lb"
+    [ "$lc" = "ok 65536 proto=6" ] || fail "scope-c (in no scope) leaked into SMC: $lc"
+    scopes_json /tmp/bsc.list
+    smcrun attach --list
+    got=$(jq -r '[.scopes[] | "\(.scope):\(.cgroup // "-"):\(.converted):\(.kept_tcp)"] | sort | join(" ")' /tmp/bsc.list)
+    echo "scopes: $got"
+    want="cgroup:$CG/scope-a:1:0 cgroup:$CG/scope-b:0:1 tree:-:1:0"
+    [ "$got" = "$want" ] || fail "scopes and counts: $got, expected $want"
+    smcrun detach --cgroup $CG/scope-a > /dev/null 2>&1 || fail "detach scope-a failed"
+    lb=$(dial bsb 8 2)
+    [ "$lb" = "ok 65536 proto=6" ] || fail "scope-b after scope-a left: $lb"
+    smcrun detach --cgroup scope-b > /dev/null 2>&1 && fail "detach of a relative name that is no cgroup path succeeded"
+    smcrun detach --cgroup $CG/scope-b > /dev/null 2>&1 || fail "detach scope-b failed"
+    exec 7>&- 8>&- 9>&-
+    ok
+}
+
+# bpf-module: while attached, `rmmod smc` fails (the holder's SMC socket); once the tree is gone
+# it succeeds; with smc missing, --bpf refuses (exit 125, nothing attached) and --bpf=auto runs the
+# program over TCP. The module and the UEID are put back.
+check_bpf_module() {
+    local p=7106 out rc
+    need_setup
+    need_prog sechod
+    bpf_setup
+    track smcrun --bpf -- sleep 4
+    i=0
+    until scopes_json /tmp/bmod.l && [ "$(jq '[.scopes[] | select(.scope == "tree")] | length' /tmp/bmod.l)" = 1 ]; do
+        [ $i -ge 300 ] && fail "the tree scope of smcrun --bpf -- sleep 4 is not listed"
+        sleep 0.1
+        i=$((i + 1))
+    done
+    rmmod smc_diag 2>/dev/null
+    out=$(rmmod smc 2>&1) && { insmod /vm/lib/modules/smc.ko; fail "rmmod smc succeeded while attached"; }
+    echo "rmmod smc while attached: $out"
+    grep -q '^smc ' /proc/modules || fail "smc is gone although rmmod failed"
+    sleep 4
+    nothing_attached
+    out=$(rmmod smc 2>&1) || fail "rmmod smc failed after the tree ended (something else holds it?): $out"
+    grep -q '^smc ' /proc/modules && fail "smc still loaded after rmmod"
+    out=$(smcrun --bpf -- sechod client 127.0.0.1 $p 1000 2>&1)
+    rc=$?
+    echo "without smc: rc=$rc $out"
+    [ $rc = 125 ] || fail "--bpf without smc exited $rc, expected 125: $out"
+    case $out in *"SMC (the smc module) is missing"*"nothing was attached"*) ;; *) fail "--bpf without smc said: $out" ;; esac
+    nothing_attached
+    track sechod server 127.0.0.1 $p 1 > /tmp/bmod.srv 2>&1
+    wait_for /tmp/bmod.srv listening || fail "plain server did not listen"
+    out=$(smcrun --bpf=auto -- sechod client 127.0.0.1 $p 65536 2>&1)
+    rc=$?
+    echo "--bpf=auto without smc: rc=$rc $out"
+    [ $rc = 0 ] && printf '%s\n' "$out" | grep -q '^ok 65536 proto=6$' || fail "--bpf=auto without smc: rc=$rc $out"
+    insmod /vm/lib/modules/smc.ko || fail "insmod smc failed"
+    insmod /vm/lib/modules/smc_diag.ko || fail "insmod smc_diag failed"
+    ueid_restore
+    ok
+}

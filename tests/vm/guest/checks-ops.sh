@@ -1,0 +1,295 @@
+# shellcheck shell=dash
+# The operator's tools on the guest's real SMC kernel (sourced by checks.sh): the exporter's
+# counters against `smcrun stats --json` after known traffic, its per-process series against the
+# runtime's reports, doctor's SMC checks, atomic textfile writes under concurrent reads, a scrape
+# with 10,000 AF_SMC sockets, and the smc module unloaded and loaded again under a running
+# exporter. Uses checks.sh's plumbing (fail, ok, bg, stats_snap, need_setup, ...).
+#
+# shellcheck disable=SC2015,SC2086,SC2016,SC2154
+
+OPS_PORT=9609
+# Watchdog seconds (checks.sh's run_check reads these): these checks start many programs, each
+# slow under TCG on a loaded host (ops-exporter took 36-66 s).
+CHECK_LIMIT_ops_exporter=180
+CHECK_LIMIT_ops_doctor=120
+CHECK_LIMIT_ops_textfile=150
+CHECK_LIMIT_ops_scale=150
+
+# mval FILE SERIES: the value of exactly that series (name{labels} as the exporter writes it)
+mval() {
+    awk -v s="$2" 'index($0, s " ") == 1 { print $2; found = 1; exit } END { if (!found) print "missing" }' "$1"
+}
+# msum FILE NAME [REGEX]: the sum of a family's samples whose line matches REGEX
+msum() {
+    awk -v n="$2" -v re="${3:-.}" 'index($0, n "{") == 1 || index($0, n " ") == 1 { if ($0 ~ re) { s += $2; c++ } } END { if (c) print s; else print "missing" }' "$1"
+}
+# scrape FILE [PORT]: GET /metrics from the exporter into FILE
+scrape() {
+    wget -q -O "$1" "http://127.0.0.1:${2:-$OPS_PORT}/metrics" 2> /tmp/ops.wget || fail "GET /metrics on port ${2:-$OPS_PORT} failed: $(first "$(cat /tmp/ops.wget)")"
+    grep -q '^smcrun_build_info' "$1" || fail "GET /metrics gave no whole scrape: $(lastl "$(cat "$1")")"
+}
+# exporter_up PORT: start `smcrun exporter` on 127.0.0.1:PORT and wait until it answers
+exporter_up() {
+    local i
+    bg smcrun exporter --listen "127.0.0.1:$1" > "/tmp/exporter.$1.log" 2>&1
+    i=0
+    while ! wget -q -O /dev/null "http://127.0.0.1:$1/metrics" 2> /dev/null; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && fail "smcrun exporter did not answer on 127.0.0.1:$1: $(first "$(cat "/tmp/exporter.$1.log")")"
+        sleep 0.2
+    done
+}
+
+# The series of a scrape and the `smcrun stats --json` keys that must hold the same number.
+OPS_PAIRS='smc_connections_total{technology="smcr",role="client",version="v1"}|.smcr.clnt_v1_succ_cnt
+smc_connections_total{technology="smcr",role="client",version="v2"}|.smcr.clnt_v2_succ_cnt
+smc_connections_total{technology="smcr",role="server",version="v1"}|.smcr.srv_v1_succ_cnt
+smc_connections_total{technology="smcr",role="server",version="v2"}|.smcr.srv_v2_succ_cnt
+smc_bytes_total{technology="smcr",direction="rx"}|.smcr.rx_bytes
+smc_bytes_total{technology="smcr",direction="tx"}|.smcr.tx_bytes
+smc_requests_total{technology="smcr",direction="rx"}|.smcr.rx_cnt
+smc_requests_total{technology="smcr",direction="tx"}|.smcr.tx_cnt
+smc_buffer_full_total{technology="smcr",direction="rx"}|.smcr.rx.buffer_full
+smc_buffer_full_remote_total{technology="smcr",direction="tx"}|.smcr.tx.buffer_full_remote
+smc_buffer_too_small_total{technology="smcr",direction="tx"}|.smcr.tx.buffer_too_small
+smc_buffer_allocations_total{technology="smcr",direction="rx"}|.smcr.rx.buffer_allocs
+smc_buffer_reuses_total{technology="smcr",direction="tx"}|.smcr.tx.buffer_reuses
+smc_buffers_by_size_total{technology="smcr",direction="rx",size="64k"}|.smcr.rx.bufs["64k"]
+smc_requests_by_size_total{technology="smcr",direction="tx",size="8k"}|.smcr.tx.reqs["8k"]
+smc_buffer_usage_bytes{technology="smcr",direction="rx"}|.smcr.rx.buffer_usage
+smc_handshake_errors_total{role="client"}|.clnt_hs_err_cnt
+smc_handshake_errors_total{role="server"}|.srv_hs_err_cnt
+smc_fallbacks_total{role="client"}|.fallback.clnt_cnt
+smc_fallbacks_total{role="server"}|.fallback.srv_cnt
+smc_connections_total{technology="smcd",role="client",version="v2"}|.smcd.clnt_v2_succ_cnt'
+
+# 9. ops-exporter: after a known `smcrun demo`, every counter the exporter serves equals
+#    `smcrun stats --json`'s; the demo's connections are counted; link groups, links and RDMA
+#    resources agree with the views; the per-process series agree with `smcrun ps --json`.
+check_ops_exporter() {
+    need_setup
+    need_prog redis-server redis-benchmark redis-cli wget
+    exporter_up $OPS_PORT
+    scrape /tmp/ops.m0
+    [ "$(mval /tmp/ops.m0 smc_up)" = 1 ] || fail "smc_up is $(mval /tmp/ops.m0 smc_up) on a kernel with SMC"
+    n=3
+    smcrun demo --json --connections $n --bytes 128k > /tmp/ops.demo 2> /tmp/ops.demo.err ||
+        fail "smcrun demo failed: $(lastl "$(cat /tmp/ops.demo.err)")"
+    # A quiet system: the counters must not move between the stats before and after the scrape.
+    stats_snap /tmp/ops.s1
+    scrape /tmp/ops.m1
+    stats_snap /tmp/ops.s2
+    cmp -s /tmp/ops.s1 /tmp/ops.s2 || fail "the counters moved while scraping (something else ran): $(diff /tmp/ops.s1 /tmp/ops.s2 | head -n3 | tr '\n' ' ')"
+    checked=0
+    printf '%s\n' "$OPS_PAIRS" > /tmp/ops.pairs
+    while IFS='|' read -r series key; do
+        want=$(jq -r "$key" /tmp/ops.s1)
+        got=$(mval /tmp/ops.m1 "$series")
+        [ "$want" = null ] && want=missing
+        [ "$got" = "$want" ] || fail "$series is $got, smcrun stats --json $key says $want"
+        checked=$((checked + 1))
+    done < /tmp/ops.pairs
+    d=$(($(mval /tmp/ops.m1 'smc_connections_total{technology="smcr",role="client",version="v2"}') - $(mval /tmp/ops.m0 'smc_connections_total{technology="smcr",role="client",version="v2"}')))
+    [ "$d" = $n ] || fail "smc_connections_total (client, v2) grew by $d over the demo of $n connections"
+    drx=$(($(mval /tmp/ops.m1 'smc_bytes_total{technology="smcr",direction="rx"}') - $(mval /tmp/ops.m0 'smc_bytes_total{technology="smcr",direction="rx"}')))
+    [ "$drx" -ge $((2 * n * 131072)) ] || fail "smc_bytes_total rx grew by $drx, less than the demo's 2 x $n x 128 KiB"
+    for r in $(jq -r '.fallback.srv_reasons[] | "\(.hex)=\(.count)"' /tmp/ops.s1); do
+        hex=${r%%=*}
+        got=$(msum /tmp/ops.m1 smc_fallback_reasons_total "role=\"server\",reason=\"$hex\"")
+        [ "$got" = "${r#*=}" ] || fail "smc_fallback_reasons_total server $hex is $got, stats says ${r#*=}"
+    done
+    echo "ops-exporter: $checked counters equal smcrun stats --json; demo +$n connections, rx +$drx bytes"
+
+    # Open connections: link groups, links, RDMA and the programs' reports.
+    p=6400
+    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
+    redis_wait $p
+    bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
+    i=0
+    while :; do
+        smcrun ps --json > /tmp/ops.ps 2> /dev/null
+        srv=$(jq -r '[.[] | select(.program == "redis-server" and .state == "running" and .report.connections.smc_r >= 2)][0].pid // empty' /tmp/ops.ps)
+        [ -n "$srv" ] && break
+        i=$((i + 1))
+        [ $i -gt 50 ] && fail "smcrun ps --json never showed redis-server with 2 SMC-R connections: $(head -c 300 /tmp/ops.ps)"
+        sleep 0.2
+    done
+    smcrun linkgroup --json > /tmp/ops.lg || fail "smcrun linkgroup --json failed"
+    smcrun rdma --json > /tmp/ops.rdma || fail "smcrun rdma --json failed"
+    scrape /tmp/ops.m2
+    smcrun ps --json > /tmp/ops.ps2 2> /dev/null
+    for pid in $(jq -r '.[] | select(.state == "running" and .report != null) | .pid' /tmp/ops.ps2); do
+        prog=$(jq -r --argjson p "$pid" '.[] | select(.pid == $p) | .program' /tmp/ops.ps2)
+        for m in smcr:smc_r smcd:smc_d smc:smc_unknown tcp:tcp; do
+            want=$(jq -r --argjson p "$pid" ".[] | select(.pid == \$p) | .report.connections.${m#*:}" /tmp/ops.ps2)
+            got=$(mval /tmp/ops.m2 "smcrun_process_connections_total{pid=\"$pid\",program=\"$prog\",mode=\"${m%%:*}\"}")
+            [ "$got" = "$want" ] || fail "smcrun_process_connections_total of $prog ($pid) mode ${m%%:*} is $got, its report says $want"
+        done
+    done
+    nproc=$(jq '[.[] | select(.state == "running" and .report != null)] | length' /tmp/ops.ps2)
+    [ "$(mval /tmp/ops.m2 smcrun_processes)" = "$nproc" ] || fail "smcrun_processes is $(mval /tmp/ops.m2 smcrun_processes), smcrun ps shows $nproc running"
+    lgc=$(jq '[.link_groups[].conns] | add // 0' /tmp/ops.lg)
+    got=$(msum /tmp/ops.m2 smc_link_group_connections 'technology="smcr"')
+    [ "$got" = "$lgc" ] || fail "smc_link_group_connections add up to $got, smcrun linkgroup --json to $lgc"
+    [ "$lgc" -ge 4 ] || fail "only $lgc connections in link groups with 2 idle SMC-R connections open"
+    nl=$(jq '[.link_groups[].links[] | select(.state == "ACTIVE")] | length' /tmp/ops.lg)
+    [ "$(msum /tmp/ops.m2 smc_link_up)" = "$nl" ] || fail "smc_link_up adds up to $(msum /tmp/ops.m2 smc_link_up), linkgroup shows $nl active links"
+    for t in qp mr pd cq; do
+        want=$(jq -r --arg d "$RXE" --arg t $t '.devices[] | select(.name == $d) | .resources[$t].used' /tmp/ops.rdma)
+        got=$(mval /tmp/ops.m2 "smc_rdma_resources_used{device=\"$RXE\",type=\"$t\"}")
+        [ "$got" = "$want" ] || fail "smc_rdma_resources_used $t is $got, smcrun rdma --json says $want"
+        want=$(jq -r --arg d "$RXE" --arg t $t '.devices[] | select(.name == $d) | .resources[$t].max' /tmp/ops.rdma)
+        got=$(mval /tmp/ops.m2 "smc_rdma_resources_max{device=\"$RXE\",type=\"$t\"}")
+        [ "$got" = "$want" ] || fail "smc_rdma_resources_max $t is $got, smcrun rdma --json says $want"
+    done
+    [ "$(mval /tmp/ops.m2 smcrun_scrape_errors_total)" = 0 ] || fail "the exporter counted scrape errors: $(grep collector_success /tmp/ops.m2 | tr '\n' ' ')"
+    echo "ops-exporter: link groups $lgc connections, $nl links up, $RXE qp $(mval /tmp/ops.m2 "smc_rdma_resources_used{device=\"$RXE\",type=\"qp\"}")/$(mval /tmp/ops.m2 "smc_rdma_resources_max{device=\"$RXE\",type=\"qp\"}"), $nproc programs match their reports"
+    ok
+}
+
+# 10. ops-doctor: on the set-up guest every SMC check passes; warnings come only from the IPv6/Java
+#     advice (6.12 < 6.14) and the live counters, whose ratios must be the kernel's (stats --json)
+#     and whose advice names the sysctl; a dynamically linked program is reachable.
+check_ops_doctor() {
+    need_setup
+    # Traffic first, so that the counter rows have something to judge.
+    smcrun demo --connections 2 --bytes 256k > /dev/null 2>&1 || fail "smcrun demo failed before doctor"
+    smcrun doctor --json > /tmp/ops.doc
+    rc=$?
+    smcrun doctor > /tmp/ops.doc.txt
+    cat /tmp/ops.doc.txt
+    jq -e . /tmp/ops.doc > /dev/null 2>&1 || fail "smcrun doctor --json printed no JSON"
+    for id in kernel smc smc_diag rdma smc-devices smc-rv2 pnet sysctls memlock; do
+        st=$(jq -r --arg i $id '[.checks[] | select(.id == $i)][0].status // "missing"' /tmp/ops.doc)
+        [ "$st" = pass ] || fail "doctor's $id check is $st: $(jq -r --arg i $id '[.checks[] | select(.id == $i)][0] | "\(.detail) -> \(.advice)"' /tmp/ops.doc)"
+    done
+    # The buffer rows judge the live counters (the earlier checks' traffic fills 64 KiB buffers
+    # often): whatever they say, their ratio is the kernel's and a warning names the sysctl with
+    # its value now.
+    stats_snap /tmp/ops.docs
+    rx=$(printf '%.2f' "$(jq -r '.smcr.rx.buffer_full_pct' /tmp/ops.docs)")
+    detail=$(jq -r '[.checks[] | select(.id == "rx-buffer-full:smcr")][0].detail' /tmp/ops.doc)
+    case $detail in *" $rx% (threshold 5.00%)") ;; *) fail "doctor's rx buffer ratio '$detail' is not stats' $rx%" ;; esac
+    rmem=$(cat /proc/sys/net/smc/rmem)
+    jq -e --arg r "$rmem" '[.checks[] | select(.id == "rx-buffer-full:smcr" and .status == "warn")] | all(.advice | contains("net.smc.rmem (now " + $r + ")"))' /tmp/ops.doc > /dev/null ||
+        fail "doctor's rx buffer advice does not name net.smc.rmem (now $rmem)"
+    # The fallbacks row too judges what the earlier checks did (the fallback check makes some):
+    # its numbers are the kernel's.
+    fb=$(jq '.fallback.clnt_cnt + .fallback.srv_cnt' /tmp/ops.docs)
+    total=$(jq '.smcr.clnt_v1_succ_cnt + .smcr.clnt_v2_succ_cnt + .smcr.srv_v1_succ_cnt + .smcr.srv_v2_succ_cnt + .smcd.clnt_v1_succ_cnt + .smcd.clnt_v2_succ_cnt + .smcd.srv_v1_succ_cnt + .smcd.srv_v2_succ_cnt + .clnt_hs_err_cnt + .srv_hs_err_cnt + .fallback.clnt_cnt + .fallback.srv_cnt' /tmp/ops.docs)
+    detail=$(jq -r '[.checks[] | select(.id == "fallbacks")][0].detail' /tmp/ops.doc)
+    case $detail in "$fb of $total connections fell back to TCP"*) ;; *) fail "doctor's fallbacks row '$detail' is not stats' $fb of $total" ;; esac
+    jq -e '[.checks[] | select(.id == "fallbacks" and .status == "warn")] | all(.advice != "")' /tmp/ops.doc > /dev/null || fail "a fallbacks warning without advice"
+    other=$(jq -r '[.checks[] | select(.status != "pass" and .id != "ipv6-java" and .id != "fallbacks" and (.id | test("buffer") | not)) | .id] | join(",")' /tmp/ops.doc)
+    [ -z "$other" ] || fail "doctor: not passed: $other"
+    [ "$(jq .exit_code /tmp/ops.doc)" = $rc ] || fail "doctor --json says exit_code $(jq .exit_code /tmp/ops.doc), it exited $rc"
+    [ $rc -le 1 ] || fail "smcrun doctor exited $rc on a set-up SMC kernel"
+    jq -e '[.checks[] | select(.id == "sysctls")][0].detail | test("wmem=")' /tmp/ops.doc > /dev/null || fail "doctor does not list net.smc.wmem"
+    smcrun doctor --json -- redis-server --port 1 > /tmp/ops.doc2
+    st=$(jq -r '[.checks[] | select(.id == "program")][0].status' /tmp/ops.doc2)
+    [ "$st" = pass ] || fail "doctor -- redis-server: $st: $(jq -r '[.checks[] | select(.id == "program")][0].detail' /tmp/ops.doc2)"
+    ok
+}
+
+# 11. ops-textfile: `smcrun exporter --textfile DIR` rewrites DIR/smcrun.prom 20 times a second
+#     while a reader copies it 200 times: every copy is a whole scrape, and no *.prom but
+#     smcrun.prom ever appears (node_exporter reads every *.prom).
+check_ops_textfile() {
+    need_setup
+    d=/tmp/textfile
+    rm -rf $d
+    mkdir -p $d
+    bg smcrun exporter --textfile $d --interval 0.05 > /tmp/tf.log 2>&1
+    i=0
+    while [ ! -e $d/smcrun.prom ]; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && fail "no $d/smcrun.prom after 20 s: $(first "$(cat /tmp/tf.log)")"
+        sleep 0.2
+    done
+    # The reads race the writer; they are checked afterwards (two processes per read: quick
+    # enough under TCG to overlap many writes).
+    n=0
+    rm -rf /tmp/tf.copies
+    mkdir -p /tmp/tf.copies
+    : > /tmp/tf.ls
+    while [ $n -lt 200 ]; do
+        cat $d/smcrun.prom > /tmp/tf.copies/$n || fail "reading $d/smcrun.prom failed (it must always be there)"
+        ls -a $d >> /tmp/tf.ls
+        n=$((n + 1))
+    done
+    for f in /tmp/tf.copies/*; do
+        head -n1 "$f" | grep -q '^# HELP smc_up ' || fail "copy $(basename "$f") starts with '$(head -n1 "$f" | cut -c1-60)'"
+        tail -n1 "$f" | grep -q '^smcrun_build_info{.*} 1$' || fail "copy $(basename "$f") is cut short: ends with '$(tail -n1 "$f" | cut -c1-60)'"
+        grep -q '^smc_up 1$' "$f" || fail "copy $(basename "$f") has no smc_up 1"
+    done
+    stray=$(grep '\.prom$' /tmp/tf.ls | grep -v '^smcrun\.prom$' | head -n1)
+    [ -z "$stray" ] || fail "a file node_exporter would read appeared: $stray"
+    versions=$(md5sum /tmp/tf.copies/* | cut -d' ' -f1 | sort -u | wc -l)
+    [ "$versions" -ge 5 ] || fail "only $versions different files in 200 reads: the writer did not rewrite it during the reads"
+    echo "ops-textfile: 200 reads, all whole, $versions different versions seen"
+    ok
+}
+
+# 12. ops-scale: 10,000 listening AF_SMC sockets (bench's views-cost holds them): one scrape in a
+#     running exporter counts them all; its CPU cost is logged (bench/README.md has the figures).
+check_ops_scale() {
+    need_setup
+    need_prog views-cost
+    out=$(views-cost 10000 0 3 2 2>&1) || fail "views-cost failed: $(lastl "$out")"
+    printf '%s\n' "$out"
+    line=$(printf '%s\n' "$out" | grep '^smcrun exporter: one scrape')
+    [ -n "$line" ] || fail "views-cost measured no exporter scrape: $(lastl "$out")"
+    counted=$(printf '%s\n' "$line" | sed -n 's/.*smc_sockets adds up to \([0-9]*\).*/\1/p')
+    [ "${counted:-0}" -ge 10000 ] || fail "the scrape with 10,000 sockets counted ${counted:-none}"
+    vmlog "ops-scale: $line"
+    ok
+}
+
+# 13. ops-reload (last: it unloads smc): a running exporter sees smc unloaded (smc_up 0, no SMC
+#     series, no error, still serving) and loaded again (smc_up 1, counters from zero: nothing
+#     stale), then SMC-R works again (the UEID restored).
+check_ops_reload() {
+    need_setup
+    port=9611
+    smcrun demo --connections 1 --bytes 64k > /dev/null 2>&1 || fail "smcrun demo failed before the unload"
+    exporter_up $port
+    epid=$(cat /tmp/check.pids | tail -n1)
+    scrape /tmp/rl.m0 $port
+    [ "$(mval /tmp/rl.m0 smc_up)" = 1 ] || fail "smc_up is not 1 before the unload"
+    before=$(mval /tmp/rl.m0 'smc_connections_total{technology="smcr",role="client",version="v2"}')
+    [ "$before" -gt 0 ] || fail "no SMC-R connections counted before the unload, after a demo"
+    i=0
+    while ! { rmmod smc_diag 2> /dev/null || ! grep -q '^smc_diag ' /proc/modules; } || ! rmmod smc 2> /tmp/rl.rmmod; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && fail "rmmod smc kept failing for 20 s: $(first "$(cat /tmp/rl.rmmod)") ($(grep '^smc' /proc/modules | tr '\n' ' '))"
+        sleep 0.2
+    done
+    scrape /tmp/rl.m1 $port
+    [ "$(mval /tmp/rl.m1 smc_up)" = 0 ] || fail "smc_up is $(mval /tmp/rl.m1 smc_up) with smc unloaded"
+    grep -q '^smc_bytes_total' /tmp/rl.m1 && fail "SMC counters are still served with smc unloaded (stale)"
+    [ "$(mval /tmp/rl.m1 smcrun_scrape_errors_total)" = 0 ] || fail "an unloaded module counted as a scrape error"
+    kill -0 "$epid" 2> /dev/null || fail "the exporter died when smc was unloaded"
+    insmod /vm/lib/modules/smc.ko || fail "insmod smc.ko failed"
+    insmod /vm/lib/modules/smc_diag.ko || fail "insmod smc_diag.ko failed"
+    ueid_restore
+    # The new smc finds the RDMA device again (its port state is read asynchronously).
+    i=0
+    until smcrun device --json 2> /dev/null | jq -e --arg d "$RXE" '[.smcr_devices[] | select(.ib_dev == $d) | .ports[0].state] | index("ACTIVE") != null' > /dev/null; do
+        i=$((i + 1))
+        [ $i -gt 50 ] && fail "after the reload smc does not see $RXE active: $(smcrun device 2>&1 | tr '\n' ' ')"
+        sleep 0.2
+    done
+    scrape /tmp/rl.m2 $port
+    [ "$(mval /tmp/rl.m2 smc_up)" = 1 ] || fail "smc_up is $(mval /tmp/rl.m2 smc_up) after loading smc again"
+    after=$(mval /tmp/rl.m2 'smc_connections_total{technology="smcr",role="client",version="v2"}')
+    [ "$after" = 0 ] || fail "smc_connections_total is $after right after the reload (was $before): a stale value"
+    smcrun demo --json --connections 1 --bytes 64k > /tmp/rl.demo 2>&1 || fail "smcrun demo after the reload failed: $(lastl "$(cat /tmp/rl.demo)")"
+    cat /tmp/rl.demo
+    jq -e '[.sockets[] | select(.transport == "SMC-R")] | length == 2' /tmp/rl.demo > /dev/null ||
+        fail "the demo after the reload did not run over SMC-R: $(jq -r '[.sockets[] | "\(.side) \(.transport): \(.why)"][0]' /tmp/rl.demo 2>&1)"
+    scrape /tmp/rl.m3 $port
+    [ "$(mval /tmp/rl.m3 'smc_connections_total{technology="smcr",role="client",version="v2"}')" = 1 ] ||
+        fail "after one connection the counter is $(mval /tmp/rl.m3 'smc_connections_total{technology="smcr",role="client",version="v2"}')"
+    echo "ops-reload: smc unloaded (smc_up 0, no SMC series) and loaded (counters $before -> 0 -> 1) under one exporter"
+    ok
+}

@@ -1,0 +1,123 @@
+# shellcheck shell=dash
+# Per-process truth over real SMC-R (sourced by checks.sh): pre-fork workers, a server that drops root,
+# short connections counted exactly, and sysctls set by the launcher.
+#
+# shellcheck disable=SC2015,SC2086,SC2016,SC2154
+
+# rt_wait JQ-CONDITION-ON-THE-LIST: until `smcrun ps --json` satisfies it (20 s); prints the list
+rt_wait() {
+    local end l
+    end=$(($(date +%s) + 20))
+    while [ "$(date +%s)" -lt $end ]; do
+        l=$(smcrun ps --json 2> /dev/null)
+        if printf '%s\n' "$l" | jq -e "$1" > /dev/null 2>&1; then
+            printf '%s\n' "$l" | jq -c '.[] | {pid, program, uid, state, c: .report.connections}'
+            return 0
+        fi
+        sleep 0.2
+    done
+    printf '%s\n' "$l" | jq -c '.[] | {pid, program, uid, state, c: .report.connections}' 2> /dev/null
+    return 1
+}
+
+# runtime-prefork: a pre-fork server (the parent listens, 4 forked workers accept on the inherited
+#   listener) and 20 client connections, both under smcrun: root's `smcrun ps` lists every worker with
+#   the connections it accepted, all SMC-R; the kernel's SMC-R server successes grew by 20.
+check_runtime_prefork() {
+    need_setup
+    need_prog shapes
+    stats_snap /tmp/pf.s0
+    SMCRUN_REPORT=1 smcrun shapes prefork 7100 4 5 > /tmp/pf.out 2> /tmp/pf.err &
+    echo $! >> /tmp/check.pids
+    i=0
+    while ! grep -q '^ready=1' /tmp/pf.out && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    grep -q '^ready=1' /tmp/pf.out || fail "the pre-fork server did not start: $(first "$(cat /tmp/pf.err)")"
+    kids=$(sed -n 's/^child=//p' /tmp/pf.out | tr '\n' ' ')
+    echo "workers: $kids"
+    # each connection held 400 ms, so both sides are classified while open
+    out=$(smcrun shapes hammer 127.0.0.1:7100 20 4 400 2>&1)
+    echo "clients: $out"
+    [ "$out" = "made=20 failed=0" ] || fail "clients of the pre-fork server: $(first "$out")"
+    pids=$(echo $kids | tr ' ' ',')
+    list=$(rt_wait "(map(select(.pid as \$p | [$pids] | index(\$p))) | length) == 4 and (map(select(.pid as \$p | [$pids] | index(\$p))) | map(.report.connections.smc_r) | add) == 20") ||
+        fail "root's smcrun ps does not show the 4 workers with 20 SMC-R connections: $(echo $list | cut -c1-300)"
+    echo "$list"
+    for k in $kids; do
+        e=$(printf '%s\n' "$list" | jq -c "select(.pid == $k)")
+        printf '%s\n' "$e" | jq -e '.c.tcp == 0 and .c.smc_r == .c.total and .c.total >= 1' > /dev/null ||
+            fail "worker $k: not every connection SMC-R: $e"
+    done
+    i=0
+    while ! grep -q '^done=1' /tmp/pf.out && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    stats_snap /tmp/pf.s1
+    ds=$(stats_delta /tmp/pf.s0 /tmp/pf.s1 srv_succ)
+    fb=$(stats_delta /tmp/pf.s0 /tmp/pf.s1 srv_fback)
+    [ "$ds" = 20 ] && [ "$fb" = 0 ] || fail "the kernel counted $ds SMC-R server successes and $fb fallbacks, expected 20 and 0"
+    ok
+}
+
+# runtime-dropuid: a server that listens as root and switches to uid 65534 (setresuid), 3 connections:
+#   root's `smcrun ps` lists it under uid 65534 with its 3 SMC-R connections, and `smcrun why` works.
+check_runtime_dropuid() {
+    need_setup
+    need_prog shapes
+    bg smcrun shapes drop-root 7101 65534 3 > /tmp/du.out 2>&1
+    i=0
+    while ! grep -q '^listening=' /tmp/du.out && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    grep -q '^setuid=0 uid=65534' /tmp/du.out || fail "drop-root did not switch uid: $(tr '\n' ' ' < /tmp/du.out)"
+    out=$(smcrun shapes hammer 127.0.0.1:7101 3 1 400 2>&1)
+    [ "$out" = "made=3 failed=0" ] || fail "clients of the uid-switching server: $(first "$out")"
+    list=$(rt_wait 'map(select(.uid == 65534 and .report.connections.smc_r == 3)) | length == 1') ||
+        fail "root's smcrun ps does not list the uid-65534 server with 3 SMC-R connections: $(echo $list | cut -c1-300)"
+    echo "$list"
+    pid=$(printf '%s\n' "$list" | jq -r 'select(.uid == 65534) | .pid')
+    why=$(smcrun why "$pid" 2>&1) || fail "smcrun why $pid (the uid-switched server) failed: $(first "$why")"
+    echo "$why" | head -n 6
+    [ "$(printf '%s\n' "$why" | grep -c '^server .* SMC-R ')" = 3 ] || fail "smcrun why $pid does not list 3 SMC-R server connections"
+    ok
+}
+
+# runtime-short: 500 short connections (connect, a byte each way, close at once) from 8 threads, both
+#   sides under smcrun: both exit reports count exactly 500 connections, none TCP; how many were
+#   classified SMC-R while open and how many only "SMC (mode not seen)" at close is printed.
+check_runtime_short() {
+    need_setup
+    need_prog shapes
+    SMCRUN_REPORT=1 smcrun shapes serve-n 7102 500 > /tmp/sh.srv 2>&1 &
+    spid=$!
+    echo $spid >> /tmp/check.pids
+    i=0
+    while ! grep -q '^listening=' /tmp/sh.srv && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    stats_snap /tmp/sh.s0
+    out=$(SMCRUN_REPORT=1 smcrun shapes hammer 127.0.0.1:7102 500 8 2>&1)
+    wait $spid
+    stats_snap /tmp/sh.s1
+    echo "$out"
+    cat /tmp/sh.srv
+    printf '%s\n' "$out" | grep -q '^made=500 failed=0' || fail "the clients: $(first "$out")"
+    for side in "$out" "$(cat /tmp/sh.srv)"; do
+        line=$(printf '%s\n' "$side" | grep '^smcrun: pid [0-9]* shapes: ')
+        case $line in
+        *": 500 connections, "*" 0 TCP"*) ;;
+        *) fail "a side does not count exactly 500 connections, none TCP: $line" ;;
+        esac
+        case $line in *"not classified"*) echo "note: $line" ;; esac
+    done
+    dc=$(stats_delta /tmp/sh.s0 /tmp/sh.s1 clnt_succ)
+    fb=$(stats_delta /tmp/sh.s0 /tmp/sh.s1 clnt_fback)
+    [ "$dc" = 500 ] && [ "$fb" = 0 ] || fail "the kernel counted $dc client SMC-R successes and $fb fallbacks"
+    ok
+}
+
+# runtime-sysctl: `smcrun --sysctl net.smc.wmem=VALUE` sets the kernel's value before the program runs.
+check_runtime_sysctl() {
+    need_setup
+    [ -e /proc/sys/net/smc/wmem ] || fail "no /proc/sys/net/smc/wmem in this kernel"
+    was=$(cat /proc/sys/net/smc/wmem)
+    want=$((was + 65536))
+    out=$(smcrun --sysctl net.smc.wmem=$want cat /proc/sys/net/smc/wmem 2> /tmp/sy.err) ||
+        fail "smcrun --sysctl failed: $(first "$(cat /tmp/sy.err)")"
+    [ "$out" = "$want" ] || fail "the program saw net.smc.wmem=$out, expected $want"
+    echo "$was" > /proc/sys/net/smc/wmem
+    ok
+}

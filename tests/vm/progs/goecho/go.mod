@@ -1,0 +1,3 @@
+module goecho
+
+go 1.19

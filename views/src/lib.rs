@@ -1,0 +1,68 @@
+//! The operator's views of SMC as data: what the kernel's telemetry (and the runtime's
+//! per-process reports) mean for someone running a fleet, without any printing or serving.
+//!
+//! - [`snapshot`] reads everything a scrape needs from the kernel into one [`snapshot::Snapshot`]
+//!   (each part present, absent because the kernel lacks it, or failed);
+//! - [`metrics`] turns a snapshot into Prometheus metric families (pure: data in, families out),
+//!   and [`metrics::encode`] into the text exposition format;
+//! - [`doctor`] turns host facts and live counters into checks with one line of advice each;
+//! - [`advice`] holds the thresholds and what to do per fallback reason (seed 000's guidance);
+//! - [`netns`], [`rdma`] and [`processes`] are the small pieces the launcher's views share.
+//!
+//! The launcher (`smcrun exporter`, `smcrun metrics`, `smcrun doctor`) only wires these to the
+//! command line, HTTP and files.
+
+#![warn(missing_docs)]
+
+pub mod advice;
+pub mod doctor;
+pub mod metrics;
+pub mod netns;
+pub mod processes;
+pub mod rdma;
+pub mod snapshot;
+
+/// `part` as a percentage of `whole` (0 when `whole` is 0).
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod fixtures {
+    //! Replies captured from the real kernel in the VM test bed
+    //! (`telemetry/tests/fixtures/PHASE/NAME.bin`).
+
+    /// The raw bytes of one capture.
+    pub fn raw(phase: &str, name: &str) -> Vec<u8> {
+        let p = format!(
+            "{}/../telemetry/tests/fixtures/{phase}/{name}.bin",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+    }
+
+    /// A snapshot of a capture phase, as the kernel gave it (no verbs limits in a capture), with
+    /// an empty list of programs.
+    pub fn snapshot(phase: &str) -> crate::snapshot::Snapshot {
+        let dir = format!(
+            "{}/../telemetry/tests/fixtures/{phase}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut s = crate::snapshot::replay(std::path::Path::new(&dir));
+        s.processes = crate::snapshot::Part::Read(crate::snapshot::Processes::default());
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn percent_of_nothing_is_zero() {
+        assert_eq!(super::percent(5, 0), 0.0);
+        assert_eq!(super::percent(1, 4), 25.0);
+    }
+}

@@ -1,0 +1,1078 @@
+//! A [`Snapshot`] as Prometheus metric families (pure: data in, families out), and their text
+//! exposition format (0.0.4, encoded by the `prometheus` crate).
+//!
+//! Naming: `smc_*` for what the kernel's SMC reports, `smc_rdma_*` for the RDMA devices under it,
+//! `smcrun_*` for the runtime's per-process reports and the exporter itself. Counters end in
+//! `_total`; label names join with the RDMA exporters' (`device`, `port`). A part the kernel does
+//! not have gives no series at all (never a zero that looks like a measurement); `smc_up` says
+//! whether SMC answered. The README's metrics table lists every family.
+
+use std::collections::HashMap;
+
+use prometheus::proto::{Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType};
+use prometheus::{Encoder, TextEncoder};
+use smcrun_report::ProcessReport;
+use smcrun_telemetry::rdma::{port_state, ResourceKind};
+use smcrun_telemetry::reasons;
+use smcrun_telemetry::smc_genl::{BufferStats, SizeHistogram, TechStats};
+use smcrun_telemetry::sock_diag::Mode;
+
+use crate::rdma::{max, usage_ratio, used};
+use crate::snapshot::{Counters, Info, Processes, RdmaDevice, Snapshot, Topology};
+
+/// The content type of [`encode`]'s output, for HTTP.
+pub const CONTENT_TYPE: &str = prometheus::TEXT_FORMAT;
+
+/// How many processes get per-process series (the busiest first); the rest are counted in
+/// `smcrun_processes_not_exported`.
+pub const PROCESS_SERIES_CAP: usize = 100;
+
+/// What the exporter itself adds to a scrape.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ScrapeMeta {
+    /// Scrape errors since the exporter started, this scrape's included.
+    pub errors_total: u64,
+    /// Seconds the kernel reads of this scrape took.
+    pub duration_seconds: f64,
+}
+
+/// Metric families under construction, in the order first added.
+#[derive(Debug, Default)]
+pub struct Families {
+    list: Vec<MetricFamily>,
+    index: HashMap<&'static str, usize>,
+}
+
+impl Families {
+    fn add(
+        &mut self,
+        kind: MetricType,
+        name: &'static str,
+        help: &'static str,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) {
+        let i = *self.index.entry(name).or_insert_with(|| {
+            let mut f = MetricFamily::default();
+            f.set_name(name.to_string());
+            f.set_help(help.to_string());
+            f.set_field_type(kind);
+            self.list.push(f);
+            self.list.len() - 1
+        });
+        let mut m = Metric::default();
+        m.set_label(
+            labels
+                .iter()
+                .map(|(k, v)| {
+                    let mut l = LabelPair::default();
+                    l.set_name((*k).to_string());
+                    l.set_value((*v).to_string());
+                    l
+                })
+                .collect(),
+        );
+        if kind == MetricType::COUNTER {
+            let mut c = Counter::default();
+            c.set_value(value);
+            m.set_counter(c);
+        } else {
+            let mut g = Gauge::default();
+            g.set_value(value);
+            m.set_gauge(g);
+        }
+        self.list[i].mut_metric().push(m);
+    }
+
+    /// Add a counter sample (`name` ends in `_total`).
+    pub fn counter(
+        &mut self,
+        name: &'static str,
+        help: &'static str,
+        labels: &[(&str, &str)],
+        v: u64,
+    ) {
+        debug_assert!(name.ends_with("_total"), "{name}");
+        self.add(MetricType::COUNTER, name, help, labels, v as f64);
+    }
+
+    /// Add a gauge sample.
+    pub fn gauge(
+        &mut self,
+        name: &'static str,
+        help: &'static str,
+        labels: &[(&str, &str)],
+        v: f64,
+    ) {
+        debug_assert!(!name.ends_with("_total"), "{name}");
+        self.add(MetricType::GAUGE, name, help, labels, v);
+    }
+
+    /// The families, each with at least one sample.
+    pub fn into_vec(self) -> Vec<MetricFamily> {
+        self.list
+    }
+}
+
+/// The text exposition format of `families`.
+pub fn encode(families: &[MetricFamily]) -> Result<String, String> {
+    let mut buf = Vec::new();
+    TextEncoder::new()
+        .encode(families, &mut buf)
+        .map_err(|e| format!("encoding the metrics: {e}"))?;
+    String::from_utf8(buf).map_err(|e| format!("encoding the metrics: {e}"))
+}
+
+/// The metric families of a snapshot.
+pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
+    let mut f = Families::default();
+    f.gauge(
+        "smc_up",
+        "1 when the kernel's SMC answered this scrape (the smc module is there), else 0",
+        &[],
+        if s.counters.get().is_some() { 1.0 } else { 0.0 },
+    );
+    if let Some(c) = s.counters.get() {
+        counters(&mut f, c);
+    }
+    if let Some(i) = s.info.get() {
+        info(&mut f, i);
+    }
+    if let Some(t) = s.topology.get() {
+        topology(&mut f, t);
+    }
+    if let Some(socks) = s.sockets.get() {
+        sockets(&mut f, socks);
+    }
+    if let Some(devs) = s.rdma.get() {
+        rdma(&mut f, devs);
+    }
+    if let Some(p) = s.processes.get() {
+        processes(&mut f, p, PROCESS_SERIES_CAP);
+    }
+    if let Some(b) = s.bpf.get() {
+        bpf_scopes(&mut f, b);
+    }
+    for (name, ok, _) in s.parts() {
+        f.gauge(
+            "smcrun_scrape_collector_success",
+            "1 when this part of the scrape was read, 0 when the kernel lacks it or refused",
+            &[("collector", name)],
+            if ok { 1.0 } else { 0.0 },
+        );
+    }
+    f.gauge(
+        "smcrun_scrape_duration_seconds",
+        "Seconds the kernel reads of this scrape took",
+        &[],
+        meta.duration_seconds,
+    );
+    f.counter(
+        "smcrun_scrape_errors_total",
+        "Scrape parts the kernel refused or answered unreadably, since the exporter started (a missing module is not an error)",
+        &[],
+        meta.errors_total,
+    );
+    f.gauge(
+        "smcrun_build_info",
+        "The smcrun version exporting these metrics",
+        &[("version", env!("CARGO_PKG_VERSION"))],
+        1.0,
+    );
+    f.into_vec()
+}
+
+const TECHS: [&str; 2] = ["smcr", "smcd"];
+
+/// The kernel's size buckets as label values.
+fn buckets(h: &SizeHistogram) -> [(&'static str, u64); 9] {
+    [
+        ("8k", h.le_8k),
+        ("16k", h.le_16k),
+        ("32k", h.le_32k),
+        ("64k", h.le_64k),
+        ("128k", h.le_128k),
+        ("256k", h.le_256k),
+        ("512k", h.le_512k),
+        ("1024k", h.le_1024k),
+        ("gt_1024k", h.gt_1024k),
+    ]
+}
+
+fn buffer_events(f: &mut Families, tech: &str, dir: &str, b: &BufferStats) {
+    let l = [("technology", tech), ("direction", dir)];
+    for (name, help, v) in [
+        (
+            "smc_buffer_full_total",
+            "Times this side's buffer was full (rx: the program read too slowly or net.smc.rmem is small; tx: raise net.smc.wmem)",
+            b.full,
+        ),
+        (
+            "smc_buffer_full_remote_total",
+            "Times the peer's buffer was full (tx: the peer's net.smc.rmem)",
+            b.full_peer,
+        ),
+        (
+            "smc_buffer_too_small_total",
+            "Requests larger than this side's buffer (tx: raise net.smc.wmem)",
+            b.size_small,
+        ),
+        (
+            "smc_buffer_too_small_remote_total",
+            "Requests larger than the peer's buffer (tx: the peer's net.smc.rmem)",
+            b.size_small_peer,
+        ),
+        (
+            "smc_buffer_allocations_total",
+            "Buffers newly allocated",
+            b.alloc,
+        ),
+        (
+            "smc_buffer_reuses_total",
+            "Buffers reused from the link group's pool",
+            b.reuse,
+        ),
+        (
+            "smc_buffer_downgrades_total",
+            "Buffers allocated smaller than asked for",
+            b.downgrade,
+        ),
+    ] {
+        f.counter(name, help, &l, v);
+    }
+}
+
+fn tech(f: &mut Families, tech: &str, t: &TechStats) {
+    for (role, version, v) in [
+        ("client", "v1", t.client_v1_success),
+        ("client", "v2", t.client_v2_success),
+        ("server", "v1", t.server_v1_success),
+        ("server", "v2", t.server_v2_success),
+    ] {
+        f.counter(
+            "smc_connections_total",
+            "Connections established over SMC, by technology, role and SMC version",
+            &[("technology", tech), ("role", role), ("version", version)],
+            v,
+        );
+    }
+    for (dir, bytes, reqs, usage, bufs, sizes, events) in [
+        (
+            "rx",
+            t.rx_bytes,
+            t.rx_count,
+            t.rx_buffer_usage,
+            &t.rx_buffer_sizes,
+            &t.rx_payload_sizes,
+            &t.rx_buffers,
+        ),
+        (
+            "tx",
+            t.tx_bytes,
+            t.tx_count,
+            t.tx_buffer_usage,
+            &t.tx_buffer_sizes,
+            &t.tx_payload_sizes,
+            &t.tx_buffers,
+        ),
+    ] {
+        let l = [("technology", tech), ("direction", dir)];
+        f.counter(
+            "smc_bytes_total",
+            "Bytes received (rx) or sent (tx) over SMC",
+            &l,
+            bytes,
+        );
+        f.counter(
+            "smc_requests_total",
+            "Receive (rx) or send (tx) calls on SMC connections",
+            &l,
+            reqs,
+        );
+        if let Some(u) = usage {
+            f.gauge(
+                "smc_buffer_usage_bytes",
+                "Bytes of receive (rx) or send (tx) buffers in use now (kernels with the usage counters)",
+                &l,
+                u as f64,
+            );
+        }
+        buffer_events(f, tech, dir, events);
+        for (size, v) in buckets(bufs) {
+            f.counter(
+                "smc_buffers_by_size_total",
+                "Buffers taken (allocated or reused) by size bucket (size: at most that many bytes; gt_1024k: more)",
+                &[("technology", tech), ("direction", dir), ("size", size)],
+                v,
+            );
+        }
+        for (size, v) in buckets(sizes) {
+            f.counter(
+                "smc_requests_by_size_total",
+                "Receive (rx) or send (tx) calls by payload size bucket",
+                &[("technology", tech), ("direction", dir), ("size", size)],
+                v,
+            );
+        }
+    }
+    for (call, v) in [
+        ("sendpage", t.sendpage),
+        ("splice", t.splice),
+        ("cork", t.cork),
+        ("nodelay", t.nodelay),
+        ("urgent_data", t.urgent_data),
+    ] {
+        f.counter(
+            "smc_special_socket_calls_total",
+            "Special socket calls on SMC connections (sendpage, splice, TCP_CORK, TCP_NODELAY, urgent data)",
+            &[("technology", tech), ("call", call)],
+            v,
+        );
+    }
+}
+
+fn counters(f: &mut Families, c: &Counters) {
+    for (name, t) in TECHS.iter().zip([&c.stats.smcr, &c.stats.smcd]) {
+        tech(f, name, t);
+    }
+    for (role, v) in [
+        ("client", c.stats.client_handshake_errors),
+        ("server", c.stats.server_handshake_errors),
+    ] {
+        f.counter(
+            "smc_handshake_errors_total",
+            "SMC handshakes that failed (e.g. the peer did not answer), by role",
+            &[("role", role)],
+            v,
+        );
+    }
+    for (role, total, list) in [
+        ("client", c.fallback.client_total, &c.fallback.client),
+        ("server", c.fallback.server_total, &c.fallback.server),
+    ] {
+        f.counter(
+            "smc_fallbacks_total",
+            "Connections that fell back to TCP, by role",
+            &[("role", role)],
+            total,
+        );
+        for rc in list {
+            let hex = format!("0x{:08x}", rc.code);
+            let name = reasons::describe(rc.code).name;
+            f.counter(
+                "smc_fallback_reasons_total",
+                "Fallbacks to TCP by role and decoded reason; the kernel counts each reason modulo 65536 (rate() takes a wrap for a reset)",
+                &[("role", role), ("reason", &hex), ("reason_name", &name)],
+                u64::from(rc.count),
+            );
+        }
+    }
+}
+
+fn info(f: &mut Families, i: &Info) {
+    let version = format!("{}.{}", i.sys.version, i.sys.release);
+    f.gauge(
+        "smc_info",
+        "What this kernel's SMC is: its version and whether it can do SMC-Rv2 and SMC-Dv2",
+        &[
+            ("version", &version),
+            ("smcr_v2", if i.sys.smcr_v2 { "true" } else { "false" }),
+            ("smcd_v2", if i.sys.ism_v2 { "true" } else { "false" }),
+        ],
+        1.0,
+    );
+    if let Some(u) = &i.ueids {
+        f.gauge(
+            "smc_ueids",
+            "User EIDs configured (SMC-Rv2 needs one both peers share)",
+            &[],
+            u.len() as f64,
+        );
+    }
+}
+
+/// A link group's buffer memory, where the kernel reports it.
+fn group_buffers(f: &mut Families, tech: &str, id: &str, sndbuf: Option<u64>, rmb: Option<u64>) {
+    let l = [("technology", tech), ("link_group", id)];
+    if let Some(b) = sndbuf {
+        f.gauge(
+            "smc_link_group_sndbuf_bytes",
+            "Bytes of send buffers the link group holds",
+            &l,
+            b as f64,
+        );
+    }
+    if let Some(b) = rmb {
+        f.gauge(
+            "smc_link_group_rmb_bytes",
+            "Bytes of receive buffers (SMC-R RMBs, SMC-D DMBs) the link group holds",
+            &l,
+            b as f64,
+        );
+    }
+}
+
+fn topology(f: &mut Families, t: &Topology) {
+    for (tech, n) in [
+        ("smcr", t.link_groups.len()),
+        ("smcd", t.smcd_link_groups.len()),
+    ] {
+        f.gauge(
+            "smc_link_groups",
+            "Link groups of this network namespace (each SMC-R one holds a set of RDMA QPs, MRs and PDs)",
+            &[("technology", tech)],
+            n as f64,
+        );
+    }
+    for g in &t.link_groups {
+        let id = format!("{:08x}", g.id);
+        let role = reasons::role(g.role);
+        let kind = reasons::lgr_type(g.lgr_type);
+        f.gauge(
+            "smc_link_group_connections",
+            "Connections in the link group",
+            &[
+                ("technology", "smcr"),
+                ("link_group", &id),
+                ("role", &role),
+                ("type", &kind),
+            ],
+            f64::from(g.conns),
+        );
+        group_buffers(f, "smcr", &id, g.sndbuf_alloc, g.rmb_alloc);
+        for link in &g.links {
+            let link_id = link.id.to_string();
+            let port = link.ib_port.to_string();
+            let net_dev = ifname(link.net_dev);
+            let l = [
+                ("link_group", id.as_str()),
+                ("link_id", link_id.as_str()),
+                ("device", link.ib_dev.as_str()),
+                ("port", port.as_str()),
+                ("net_dev", net_dev.as_str()),
+            ];
+            let state = reasons::link_state(link.state);
+            f.gauge(
+                "smc_link_up",
+                "1 when the SMC-R link is ACTIVE, 0 in any other state",
+                &l,
+                if state == "ACTIVE" { 1.0 } else { 0.0 },
+            );
+            f.gauge(
+                "smc_link_connections",
+                "Connections on the SMC-R link",
+                &l,
+                f64::from(link.conn_count),
+            );
+            let mut with_state = l.to_vec();
+            with_state.push(("state", &state));
+            f.gauge(
+                "smc_link_info",
+                "The SMC-R link's state by name (UNUSED, INACTIVE, ACTIVATING, ACTIVE)",
+                &with_state,
+                1.0,
+            );
+        }
+    }
+    for g in &t.smcd_link_groups {
+        let id = format!("{:08x}", g.id);
+        f.gauge(
+            "smc_link_group_connections",
+            "Connections in the link group",
+            &[("technology", "smcd"), ("link_group", &id)],
+            f64::from(g.conns),
+        );
+        group_buffers(f, "smcd", &id, g.sndbuf_alloc, g.dmb_alloc);
+    }
+    for (tech, devs) in [("smcr", &t.smcr_devices), ("smcd", &t.smcd_devices)] {
+        for d in devs {
+            let name = if d.ib_name.is_empty() {
+                d.pci_id.clone()
+            } else {
+                d.ib_name.clone()
+            };
+            for (i, p) in d.ports.iter().enumerate().filter(|(_, p)| p.valid) {
+                let port = (i + 1).to_string();
+                let net_dev = ifname(p.netdev);
+                let l = [
+                    ("technology", tech),
+                    ("device", name.as_str()),
+                    ("port", port.as_str()),
+                    ("net_dev", net_dev.as_str()),
+                ];
+                f.gauge(
+                    "smc_device_port_up",
+                    "1 when SMC sees the device port active, 0 when inactive",
+                    &l,
+                    if p.state != 0 { 1.0 } else { 0.0 },
+                );
+                f.gauge(
+                    "smc_device_port_links",
+                    "SMC links on the device port",
+                    &l,
+                    f64::from(p.link_count),
+                );
+            }
+        }
+    }
+}
+
+/// The mode label of an SMC socket.
+fn mode_label(m: Mode) -> &'static str {
+    match m {
+        Mode::SmcR => "smcr",
+        Mode::SmcD => "smcd",
+        Mode::Fallback => "tcp",
+        Mode::Unknown(_) => "unknown",
+    }
+}
+
+fn sockets(f: &mut Families, socks: &[(u8, Mode)]) {
+    let mut counts: Vec<((&'static str, u8), u64)> = Vec::new();
+    for (state, mode) in socks {
+        let key = (mode_label(*mode), *state);
+        match counts.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((key, 1)),
+        }
+    }
+    counts.sort_unstable();
+    for ((mode, state), n) in counts {
+        f.gauge(
+            "smc_sockets",
+            "SMC sockets of this network namespace by mode (smcr, smcd, tcp: fell back) and state",
+            &[("mode", mode), ("state", &reasons::socket_state(state))],
+            n as f64,
+        );
+    }
+}
+
+fn rdma(f: &mut Families, devs: &[RdmaDevice]) {
+    for d in devs {
+        let name = d.device.name.as_str();
+        for p in &d.device.ports {
+            let port = p.index.to_string();
+            let l = [
+                ("device", name),
+                ("port", port.as_str()),
+                ("net_dev", p.netdev.as_deref().unwrap_or("")),
+            ];
+            if let Some(st) = p.state {
+                f.gauge(
+                    "smc_rdma_port_up",
+                    "1 when the RDMA port is ACTIVE, 0 in any other state",
+                    &l,
+                    if port_state(st) == "ACTIVE" { 1.0 } else { 0.0 },
+                );
+            }
+        }
+        let Some(s) = &d.used else { continue };
+        for k in ResourceKind::ALL {
+            let Some(u) = used(s, k) else { continue };
+            let l = [("device", name), ("type", k.name())];
+            f.gauge(
+                "smc_rdma_resources_used",
+                "RDMA objects in use on the device by type (qp, cq, mr, pd, cm_id, ctx, srq), as `rdma res show` counts them",
+                &l,
+                u as f64,
+            );
+            let m = max(d.limits.as_ref(), k);
+            if let Some(m) = m {
+                f.gauge(
+                    "smc_rdma_resources_max",
+                    "The device's maximum of that type (from its verbs interface; absent where it does not answer)",
+                    &l,
+                    f64::from(m),
+                );
+            }
+            if let Some(r) = usage_ratio(Some(u), m) {
+                f.gauge(
+                    "smc_rdma_resources_usage_ratio",
+                    "used / max of that type on the device (0 to 1)",
+                    &l,
+                    r,
+                );
+            }
+        }
+    }
+}
+
+/// The per-process series: the `cap` busiest running programs (most connections first, then by
+/// pid).
+pub fn processes(f: &mut Families, p: &Processes, cap: usize) {
+    let mut list: Vec<&ProcessReport> = p.running.iter().collect();
+    list.sort_by_key(|r| (std::cmp::Reverse(r.connections.total), r.pid));
+    f.gauge(
+        "smcrun_processes",
+        "Programs running under smcrun whose reports this exporter can read",
+        &[],
+        list.len() as f64,
+    );
+    f.gauge(
+        "smcrun_processes_not_exported",
+        "Running programs left out of the per-process series (beyond the cap) or whose report could not be read",
+        &[],
+        (list.len().saturating_sub(cap) as u64 + p.unreadable) as f64,
+    );
+    for r in list.into_iter().take(cap) {
+        let pid = r.pid.to_string();
+        let prog = r.program.as_str();
+        let c = &r.connections;
+        for (mode, v) in [
+            ("smcr", c.smc_r),
+            ("smcd", c.smc_d),
+            ("smc", c.smc_unknown),
+            ("tcp", c.tcp),
+        ] {
+            f.counter(
+                "smcrun_process_connections_total",
+                "Connections of a program under smcrun by how they ran (smcr, smcd, smc: SMC closed before its mode was read, tcp)",
+                &[("pid", &pid), ("program", prog), ("mode", mode)],
+                v,
+            );
+        }
+        f.gauge(
+            "smcrun_process_connections_unclassified",
+            "Connections of a program not (yet) classified: still waiting, or gone before they could be",
+            &[("pid", &pid), ("program", prog)],
+            c.not_classified() as f64,
+        );
+        f.counter(
+            "smcrun_process_failed_connects_total",
+            "Connects of a program that failed (refused, timed out, unreachable): not connections",
+            &[("pid", &pid), ("program", prog)],
+            c.failed_connects,
+        );
+        f.counter(
+            "smcrun_process_sockets_converted_total",
+            "TCP sockets of a program made as SMC sockets",
+            &[("pid", &pid), ("program", prog)],
+            r.sockets.converted,
+        );
+        f.counter(
+            "smcrun_process_details_dropped_total",
+            "Connections of a program counted but missing from its recent list and endpoint totals",
+            &[("pid", &pid), ("program", prog)],
+            r.detail_dropped,
+        );
+    }
+}
+
+/// BPF mode's scopes: sockets the kernel's socket() hook made SMC or kept TCP, per scope
+/// (`cgroup PATH`, or `tree PROGRAM-ID` for a `smcrun --bpf` command).
+pub fn bpf_scopes(f: &mut Families, s: &smcrun_bpf::scopes::Scopes) {
+    let scopes = s
+        .cgroups
+        .iter()
+        .map(|c| (format!("cgroup {}", c.path.display()), &c.counters))
+        .chain(
+            s.trees
+                .iter()
+                .map(|t| (format!("tree {}", t.program_id), &t.counters)),
+        );
+    for (scope, c) in scopes {
+        f.counter(
+            "smcrun_bpf_sockets_converted_total",
+            "TCP sockets BPF mode made SMC in a scope (an attached cgroup, or a smcrun --bpf command's tree)",
+            &[("scope", &scope)],
+            c.converted,
+        );
+        f.counter(
+            "smcrun_bpf_sockets_kept_tcp_total",
+            "TCP sockets BPF mode kept TCP in a scope, by a program rule",
+            &[("scope", &scope)],
+            c.kept_tcp,
+        );
+    }
+}
+
+fn ifname(index: u32) -> String {
+    crate::netns::ifname(index).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::snapshot as captured;
+    use crate::snapshot::{Part, Processes};
+    use smcrun_telemetry::uverbs::Limits;
+
+    /// (labels, value) of every sample of family `name` in the text.
+    fn samples(text: &str, name: &str) -> Vec<(String, f64)> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (series, v) = l.rsplit_once(' ')?;
+                let (n, labels) = match series.find('{') {
+                    Some(i) => (&series[..i], &series[i..]),
+                    None => (series, ""),
+                };
+                (n == name).then(|| (labels.to_string(), v.parse().unwrap()))
+            })
+            .collect()
+    }
+
+    fn one(text: &str, name: &str, labels: &str) -> f64 {
+        let found: Vec<f64> = samples(text, name)
+            .into_iter()
+            .filter(|(l, _)| l == labels)
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(found.len(), 1, "{name}{labels} in:\n{text}");
+        found[0]
+    }
+
+    fn text_of(s: &Snapshot) -> String {
+        encode(&families(s, &ScrapeMeta::default())).unwrap()
+    }
+
+    #[test]
+    fn captured_smcr_counters_are_the_kernels() {
+        let s = captured("smcr");
+        let text = text_of(&s);
+        let c = s.counters.get().unwrap();
+        let t = &c.stats.smcr;
+        assert_eq!(one(&text, "smc_up", ""), 1.0);
+        assert_eq!(
+            one(
+                &text,
+                "smc_connections_total",
+                r#"{technology="smcr",role="client",version="v2"}"#
+            ),
+            t.client_v2_success as f64
+        );
+        assert!(t.client_v2_success > 0);
+        assert_eq!(
+            one(
+                &text,
+                "smc_bytes_total",
+                r#"{technology="smcr",direction="rx"}"#
+            ),
+            t.rx_bytes as f64
+        );
+        assert_eq!(
+            one(
+                &text,
+                "smc_requests_total",
+                r#"{technology="smcr",direction="tx"}"#
+            ),
+            t.tx_count as f64
+        );
+        assert_eq!(
+            one(
+                &text,
+                "smc_buffer_usage_bytes",
+                r#"{technology="smcr",direction="rx"}"#
+            ),
+            t.rx_buffer_usage.unwrap() as f64
+        );
+        // Every bucket of the kernel's histogram is a series, and they add up.
+        let rx_bufs: Vec<(String, f64)> = samples(&text, "smc_buffers_by_size_total")
+            .into_iter()
+            .filter(|(l, _)| l.contains(r#"technology="smcr",direction="rx""#))
+            .collect();
+        assert_eq!(rx_bufs.len(), 9);
+        let sum: f64 = rx_bufs.iter().map(|x| x.1).sum();
+        let h = &t.rx_buffer_sizes;
+        let want = h.le_8k
+            + h.le_16k
+            + h.le_32k
+            + h.le_64k
+            + h.le_128k
+            + h.le_256k
+            + h.le_512k
+            + h.le_1024k
+            + h.gt_1024k;
+        assert_eq!(sum, want as f64);
+        assert!(want > 0);
+        // 7 buffer event counters per technology and direction.
+        for name in [
+            "smc_buffer_full_total",
+            "smc_buffer_full_remote_total",
+            "smc_buffer_too_small_total",
+            "smc_buffer_too_small_remote_total",
+            "smc_buffer_allocations_total",
+            "smc_buffer_reuses_total",
+            "smc_buffer_downgrades_total",
+        ] {
+            assert_eq!(samples(&text, name).len(), 4, "{name}");
+        }
+        assert_eq!(
+            one(
+                &text,
+                "smc_buffer_allocations_total",
+                r#"{technology="smcr",direction="rx"}"#
+            ),
+            t.rx_buffers.alloc as f64
+        );
+        assert_eq!(samples(&text, "smc_special_socket_calls_total").len(), 10);
+        assert_eq!(
+            one(&text, "smc_handshake_errors_total", r#"{role="client"}"#),
+            c.stats.client_handshake_errors as f64
+        );
+    }
+
+    #[test]
+    fn captured_fallbacks_by_role_and_decoded_reason() {
+        let s = captured("fallback");
+        let text = text_of(&s);
+        let f = &s.counters.get().unwrap().fallback;
+        assert_eq!(
+            one(&text, "smc_fallbacks_total", r#"{role="server"}"#),
+            f.server_total as f64
+        );
+        assert!(f.server_total >= 2 && f.client_total >= 1);
+        let srv = |code: u32| {
+            f.server
+                .iter()
+                .find(|r| r.code == code)
+                .map_or(0, |r| r.count)
+        };
+        assert_eq!(
+            one(
+                &text,
+                "smc_fallback_reasons_total",
+                r#"{role="server",reason="0x03010000",reason_name="PEERNOSMC"}"#
+            ),
+            f64::from(srv(0x0301_0000))
+        );
+        assert!(srv(0x0301_0000) >= 1);
+        assert!(text.contains(r#"reason="0x05000000",reason_name="PEERDECL""#));
+        assert!(text.contains(
+            r#"smc_fallback_reasons_total{role="client",reason="0x03030000",reason_name="NOSMCDEV"}"#
+        ));
+        // The fallback phase's open connections are TCP sockets in smc_diag.
+        let tcp: f64 = samples(&text, "smc_sockets")
+            .into_iter()
+            .filter(|(l, _)| l.contains(r#"mode="tcp""#))
+            .map(|x| x.1)
+            .sum();
+        assert!(tcp >= 3.0, "{text}");
+    }
+
+    #[test]
+    fn captured_link_groups_links_devices_and_rdma() {
+        let s = captured("smcr");
+        let text = text_of(&s);
+        let t = s.topology.get().unwrap();
+        assert_eq!(
+            one(&text, "smc_link_groups", r#"{technology="smcr"}"#),
+            t.link_groups.len() as f64
+        );
+        let conns: f64 = samples(&text, "smc_link_group_connections")
+            .iter()
+            .map(|x| x.1)
+            .sum();
+        let want: u32 = t.link_groups.iter().map(|g| g.conns).sum();
+        assert_eq!(conns, f64::from(want));
+        assert!(want >= 4, "4 SMC-R sockets were open");
+        let g = &t.link_groups[0];
+        let id = format!("{:08x}", g.id);
+        assert!(text.contains(&format!(
+            r#"smc_link_group_rmb_bytes{{technology="smcr",link_group="{id}"}} {}"#,
+            g.rmb_alloc.unwrap()
+        )));
+        let up = samples(&text, "smc_link_up");
+        assert!(!up.is_empty() && up.iter().all(|x| x.1 == 1.0), "{up:?}");
+        assert!(up[0].0.contains(r#"device="rxe_lo",port="1""#), "{up:?}");
+        assert!(text.contains(r#"state="ACTIVE"} 1"#));
+        let dev = samples(&text, "smc_device_port_up");
+        assert_eq!(dev.len(), 1, "{dev:?}");
+        assert!(dev[0].0.contains(r#"device="rxe_lo",port="1""#) && dev[0].1 == 1.0);
+        assert_eq!(
+            one(
+                &text,
+                "smc_rdma_resources_used",
+                r#"{device="rxe_lo",type="qp"}"#
+            ),
+            3.0
+        );
+        // The capture has no verbs limits: no max and no ratio, rather than a made-up one.
+        assert!(samples(&text, "smc_rdma_resources_max").is_empty());
+        assert!(samples(&text, "smc_rdma_resources_usage_ratio").is_empty());
+        let rp = samples(&text, "smc_rdma_port_up");
+        assert_eq!(rp.len(), 1);
+        assert_eq!(rp[0].1, 1.0);
+        assert!(
+            text.contains(r#"smc_info{version="2.1",smcr_v2="true""#),
+            "{text}"
+        );
+        assert_eq!(one(&text, "smc_ueids", ""), 1.0);
+        assert_eq!(
+            one(&text, "smc_sockets", r#"{mode="smcr",state="ACTIVE"}"#),
+            4.0
+        );
+    }
+
+    #[test]
+    fn usage_ratio_with_the_devices_limits() {
+        let mut s = captured("smcr");
+        if let Part::Read(d) = &mut s.rdma {
+            d[0].limits = Some(Limits {
+                max_qp: 4,
+                max_cq: 16384,
+                max_mr: 5,
+                max_pd: 32764,
+                max_srq: 0,
+            });
+        }
+        let text = text_of(&s);
+        assert_eq!(
+            one(
+                &text,
+                "smc_rdma_resources_usage_ratio",
+                r#"{device="rxe_lo",type="qp"}"#
+            ),
+            0.75
+        );
+        assert_eq!(
+            one(
+                &text,
+                "smc_rdma_resources_max",
+                r#"{device="rxe_lo",type="mr"}"#
+            ),
+            5.0
+        );
+        // srq max 0: a maximum, but no ratio; cm_id has no maximum at all.
+        assert!(!text.contains(r#"smc_rdma_resources_usage_ratio{device="rxe_lo",type="srq"}"#));
+        assert!(!text.contains(r#"smc_rdma_resources_max{device="rxe_lo",type="cm_id"}"#));
+    }
+
+    #[test]
+    fn without_smc_only_smc_up_0_and_the_exporters_own() {
+        let s = Snapshot::empty("this kernel has no `smc`");
+        let text = encode(&families(
+            &s,
+            &ScrapeMeta {
+                errors_total: 3,
+                duration_seconds: 0.25,
+            },
+        ))
+        .unwrap();
+        assert_eq!(one(&text, "smc_up", ""), 0.0);
+        let names: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("# TYPE "))
+            .map(|l| l.split(' ').nth(2).unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "smc_up",
+                "smcrun_scrape_collector_success",
+                "smcrun_scrape_duration_seconds",
+                "smcrun_scrape_errors_total",
+                "smcrun_build_info"
+            ]
+        );
+        assert_eq!(one(&text, "smcrun_scrape_errors_total", ""), 3.0);
+        assert_eq!(
+            one(
+                &text,
+                "smcrun_scrape_collector_success",
+                r#"{collector="counters"}"#
+            ),
+            0.0
+        );
+        assert_eq!(s.failures(), 0, "a missing module is not an error");
+    }
+
+    #[test]
+    fn a_failed_part_is_counted_and_leaves_no_series() {
+        let mut s = captured("smcr");
+        s.rdma = Part::Failed("RDMA RES_GET reply: malformed".into());
+        assert_eq!(s.failures(), 1);
+        let text = text_of(&s);
+        assert!(samples(&text, "smc_rdma_resources_used").is_empty());
+        assert_eq!(
+            one(
+                &text,
+                "smcrun_scrape_collector_success",
+                r#"{collector="rdma"}"#
+            ),
+            0.0
+        );
+        assert_eq!(one(&text, "smc_up", ""), 1.0);
+    }
+
+    fn report(pid: u32, program: &str, total: u64) -> ProcessReport {
+        let mut r = ProcessReport {
+            pid,
+            program: program.into(),
+            ..ProcessReport::default()
+        };
+        r.connections.total = total;
+        r.connections.smc_r = total.saturating_sub(1);
+        r.connections.tcp = total.min(1);
+        r.sockets.converted = total;
+        r
+    }
+
+    #[test]
+    fn process_series_are_capped_busiest_first() {
+        let p = Processes {
+            running: vec![
+                report(10, "redis-server", 5),
+                report(11, "idle", 0),
+                report(12, "redis-benchmark", 50),
+            ],
+            unreadable: 1,
+        };
+        let mut f = Families::default();
+        processes(&mut f, &p, 2);
+        let text = encode(&f.into_vec()).unwrap();
+        assert_eq!(one(&text, "smcrun_processes", ""), 3.0);
+        assert_eq!(one(&text, "smcrun_processes_not_exported", ""), 2.0);
+        assert_eq!(
+            one(
+                &text,
+                "smcrun_process_connections_total",
+                r#"{pid="12",program="redis-benchmark",mode="smcr"}"#
+            ),
+            49.0
+        );
+        assert!(text.contains(r#"pid="10",program="redis-server""#));
+        assert!(!text.contains(r#"program="idle""#), "{text}");
+    }
+
+    #[test]
+    fn names_follow_the_conventions() {
+        let mut s = captured("smcr");
+        if let Part::Read(p) = &mut s.processes {
+            p.running.push(report(1, "x", 1));
+        }
+        let fams = families(&s, &ScrapeMeta::default());
+        let valid = |n: &str| {
+            let mut cs = n.chars();
+            cs.next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        let mut seen = std::collections::HashSet::new();
+        for f in &fams {
+            let n = f.name();
+            assert!(valid(n), "{n}");
+            assert!(n.starts_with("smc_") || n.starts_with("smcrun_"), "{n}");
+            assert_eq!(
+                n.ends_with("_total"),
+                f.get_field_type() == MetricType::COUNTER,
+                "{n}"
+            );
+            assert!(!f.help().is_empty(), "{n}");
+            for m in f.get_metric() {
+                let labels: Vec<String> = m
+                    .get_label()
+                    .iter()
+                    .map(|l| {
+                        assert!(valid(l.name()), "{n}: {}", l.name());
+                        format!("{}={}", l.name(), l.value())
+                    })
+                    .collect();
+                assert!(
+                    seen.insert((n.to_string(), labels.clone())),
+                    "duplicate {n} {labels:?}"
+                );
+            }
+        }
+    }
+}

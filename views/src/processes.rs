@@ -1,0 +1,28 @@
+//! The programs running under smcrun, from the reports their runtimes write in the run directory
+//! of the user the exporter runs as (root's, for a system exporter: every program root started,
+//! whatever uid it switched to).
+
+use smcrun_report::ProcessReport;
+use smcrun_runtime::rundir::read::RunDir;
+use smcrun_runtime::sidecar::start_ticks;
+
+/// The reports of processes that still run (the pid exists and started when the report says: a
+/// pid reused by another program does not count). Reports that cannot be read or parsed are
+/// counted in the second value, never guessed at. Nothing is removed (that is `smcrun ps`'s).
+pub fn running(dir: &RunDir) -> (Vec<ProcessReport>, u64) {
+    let mut out = Vec::new();
+    let mut unreadable = 0;
+    for pid in dir.pids() {
+        match dir.report(pid) {
+            Ok(Some(r)) => {
+                if start_ticks(&format!("/proc/{pid}/stat")) == Some(r.start_ticks) {
+                    out.push(r);
+                }
+            }
+            // Registered, no numbers yet: nothing to export.
+            Ok(None) => {}
+            Err(_) => unreadable += 1,
+        }
+    }
+    (out, unreadable)
+}

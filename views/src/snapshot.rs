@@ -1,0 +1,363 @@
+//! Everything one scrape needs, read from the kernel in one go: SMC's counters, link groups, links
+//! and devices, the SMC sockets' states and modes, the RDMA devices' resources, and the runtime's
+//! per-process reports. Each part is read afresh every time (the SMC family is resolved again, so
+//! a module that was unloaded or reloaded in between is seen as it is now, never a stale value).
+
+use std::path::Path;
+
+use smcrun_bpf::scopes::Scopes;
+use smcrun_report::ProcessReport;
+use smcrun_telemetry::rdma::{self, ResourceSummary};
+use smcrun_telemetry::smc_genl::{
+    Device, FallbackStats, LinkGroup, LinkGroupSmcd, SmcGenl, Stats, SysInfo,
+};
+use smcrun_telemetry::sock_diag::{self, Mode};
+use smcrun_telemetry::uverbs::{self, Limits};
+use smcrun_telemetry::Error;
+
+use crate::netns;
+
+/// One part of a snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part<T> {
+    /// The kernel answered.
+    Read(T),
+    /// The kernel has no such interface (the module is missing): no series, and not an error.
+    Absent(String),
+    /// The kernel refused or answered something unreadable: no series, and a scrape error.
+    Failed(String),
+}
+
+impl<T> Part<T> {
+    /// What was read, if it was.
+    pub fn get(&self) -> Option<&T> {
+        match self {
+            Part::Read(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The error text of a failed part.
+    pub fn failure(&self) -> Option<&str> {
+        match self {
+            Part::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    fn from_result(r: Result<T, Error>) -> Part<T> {
+        match r {
+            Ok(v) => Part::Read(v),
+            Err(e) if e.is_module_missing() => Part::Absent(e.to_string()),
+            Err(e) => Part::Failed(e.to_string()),
+        }
+    }
+
+    fn replayed(r: Result<T, Replay>) -> Part<T> {
+        match r {
+            Ok(v) => Part::Read(v),
+            Err(Replay::Missing(e)) => Part::Absent(e),
+            Err(Replay::Bad(e)) => Part::Failed(e.to_string()),
+        }
+    }
+
+    fn map_err<U>(&self) -> Part<U> {
+        match self {
+            Part::Read(_) => unreachable!("map_err of a read part"),
+            Part::Absent(e) => Part::Absent(e.clone()),
+            Part::Failed(e) => Part::Failed(e.clone()),
+        }
+    }
+}
+
+/// Why a replayed part is not there: its capture file is missing, or does not parse.
+enum Replay {
+    Missing(String),
+    Bad(Error),
+}
+
+impl From<Error> for Replay {
+    fn from(e: Error) -> Replay {
+        Replay::Bad(e)
+    }
+}
+
+/// GET_STATS and GET_FBACK_STATS: the namespace's SMC counters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters {
+    /// GET_STATS.
+    pub stats: Stats,
+    /// GET_FBACK_STATS.
+    pub fallback: FallbackStats,
+}
+
+/// What SMC says about itself (GET_SYS_INFO, DUMP_UEID).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Info {
+    /// Version, v2 capabilities.
+    pub sys: SysInfo,
+    /// The user EIDs (`None` when the kernel would not say).
+    pub ueids: Option<Vec<String>>,
+}
+
+/// SMC's devices and link groups (GET_DEV_*, GET_LINK_SMCR, GET_LGR_SMCD).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Topology {
+    /// SMC-R link groups of this namespace, with their links.
+    pub link_groups: Vec<LinkGroup>,
+    /// SMC-D link groups.
+    pub smcd_link_groups: Vec<LinkGroupSmcd>,
+    /// SMC-R devices.
+    pub smcr_devices: Vec<Device>,
+    /// SMC-D devices.
+    pub smcd_devices: Vec<Device>,
+}
+
+/// One RDMA device with its resource counts and limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RdmaDevice {
+    /// Name, index, ports.
+    pub device: rdma::Device,
+    /// Used counts (RES_GET), when the kernel listed this device.
+    pub used: Option<ResourceSummary>,
+    /// Maximums (verbs interface), when the device answered.
+    pub limits: Option<Limits>,
+}
+
+/// The runtime's reports of running programs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Processes {
+    /// Reports of programs still running.
+    pub running: Vec<ProcessReport>,
+    /// Report files that could not be read or parsed.
+    pub unreadable: u64,
+}
+
+/// Everything one scrape shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// SMC counters: `smc_up` is 1 exactly when these were read.
+    pub counters: Part<Counters>,
+    /// SMC's own description.
+    pub info: Part<Info>,
+    /// Devices and link groups.
+    pub topology: Part<Topology>,
+    /// (state, mode) of every SMC socket (smc_diag).
+    pub sockets: Part<Vec<(u8, Mode)>>,
+    /// RDMA devices (RDMA netlink).
+    pub rdma: Part<Vec<RdmaDevice>>,
+    /// Per-process reports (absent when no run directory is given).
+    pub processes: Part<Processes>,
+    /// BPF mode's scopes (`smcrun --bpf` trees, attached cgroups) and their counts.
+    pub bpf: Part<Scopes>,
+}
+
+impl Snapshot {
+    /// A snapshot in which the kernel had nothing (every part absent): what a kernel without SMC
+    /// and RDMA gives.
+    pub fn empty(why: &str) -> Snapshot {
+        let a = || why.to_string();
+        Snapshot {
+            counters: Part::Absent(a()),
+            info: Part::Absent(a()),
+            topology: Part::Absent(a()),
+            sockets: Part::Absent(a()),
+            rdma: Part::Absent(a()),
+            processes: Part::Absent(a()),
+            bpf: Part::Absent(a()),
+        }
+    }
+
+    /// The parts by collector name, for `smcrun_scrape_collector_success` and the error count.
+    pub fn parts(&self) -> [(&'static str, bool, Option<&str>); 7] {
+        fn s<'a, T>(name: &'static str, p: &'a Part<T>) -> (&'static str, bool, Option<&'a str>) {
+            (name, p.get().is_some(), p.failure())
+        }
+        [
+            s("counters", &self.counters),
+            s("info", &self.info),
+            s("topology", &self.topology),
+            s("sockets", &self.sockets),
+            s("rdma", &self.rdma),
+            s("processes", &self.processes),
+            s("bpf", &self.bpf),
+        ]
+    }
+
+    /// How many parts failed (not counting parts the kernel simply does not have).
+    pub fn failures(&self) -> u64 {
+        self.parts().iter().filter(|p| p.2.is_some()).count() as u64
+    }
+}
+
+fn read_counters(c: &SmcGenl) -> Result<Counters, Error> {
+    Ok(Counters {
+        stats: c.stats()?,
+        fallback: c.fallback_stats()?,
+    })
+}
+
+fn read_topology(c: &SmcGenl) -> Result<Topology, Error> {
+    Ok(Topology {
+        link_groups: netns::local_groups(c.link_groups()?, netns::cookie()),
+        smcd_link_groups: c.link_groups_smcd()?,
+        smcr_devices: c.devices_smcr()?,
+        smcd_devices: c.devices_smcd()?,
+    })
+}
+
+fn read_rdma() -> Result<Vec<RdmaDevice>, Error> {
+    let devices = rdma::devices()?;
+    if devices.is_empty() {
+        return Ok(Vec::new());
+    }
+    let summaries = rdma::parse_resource_summary(&rdma::dump_raw(rdma::op::RES_GET, None)?)?;
+    // The limits after the counts: the verbs context opened to ask for them is then not in this
+    // scrape's own `ctx` count.
+    Ok(devices
+        .into_iter()
+        .map(|d| RdmaDevice {
+            used: summaries
+                .iter()
+                .find(|s| s.device_index == d.index)
+                .cloned(),
+            limits: uverbs::limits(&d.name).ok(),
+            device: d,
+        })
+        .collect())
+}
+
+/// A snapshot from the replies `smcrun __capture DIR` saved (`DIR/smc_GET_STATS.bin`, ...): what
+/// that kernel showed then, for tests and for looking at a capture from elsewhere. A part whose
+/// files are missing is absent, one whose files do not parse failed. The link groups are taken
+/// as captured (the namespace they belonged to is not this one); there are no verbs limits.
+pub fn replay(dir: &Path) -> Snapshot {
+    use smcrun_telemetry::smc_genl::{
+        parse_devices, parse_devices_smcd, parse_fallback_stats, parse_link_groups,
+        parse_link_groups_smcd, parse_stats, parse_sys_info, parse_ueids,
+    };
+    let file = |name: &str| -> Result<Vec<u8>, Replay> {
+        let p = dir.join(format!("{name}.bin"));
+        std::fs::read(&p).map_err(|e| Replay::Missing(format!("{}: {e}", p.display())))
+    };
+    let counters = Part::replayed((|| {
+        Ok(Counters {
+            stats: parse_stats(&file("smc_GET_STATS")?)?,
+            fallback: parse_fallback_stats(&file("smc_GET_FBACK_STATS")?)?,
+        })
+    })());
+    let info = Part::replayed((|| {
+        Ok(Info {
+            sys: parse_sys_info(&file("smc_GET_SYS_INFO")?)?,
+            ueids: file("smc_DUMP_UEID")
+                .ok()
+                .and_then(|r| parse_ueids(&r).ok()),
+        })
+    })());
+    let topology = Part::replayed((|| {
+        Ok(Topology {
+            link_groups: parse_link_groups(&file("smc_GET_LINK_SMCR")?)?,
+            smcd_link_groups: parse_link_groups_smcd(&file("smc_GET_LGR_SMCD")?)?,
+            smcr_devices: parse_devices(&file("smc_GET_DEV_SMCR")?)?,
+            smcd_devices: parse_devices_smcd(&file("smc_GET_DEV_SMCD")?)?,
+        })
+    })());
+    let sockets = Part::replayed((|| Ok(sock_diag::parse_states(&file("sock_diag_ext0")?)?))());
+    let rdma = Part::replayed((|| {
+        let summaries = rdma::parse_resource_summary(&file("rdma_RES_GET")?)?;
+        rdma::parse_devices(&file("rdma_GET")?)?
+            .into_iter()
+            .map(|mut d| {
+                d.ports = rdma::parse_ports(&file(&format!("rdma_PORT_GET_{}", d.index))?)?;
+                Ok(RdmaDevice {
+                    used: summaries
+                        .iter()
+                        .find(|s| s.device_index == d.index)
+                        .cloned(),
+                    limits: None,
+                    device: d,
+                })
+            })
+            .collect::<Result<Vec<_>, Replay>>()
+    })());
+    Snapshot {
+        counters,
+        info,
+        topology,
+        sockets,
+        rdma,
+        processes: Part::Absent("a capture has no per-process reports".into()),
+        bpf: Part::Absent("a capture has no BPF scopes".into()),
+    }
+}
+
+/// What [`read`] reads besides the always-read parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reads {
+    /// The per-process reports (of the user running the exporter; false: no per-process part).
+    pub processes: bool,
+    /// The SMC socket census (smc_diag dumps every socket: with tens of thousands of sockets
+    /// this is most of a scrape's cost, nearly all of it in the kernel).
+    pub sockets: bool,
+}
+
+/// Read a snapshot from the running kernel, with the optional parts `reads` asks for.
+pub fn read(reads: Reads) -> Snapshot {
+    let (counters, info, topology) = match SmcGenl::open() {
+        Ok(c) => (
+            Part::from_result(read_counters(&c)),
+            Part::from_result(c.sys_info().map(|sys| Info {
+                sys,
+                ueids: c.ueid_dump().ok(),
+            })),
+            Part::from_result(read_topology(&c)),
+        ),
+        Err(e) => {
+            let p: Part<()> = Part::from_result(Err(e));
+            (p.map_err(), p.map_err(), p.map_err())
+        }
+    };
+    let sockets = if reads.sockets {
+        Part::from_result(sock_diag::dump_raw(0).and_then(|raw| sock_diag::parse_states(&raw)))
+    } else {
+        Part::Absent("the socket census is off (--no-sockets)".into())
+    };
+    let rdma = Part::from_result(read_rdma());
+    let processes = if !reads.processes {
+        Part::Absent("the per-process part is off".into())
+    } else {
+        match smcrun_runtime::rundir::read::RunDir::open() {
+            Ok(Some(dir)) => {
+                let (running, unreadable) = crate::processes::running(&dir);
+                Part::Read(Processes {
+                    running,
+                    unreadable,
+                })
+            }
+            // No run directory yet: no program has reported.
+            Ok(None) => Part::Read(Processes {
+                running: Vec::new(),
+                unreadable: 0,
+            }),
+            // A run directory that is refused (another user's, open to others) is not read.
+            Err(_) => Part::Read(Processes {
+                running: Vec::new(),
+                unreadable: 1,
+            }),
+        }
+    };
+    Snapshot {
+        counters,
+        info,
+        topology,
+        sockets,
+        rdma,
+        processes,
+        // Reading BPF programs needs CAP_SYS_ADMIN; without it (or without BPF) there is simply no
+        // such part, not a failed scrape.
+        bpf: match smcrun_bpf::scopes::all() {
+            Ok(sc) => Part::Read(sc),
+            Err(e) => Part::Absent(e.to_string()),
+        },
+    }
+}
