@@ -49,8 +49,8 @@ fn dir_of(uid: u32, name: &str, mode: u32) -> PathBuf {
 }
 
 fn sockcheck_as(uid: u32) -> Command {
-    let mut c = as_user(uid, &bin("smcrun"));
-    c.arg(bin("sockcheck")).args(["conns", "2"]);
+    let mut c = as_user(uid, &bin_for_anyone("smcrun"));
+    c.arg(bin_for_anyone("sockcheck")).args(["conns", "2"]);
     c
 }
 
@@ -70,9 +70,9 @@ fn nothing_is_installed_setuid() {
 
 #[test]
 fn sysctls_are_written_only_with_the_privilege_and_otherwise_refused_by_name() {
-    let mut c = as_user(54301, &bin("smcrun"));
+    let mut c = as_user(54301, &bin_for_anyone("smcrun"));
     c.args(["--sysctl", "net.core.somaxconn=1024"])
-        .arg(bin("sockcheck"))
+        .arg(bin_for_anyone("sockcheck"))
         .args(["exit", "7"]);
     let (_, err, o) = run_within(c, LIMIT);
     assert_eq!(o.status.code(), Some(1), "nothing may start: {err}");
@@ -127,7 +127,7 @@ fn another_user_cannot_take_a_users_run_directory_first() {
         "nothing written there"
     );
     // The victim's view refuses it, and shows nothing from it.
-    let mut c = as_user(victim, &bin("smcrun"));
+    let mut c = as_user(victim, &bin_for_anyone("smcrun"));
     c.args(["ps", "--json"]);
     let (out, err, o) = run_within(c, LIMIT);
     assert!(!o.status.success(), "{out}");
@@ -205,7 +205,7 @@ fn roots_view_never_shows_a_report_another_user_planted() {
         "{out}{err}"
     );
     let mut c = root_xdg(smcrun());
-    c.arg(bin("sockcheck")).args(["conns", "1"]);
+    c.arg(bin_for_anyone("sockcheck")).args(["conns", "1"]);
     let (_, err, o) = run_within(c, LIMIT);
     assert!(o.status.success(), "{err}");
     assert_eq!(

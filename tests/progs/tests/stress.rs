@@ -351,9 +351,9 @@ fn a_run_directory_the_user_cannot_write_costs_the_report_not_the_program() {
         let mut c = Command::new("setpriv");
         c.args(["--reuid", "54321", "--regid", "54321", "--clear-groups"]);
         if under {
-            c.arg(bin("smcrun"));
+            c.arg(bin_for_anyone("smcrun"));
         }
-        c.arg(bin("sockcheck"))
+        c.arg(bin_for_anyone("sockcheck"))
             .args(["conns", "2"])
             .env("XDG_RUNTIME_DIR", &d)
             .env("SMCRUN_REPORT", "1")

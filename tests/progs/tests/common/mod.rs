@@ -181,3 +181,24 @@ pub fn summaries(stderr: &str) -> Vec<&str> {
         .filter(|l| l.starts_with("smcrun: pid "))
         .collect()
 }
+
+/// Path of a built binary in a copy that any user can run: the tests that run programs as another
+/// user (`setpriv`) use these, since the target directory may sit under a folder only its owner can
+/// enter. smcrun and the shim are copied side by side, so smcrun finds its shim. (One folder for
+/// every run, each file replaced by a rename, so that nothing piles up in /tmp.)
+pub fn bin_for_anyone(name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    static COPY: Once = Once::new();
+    let dir = std::env::temp_dir().join("smcrun-test-bins");
+    COPY.call_once(|| {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for b in ["smcrun", "libsmcrun_shim.so", "sockcheck", "shapes"] {
+            let tmp = dir.join(format!(".{b}.{}", std::process::id()));
+            std::fs::copy(bin(b), &tmp).unwrap();
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::rename(&tmp, dir.join(b)).unwrap();
+        }
+    });
+    dir.join(name)
+}
