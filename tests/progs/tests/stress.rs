@@ -13,9 +13,9 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// `shapes ARGS` plain or under smcrun (with the exit summary), reports in `xdg`: stdout, stderr,
-/// the exit code (a signal is a failure), the pid.
-fn shapes(under: bool, xdg: &Path, args: &[&str]) -> (String, String, i32, u32) {
+/// `shapes ARGS` plain or under smcrun (with the exit summary), reports in `xdg`: stdout, stderr
+/// and the exit code (a signal is a failure).
+fn shapes(under: bool, xdg: &Path, args: &[&str]) -> (String, String, i32) {
     let mut c = if under {
         let mut c = smcrun();
         c.env("SMCRUN_REPORT", "1").arg(bin("shapes"));
@@ -30,8 +30,7 @@ fn shapes(under: bool, xdg: &Path, args: &[&str]) -> (String, String, i32, u32) 
         None,
         "shapes {args:?} (under smcrun: {under}) died of a signal\n{out}\n{err}"
     );
-    let pid = 0; // filled by callers that need it from the summary line
-    (out, err, o.status.code().unwrap(), pid)
+    (out, err, o.status.code().unwrap())
 }
 
 /// The pid and `N connections` of an exit summary line.
@@ -74,7 +73,7 @@ fn counts_add_up(r: &serde_json::Value) {
 fn sixty_four_threads_two_thousand_socket_connect_close_cycles_each() {
     let xdg = private_xdg("churn");
     let args = ["churn", "64", "2000"];
-    let (plain, _, code, _) = shapes(false, &xdg, &args);
+    let (plain, _, code) = shapes(false, &xdg, &args);
     assert_eq!(code, 0);
     assert_eq!(
         plain.replace(
@@ -83,7 +82,7 @@ fn sixty_four_threads_two_thousand_socket_connect_close_cycles_each() {
         ),
         "cycles=128000 connected=64000 refused=64000 other_errno={}\naccepted=N\nfds_leaked=none\n"
     );
-    let (out, err, code, _) = shapes(true, &xdg, &args);
+    let (out, err, code) = shapes(true, &xdg, &args);
     // A connect can succeed while the listener's accept queue overflows and drops the connection
     // (the kernel's behaviour under load, more likely when the acceptor is slower): the program
     // counts what it accepted; everything else is exact.
@@ -118,13 +117,13 @@ fn sixty_four_threads_two_thousand_socket_connect_close_cycles_each() {
 fn five_hundred_forks_each_connecting() {
     let xdg = private_xdg("forks");
     let args = ["fork-many", "500", "16"];
-    let (plain, _, code, _) = shapes(false, &xdg, &args);
+    let (plain, _, code) = shapes(false, &xdg, &args);
     assert_eq!(code, 0);
     assert_eq!(
         plain,
         "children=500 exited_0=500 other=[] accepted=500\nfds_leaked=none\n"
     );
-    let (out, err, code, _) = shapes(true, &xdg, &args);
+    let (out, err, code) = shapes(true, &xdg, &args);
     assert_eq!((out.as_str(), code), (plain.as_str(), 0), "{err}");
     // One summary per process: each child its own connection, the parent its 500 accepted ones.
     let sums = summaries(&err);
@@ -163,13 +162,13 @@ fn chain_view(out: &str) -> String {
 fn an_exec_chain_of_ten_keeps_the_shim_to_the_end() {
     let xdg = private_xdg("exec");
     let args = ["exec-chain", "10"];
-    let (plain, _, code, _) = shapes(false, &xdg, &args);
+    let (plain, _, code) = shapes(false, &xdg, &args);
     assert_eq!(code, 0);
     assert_eq!(plain.lines().count(), 12, "{plain}");
     assert!(plain
         .lines()
         .all(|l| !l.contains("shim_loaded=true") && !l.contains("has_shim=true")));
-    let (out, err, code, _) = shapes(true, &xdg, &args);
+    let (out, err, code) = shapes(true, &xdg, &args);
     assert_eq!(code, 0, "{err}");
     // Every link is preloaded, LD_PRELOAD is still there at the end, and each link starts with the
     // same descriptors as without the shim (the runtime's are close-on-exec).
@@ -185,13 +184,13 @@ fn an_exec_chain_of_ten_keeps_the_shim_to_the_end() {
 fn posix_spawn_and_vfork_while_threads_make_sockets() {
     let xdg = private_xdg("spawn");
     let args = ["spawn-storm", "200", "8"];
-    let (plain, _, code, _) = shapes(false, &xdg, &args);
+    let (plain, _, code) = shapes(false, &xdg, &args);
     assert_eq!(code, 0);
     assert_eq!(
         plain,
         "posix_spawn_ok=200 vfork_ok=200 of=200 socket_threads_other_errno=0\nrefused_some=true\nfds_leaked=none\n"
     );
-    let (out, err, code, _) = shapes(true, &xdg, &args);
+    let (out, err, code) = shapes(true, &xdg, &args);
     assert_eq!((out.as_str(), code), (plain.as_str(), 0), "{err}");
     let _ = std::fs::remove_dir_all(xdg);
 }
@@ -204,7 +203,7 @@ fn sockets_from_a_signal_handler_at_a_high_rate() {
         &["signal-storm", "2000", "sockets"],
     ] {
         for under in [false, true] {
-            let (out, err, code, _) = shapes(under, &xdg, variant);
+            let (out, err, code) = shapes(under, &xdg, variant);
             assert_eq!(code, 0, "{variant:?} under={under}: {err}");
             let handler: u64 = value(&out, "handler_sockets")
                 .split(' ')
@@ -230,7 +229,7 @@ fn exit_while_threads_are_inside_the_hooks_and_hooks_in_thread_local_destructors
     let xdg = private_xdg("exit");
     for i in 0..20 {
         let under = i % 2 == 1;
-        let (out, err, code, _) = shapes(under, &xdg, &["exit-race", "16", "30"]);
+        let (out, err, code) = shapes(under, &xdg, &["exit-race", "16", "30"]);
         assert_eq!(
             (out.as_str(), code),
             ("tls_dtor_connects=16\nexiting=1\n", 0),
@@ -250,10 +249,10 @@ fn exit_while_threads_are_inside_the_hooks_and_hooks_in_thread_local_destructors
 #[test]
 fn accept_with_short_address_buffers_before_a_guard_page() {
     let xdg = private_xdg("accept");
-    let (plain, _, code, _) = shapes(false, &xdg, &["accept-short"]);
+    let (plain, _, code) = shapes(false, &xdg, &["accept-short"]);
     assert_eq!(code, 0);
     assert_eq!(plain.matches(" ok=1").count(), 6, "{plain}");
-    let (out, err, code, _) = shapes(true, &xdg, &["accept-short"]);
+    let (out, err, code) = shapes(true, &xdg, &["accept-short"]);
     assert_eq!((out.as_str(), code), (plain.as_str(), 0), "{err}");
     let _ = std::fs::remove_dir_all(xdg);
 }
@@ -262,12 +261,12 @@ fn accept_with_short_address_buffers_before_a_guard_page() {
 fn a_full_detail_queue_drops_details_counts_them_and_the_program_goes_on() {
     let xdg = private_xdg("queue");
     let args = ["masked-burst", "2500"];
-    let (plain, _, code, _) = shapes(false, &xdg, &args);
+    let (plain, _, code) = shapes(false, &xdg, &args);
     assert_eq!(
         (plain.as_str(), code),
         ("connections=2500 answered=2500\n", 0)
     );
-    let (out, err, code, _) = shapes(true, &xdg, &args);
+    let (out, err, code) = shapes(true, &xdg, &args);
     assert_eq!((out.as_str(), code), (plain.as_str(), 0), "{err}");
     let sums = summaries(&err);
     let (pid, n) = summary_of(sums[0]);
