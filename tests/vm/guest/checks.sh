@@ -949,10 +949,10 @@ check_policy() {
         dfc=$(stats_delta /tmp/pol.s0 /tmp/pol.s1 clnt_fback)
         echo "port $port: report '$r', kernel client succ +$dc fallback +$dfc"
         if [ $port = 6379 ]; then
-            case $r in "1 connections, 1 SMC-R, 0 TCP"*) ;; *) fail "client to 6379 is not SMC-R: $r" ;; esac
+            case $r in "1 connection, 1 SMC-R, 0 TCP"*) ;; *) fail "client to 6379 is not SMC-R: $r" ;; esac
             [ "$dc" = 1 ] || fail "kernel SMC-R client successes grew by $dc for the 6379 connection, expected 1"
         else
-            case $r in "1 connections, 0 SMC-R, 1 TCP (TCP by policy: 1)"*) ;; *) fail "client to 6380 is not TCP by policy: $r" ;; esac
+            case $r in "1 connection, 0 SMC-R, 1 TCP (TCP by policy: 1)"*) ;; *) fail "client to 6380 is not TCP by policy: $r" ;; esac
             [ "$dc" = 0 ] || fail "the TCP-by-policy connection to 6380 still counted as an SMC-R success"
         fi
     done
