@@ -5,10 +5,8 @@
 //! built-in tools. A program whose name is also a subcommand is run with `smcrun -- NAME`.
 
 mod admin;
-mod config;
 mod exit;
 mod run;
-mod sysctl;
 mod views;
 
 use crate::exit::Exit;
@@ -129,7 +127,7 @@ fn main() -> ExitCode {
         }
     };
     match (cli.command, forced) {
-        (None, Some(cmd)) => match config::resolve(&cli.run) {
+        (None, Some(cmd)) => match run::config::resolve(&cli.run) {
             Ok(opts) => run_program(&opts, cmd),
             Err(f) => not_started(f),
         },
@@ -143,7 +141,7 @@ fn main() -> ExitCode {
             if let Some(code) = run::suggest::before_run(&cmd, &subs) {
                 return code;
             }
-            match config::resolve(&cli.run) {
+            match run::config::resolve(&cli.run) {
                 Ok(opts) => run_program(&opts, cmd),
                 Err(f) => not_started(f),
             }
@@ -175,7 +173,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        (Some(Command::Demo(a)), None) => match config::resolve(&cli.run) {
+        (Some(Command::Demo(a)), None) => match run::config::resolve(&cli.run) {
             Ok(opts) => run::demo::run(&opts, &a),
             Err(f) => not_started(f),
         },

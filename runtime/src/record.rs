@@ -8,7 +8,7 @@
 
 use crate::classify::Outcome;
 use crate::counters::{bump, COUNTS};
-use heapless::mpmc::MpMcQueue;
+use heapless::mpmc::Queue as MpMcQueue;
 use std::cell::UnsafeCell;
 use std::net::SocketAddr;
 
@@ -36,6 +36,10 @@ struct Ring(UnsafeCell<MpMcQueue<Record, CAPACITY>>);
 // when the forked child has a single thread.
 unsafe impl Sync for Ring {}
 
+// heapless deprecates its MPMC queue because it is not strictly lock-free: a thread stopped half
+// way through an operation makes the others' operations fail (never wait) until it resumes. Here
+// that is a dropped, counted detail, which is what a full queue does anyway.
+#[allow(deprecated)]
 static RING: Ring = Ring(UnsafeCell::new(MpMcQueue::new()));
 
 fn ring() -> &'static MpMcQueue<Record, CAPACITY> {
@@ -63,5 +67,8 @@ pub fn pop() -> Option<Record> {
 /// Only in the child right after fork, while it has a single thread.
 pub unsafe fn reset_in_child() {
     // SAFETY: the caller guarantees no other thread uses the queue; the old contents are Copy.
-    unsafe { RING.0.get().write(MpMcQueue::new()) }
+    #[allow(deprecated)]
+    unsafe {
+        RING.0.get().write(MpMcQueue::new())
+    }
 }

@@ -2,7 +2,8 @@
 //! redirect or forge them.
 //!
 //! The directory is `$XDG_RUNTIME_DIR/smcrun/`, else `/run/smcrun/` for root, else
-//! `/tmp/smcrun-UID/` (a process that switched uid ignores the XDG directory it inherited). It must
+//! `/tmp/smcrun-UID/` (a process that switched uid ignores the XDG directory it inherited, and so
+//! does one whose XDG directory is not its own: see [`xdg_trusted`]). It must
 //! be a real directory (never a symlink) of the user, closed to others (0700). A process opens it
 //! once, `O_DIRECTORY|O_NOFOLLOW`, checks the open directory itself, and does everything else
 //! through that descriptor: a path swapped for a symlink after the check changes nothing.
@@ -207,6 +208,30 @@ pub fn dir_path(xdg: Option<&[u8]>, euid: u32, use_xdg: bool) -> Result<PathBuf0
         }
     }
     Ok(p)
+}
+
+/// Whether `XDG_RUNTIME_DIR` may hold the run directory of user `euid`: an absolute path reached
+/// without a symlink, naming a directory of `euid` that nobody else may write (as pam_systemd makes
+/// `/run/user/UID`). A directory of another user (an environment inherited through `sudo -E`, or
+/// set by someone else) is not, so no variable makes a process create its run directory or write
+/// its reports where another user chose. (Raw system calls on the stack: usable in a hook.)
+pub fn xdg_trusted(xdg: &[u8], euid: u32) -> bool {
+    let mut p = PathBuf0::new();
+    if xdg.first() != Some(&b'/') || p.push(xdg).is_err() {
+        return false;
+    }
+    let Ok(fd) = fs::openat2(
+        fs::CWD,
+        p.as_cstr(),
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        fs::ResolveFlags::NO_SYMLINKS,
+    ) else {
+        return false;
+    };
+    fs::fstat(&fd).is_ok_and(|st| {
+        st.st_mode & libc::S_IFMT == libc::S_IFDIR && st.st_uid == euid && st.st_mode & 0o022 == 0
+    })
 }
 
 /// The report file's name, `PID.json`.
@@ -429,7 +454,8 @@ fn own_dir_path() -> Result<PathBuf0, Refusal> {
     let n = s.xdg_len.load(Ordering::Relaxed) as usize;
     let xdg = (n > 0).then(|| &s.xdg[..n]);
     let me = euid();
-    dir_path(xdg, me, s.uid.load(Ordering::Relaxed) == me)
+    let use_xdg = s.uid.load(Ordering::Relaxed) == me && xdg.is_some_and(|x| xdg_trusted(x, me));
+    dir_path(xdg, me, use_xdg)
 }
 
 fn refuse(r: Refusal) -> Refusal {
@@ -542,20 +568,23 @@ pub mod read {
         pub path: String,
     }
 
+    /// The current user's run directory, as the processes of this user write it.
+    fn own_path() -> Result<PathBuf0, String> {
+        let xdg = std::env::var_os("XDG_RUNTIME_DIR");
+        let xdg = xdg.as_ref().map(|x| x.as_encoded_bytes());
+        let me = euid();
+        dir_path(xdg, me, xdg.is_some_and(|x| xdg_trusted(x, me))).map_err(|e| e.to_string())
+    }
+
     /// Where the current user's reports are (the path).
     pub fn path() -> Result<String, String> {
-        let xdg = std::env::var_os("XDG_RUNTIME_DIR");
-        let p = dir_path(xdg.as_ref().map(|x| x.as_encoded_bytes()), euid(), true)
-            .map_err(|e| e.to_string())?;
-        Ok(String::from_utf8_lossy(p.as_bytes()).into_owned())
+        Ok(String::from_utf8_lossy(own_path()?.as_bytes()).into_owned())
     }
 
     impl RunDir {
         /// Opens the current user's run directory; `Ok(None)` when it does not exist.
         pub fn open() -> Result<Option<RunDir>, String> {
-            let xdg = std::env::var_os("XDG_RUNTIME_DIR");
-            let p = dir_path(xdg.as_ref().map(|x| x.as_encoded_bytes()), euid(), true)
-                .map_err(|e| e.to_string())?;
+            let p = own_path()?;
             let path = String::from_utf8_lossy(p.as_bytes()).into_owned();
             match open_dir(p.as_cstr(), false) {
                 Ok(fd) => Ok(Some(RunDir { fd, path })),
@@ -666,5 +695,30 @@ mod tests {
         ] {
             assert_eq!(Refusal::unpack(r.pack()), Some(r));
         }
+    }
+
+    #[test]
+    fn only_a_private_xdg_directory_of_ones_own_is_used() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = std::env::temp_dir().join(format!("smcrun-xdg-trust-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let own = base.join("own");
+        std::fs::create_dir_all(&own).unwrap();
+        std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let me = euid();
+        let t = |p: &std::path::Path, uid| xdg_trusted(p.as_os_str().as_encoded_bytes(), uid);
+        assert!(t(&own, me));
+        assert!(!t(&own, me + 1), "another user's directory");
+        let open = base.join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(!t(&open, me), "a directory others may write");
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&own, &link).unwrap();
+        assert!(!t(&link, me), "a symlink");
+        assert!(!t(&link.join("."), me), "a path through a symlink");
+        assert!(!xdg_trusted(b"relative/dir", me));
+        assert!(!t(&base.join("missing"), me));
+        std::fs::remove_dir_all(&base).unwrap();
     }
 }

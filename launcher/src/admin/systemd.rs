@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser};
 
-use crate::config;
+use crate::run::config;
 use crate::run::exec;
 use crate::views::exporter;
 

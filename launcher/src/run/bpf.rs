@@ -328,7 +328,7 @@ fn attach_policy(args: &AttachArgs) -> Result<Policy, String> {
         return Policy::parse(text).map_err(|e| format!("--policy: {e}"));
     }
     if let Some(path) = &args.config {
-        return Ok(crate::config::load(path)?.policy.unwrap_or_default());
+        return Ok(crate::run::config::load(path)?.policy.unwrap_or_default());
     }
     Ok(Policy::default())
 }

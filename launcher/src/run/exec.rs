@@ -5,7 +5,7 @@
 
 use crate::exit::{Exit, Failure};
 use crate::run::preload;
-use crate::sysctl;
+use crate::run::sysctl;
 use clap::Args;
 use smcrun_settings::{self as settings, Fallback, Mode};
 use std::ffi::{CString, OsStr, OsString};

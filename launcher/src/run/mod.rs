@@ -3,9 +3,11 @@
 //! signals), BPF mode, the built-in demo, and `smcrun policy check`.
 
 pub mod bpf;
+pub mod config;
 pub mod demo;
 pub mod exec;
 pub mod policy_check;
 pub mod preload;
 pub mod signals;
 pub mod suggest;
+pub mod sysctl;

@@ -2,8 +2,8 @@
 //! and whether that socket would get SMC or TCP, without running anything. The same parser and
 //! matcher as the shim's, so the answer is the one a run would get.
 
-use crate::config;
 use crate::exit::Exit;
+use crate::run::config;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use smcrun_policy::{Action, Policy, Role};

@@ -277,3 +277,32 @@ fn a_forked_childs_epoch_does_not_count_its_parents_connections() {
     assert_eq!(r.endpoints[0].remote, "10.1.1.1");
     assert_ne!(fdtable::epoch(), before);
 }
+
+#[test]
+fn a_full_detail_queue_drops_and_counts_instead_of_spinning() {
+    // heapless 0.8's large MPMC queue compared positions as i8: once full it spun forever inside
+    // the hook that queued (seen with 2,100 connections and no sidecar to drain the queue).
+    let _g = fresh();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for fd in 0..(record::CAPACITY as i32 + 10) {
+            record::push(Record {
+                fd,
+                server: false,
+                outcome: Outcome::Tcp(1),
+                remote: None,
+                local: None,
+            });
+        }
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("record::push did not return on a full queue");
+    assert_eq!(load(&COUNTS.detail_dropped), 10);
+    let mut st = State::default();
+    st.look(&Fake::default(), true);
+    let r = st.report();
+    assert_eq!(r.detail_dropped, 10);
+    assert_eq!(r.recent.len(), smcrun_report::RECENT_CONNECTIONS);
+    assert_eq!(record::pop(), None);
+}

@@ -21,18 +21,6 @@ fn with_xdg(mut c: Command, dir: &Path) -> Command {
     c
 }
 
-fn ps_json(dir: &Path) -> Vec<serde_json::Value> {
-    let mut c = with_xdg(smcrun(), dir);
-    c.args(["ps", "--json"]);
-    let (out, err, o) = run(c);
-    assert!(o.status.success(), "{err}");
-    serde_json::from_str::<serde_json::Value>(&out)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
 /// The reason every connection is TCP on a kernel without SMC (on an SMC kernel the reasons
 /// depend on the set-up: the VM checks them).
 fn expected_reason() -> &'static str {

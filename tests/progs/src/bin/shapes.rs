@@ -1,7 +1,9 @@
 //! `shapes WHAT [ARGS]`: the server (and client) shapes the per-process report must get right,
 //! as small real programs: a pre-fork server, a server that drops root, a counted load of short
-//! connections, accept with short address buffers, and sockets made from a signal handler. Each
-//! calls the C library, so the shim's hooks apply, and prints `key=value` lines.
+//! connections, accept with short address buffers, and sockets made from a signal handler; and the
+//! stress shapes (many threads, forks, an exec chain, spawns, exit while threads make sockets,
+//! epoll with nonblocking connects). Each calls the C library, so the shim's hooks apply, and
+//! prints `key=value` lines that are the same with and without the shim.
 
 use libc::{c_int, socklen_t};
 use std::io::{Read, Write};
@@ -204,11 +206,14 @@ extern "C" fn on_alarm(_: c_int) {
     }
 }
 
-/// `signal-storm MS`: for MS milliseconds, SIGALRM every 50 us makes and closes a TCP socket in
-/// its handler (the program's very first TCP socket is made there) while the main thread
-/// allocates, frees and formats.
+/// `signal-storm MS [sockets]`: for MS milliseconds, SIGALRM every 50 us makes and closes a TCP
+/// socket in its handler (the program's very first TCP socket is made there) while the main thread
+/// allocates, frees and formats; with `sockets`, while the main thread loops on socket/close (the
+/// handler interrupts the hooks themselves).
 fn signal_storm(args: &[String]) {
     let ms: u64 = arg(args, 0, "milliseconds");
+    let sockets = args.get(1).map(String::as_str) == Some("sockets");
+    let before = own_fds();
     // SAFETY: installing a handler and an interval timer for this process.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -229,6 +234,17 @@ fn signal_storm(args: &[String]) {
     }
     let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
     let mut sink = 0usize;
+    let mut main_sockets = 0u64;
+    while sockets && std::time::Instant::now() < end {
+        // SAFETY: socket/close on an fd owned here.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            if fd >= 0 {
+                libc::close(fd);
+                main_sockets += 1;
+            }
+        }
+    }
     while std::time::Instant::now() < end {
         // Mostly inside malloc and free, where an allocating handler would corrupt the heap.
         let v: Vec<Box<[u8; 48]>> = (0..256).map(|i| Box::new([i as u8; 48])).collect();
@@ -242,9 +258,586 @@ fn signal_storm(args: &[String]) {
         libc::setitimer(libc::ITIMER_REAL, &t, std::ptr::null_mut());
     }
     say(format!(
-        "handler_sockets={} sink={sink}",
+        "handler_sockets={} main_sockets={main_sockets} sink={sink}",
         HANDLER_SOCKETS.load(Ordering::Relaxed)
     ));
+    say(format!("fds_leaked={}", leaked(&before)));
+}
+
+/// The program's open descriptors, from /proc/self/fd, without the runtime's own (at fd 100 or
+/// above, open on the run directory or a report in it: see the runtime's `rundir`), each as
+/// `FD:TARGET`.
+fn own_fds() -> Vec<String> {
+    let mut fds: Vec<(i32, String)> = std::fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let n: i32 = e.file_name().to_str()?.parse().ok()?;
+                    let t = std::fs::read_link(e.path()).ok()?;
+                    Some((n, t.display().to_string()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    fds.retain(|(n, t)| !(*n >= 100 && (t.contains("/smcrun") || t.ends_with(".json"))));
+    fds.sort();
+    // The read_dir's own descriptor is gone by now; a number that no longer resolves is dropped.
+    fds.into_iter()
+        .filter(|(n, _)| std::path::Path::new(&format!("/proc/self/fd/{n}")).exists())
+        .map(|(n, t)| format!("{n}:{t}"))
+        .collect()
+}
+
+/// The descriptors open now that were not open at `before`: `none`, or the list.
+fn leaked(before: &[String]) -> String {
+    let extra: Vec<String> = own_fds()
+        .into_iter()
+        .filter(|f| !before.contains(f))
+        .collect();
+    if extra.is_empty() {
+        "none".into()
+    } else {
+        extra.join(",")
+    }
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// A C sockaddr for a std address.
+fn c_addr(addr: SocketAddr) -> (libc::sockaddr_storage, socklen_t) {
+    // SAFETY: a zeroed sockaddr_storage is valid; the variant of the address's family is filled.
+    unsafe {
+        let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+        let len = match addr {
+            SocketAddr::V4(a) => {
+                let sin = &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in);
+                sin.sin_family = libc::AF_INET as u16;
+                sin.sin_port = a.port().to_be();
+                sin.sin_addr.s_addr = u32::from_ne_bytes(a.ip().octets());
+                std::mem::size_of::<libc::sockaddr_in>()
+            }
+            SocketAddr::V6(a) => {
+                let sin6 = &mut *(&mut ss as *mut _ as *mut libc::sockaddr_in6);
+                sin6.sin6_family = libc::AF_INET6 as u16;
+                sin6.sin6_port = a.port().to_be();
+                sin6.sin6_addr.s6_addr = a.ip().octets();
+                std::mem::size_of::<libc::sockaddr_in6>()
+            }
+        };
+        (ss, len as socklen_t)
+    }
+}
+
+/// A listener on 127.0.0.1 whose connections are accepted and closed by a thread of their own;
+/// the count of accepted ones is returned by the join handle once `stop` is connected to.
+fn sink_listener() -> (SocketAddr, std::thread::JoinHandle<u64>) {
+    // SAFETY: a listening socket owned here, handed to TcpListener.
+    let l = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        let one: c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&one as *const c_int).cast(),
+            4,
+        );
+        let (sa, len) = c_addr("127.0.0.1:0".parse().unwrap());
+        assert_eq!(
+            libc::bind(fd, (&sa as *const libc::sockaddr_storage).cast(), len),
+            0
+        );
+        assert_eq!(libc::listen(fd, 4096), 0);
+        <TcpListener as std::os::fd::FromRawFd>::from_raw_fd(fd)
+    };
+    let addr = l.local_addr().unwrap();
+    let h = std::thread::spawn(move || {
+        let mut n = 0u64;
+        loop {
+            match l.accept() {
+                Ok((s, _)) => {
+                    let mut b = [0u8; 1];
+                    // The last connection says "stop" with a byte; the others close at once.
+                    if (&s).read(&mut b).unwrap_or(0) == 1 && b[0] == b'!' {
+                        return n;
+                    }
+                    n += 1;
+                }
+                Err(_) => return n,
+            }
+        }
+    });
+    (addr, h)
+}
+
+fn stop_sink(addr: SocketAddr, h: std::thread::JoinHandle<u64>) -> u64 {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(b"!").unwrap();
+    h.join().unwrap()
+}
+
+/// One socket/connect/close cycle through the C library: `Ok(true)` connected, `Ok(false)`
+/// refused, `Err(errno)` anything else. A connected socket is closed with an RST (SO_LINGER 0), so
+/// that many cycles leave no TIME_WAIT behind to exhaust the ports.
+fn cycle(addr: SocketAddr) -> Result<bool, i32> {
+    let family = if addr.is_ipv6() {
+        libc::AF_INET6
+    } else {
+        libc::AF_INET
+    };
+    let (sa, len) = c_addr(addr);
+    // SAFETY: socket, connect, setsockopt and close on an fd owned here, with live buffers.
+    unsafe {
+        let fd = libc::socket(family, libc::SOCK_STREAM, 0);
+        if fd < 0 {
+            return Err(errno());
+        }
+        let r = libc::connect(fd, (&sa as *const libc::sockaddr_storage).cast(), len);
+        let e = errno();
+        let out = match (r, e) {
+            (0, _) => {
+                let lg = libc::linger {
+                    l_onoff: 1,
+                    l_linger: 0,
+                };
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_LINGER,
+                    (&lg as *const libc::linger).cast(),
+                    std::mem::size_of::<libc::linger>() as socklen_t,
+                );
+                Ok(true)
+            }
+            (_, libc::ECONNREFUSED) => Ok(false),
+            (_, e) => Err(e),
+        };
+        libc::close(fd);
+        out
+    }
+}
+
+/// A port on 127.0.0.1 that refuses: bound (so nobody else takes it) but not listening.
+fn refusing_port() -> (c_int, SocketAddr) {
+    // SAFETY: a bound, never listening socket owned here.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        let (sa, len) = c_addr("127.0.0.1:0".parse().unwrap());
+        libc::bind(fd, (&sa as *const libc::sockaddr_storage).cast(), len);
+        let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+        let mut l = std::mem::size_of::<libc::sockaddr_storage>() as socklen_t;
+        libc::getsockname(fd, (&mut ss as *mut libc::sockaddr_storage).cast(), &mut l);
+        let port = u16::from_be((*(&ss as *const _ as *const libc::sockaddr_in)).sin_port);
+        (fd, SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+}
+
+/// `churn THREADS CYCLES`: THREADS threads each run CYCLES socket/connect/close cycles, every
+/// other one to a listener of this process (accepted and closed by a thread) and the others to a
+/// port that refuses. Prints what connected, what was refused, any other errno, and the
+/// descriptors left open.
+fn churn(args: &[String]) {
+    let threads: u64 = arg(args, 0, "a thread count");
+    let cycles: u64 = arg(args, 1, "a count");
+    let before = own_fds();
+    let (sink, acceptor) = sink_listener();
+    let (refuser, closed) = refusing_port();
+    let connected = AtomicU64::new(0);
+    let refused = AtomicU64::new(0);
+    let other = std::sync::Mutex::new(std::collections::BTreeMap::<i32, u64>::new());
+    std::thread::scope(|sc| {
+        for _ in 0..threads {
+            sc.spawn(|| {
+                for i in 0..cycles {
+                    match cycle(if i % 2 == 0 { sink } else { closed }) {
+                        Ok(true) => connected.fetch_add(1, Ordering::Relaxed),
+                        Ok(false) => refused.fetch_add(1, Ordering::Relaxed),
+                        Err(e) => {
+                            *other.lock().unwrap().entry(e).or_default() += 1;
+                            0
+                        }
+                    };
+                }
+            });
+        }
+    });
+    let accepted = stop_sink(sink, acceptor);
+    // SAFETY: closing our own bound socket.
+    unsafe { libc::close(refuser) };
+    say(format!(
+        "cycles={} connected={} refused={} other_errno={:?}",
+        threads * cycles,
+        connected.load(Ordering::Relaxed),
+        refused.load(Ordering::Relaxed),
+        other.lock().unwrap()
+    ));
+    say(format!("accepted={accepted}"));
+    say(format!("fds_leaked={}", leaked(&before)));
+}
+
+/// `masked-burst N`: with SIGUSR1 blocked in every thread (as thread pools do), N connections to
+/// a listener of this process, each exchanging a byte. The runtime's sidecar only starts in a
+/// thread with the program's usual signal mask, so here the details of the connections pile up
+/// until exit: more than its queue holds is the "detail queue full" case.
+fn masked_burst(args: &[String]) {
+    let n: u64 = arg(args, 0, "a count");
+    // SAFETY: blocking a signal for this thread (and the threads it makes).
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGUSR1);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        for _ in 0..n {
+            answer(l.accept().unwrap().0);
+        }
+    });
+    let mut ok = 0;
+    for _ in 0..n {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(b"x").unwrap();
+        let mut b = [0u8; 1];
+        if s.read_exact(&mut b).is_ok() {
+            ok += 1;
+        }
+    }
+    server.join().unwrap();
+    say(format!("connections={n} answered={ok}"));
+}
+
+/// `fork-many N PARALLEL`: N children, at most PARALLEL at a time, each forked from this
+/// (threaded) process, making a socket and connecting to the parent's listener, a byte each way,
+/// then exiting. Prints how many children exited 0 and what the parent accepted.
+fn fork_many(args: &[String]) {
+    let n: u32 = arg(args, 0, "a count");
+    let parallel: u32 = arg(args, 1, "a count");
+    let before = own_fds();
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        for _ in 0..n {
+            answer(l.accept().unwrap().0);
+        }
+        n
+    });
+    let mut running = 0;
+    let mut good = 0;
+    let mut bad = Vec::new();
+    let reap = |good: &mut u32, bad: &mut Vec<i32>| {
+        let mut status = 0;
+        // SAFETY: waiting for any child of ours.
+        let pid = unsafe { libc::wait(&mut status) };
+        if pid > 0 {
+            if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                *good += 1;
+            } else {
+                bad.push(status);
+            }
+        }
+    };
+    for _ in 0..n {
+        if running == parallel {
+            reap(&mut good, &mut bad);
+            running -= 1;
+        }
+        // SAFETY: the child makes system calls through the C library and exits; the parent's other
+        // thread only accepts (glibc's allocator is fork-safe).
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let ok = TcpStream::connect(addr).and_then(|mut s| {
+                s.write_all(b"x")?;
+                let mut b = [0u8; 1];
+                s.read_exact(&mut b)
+            });
+            std::process::exit(if ok.is_ok() { 0 } else { 3 });
+        }
+        running += 1;
+    }
+    while running > 0 {
+        reap(&mut good, &mut bad);
+        running -= 1;
+    }
+    let accepted = server.join().unwrap();
+    say(format!(
+        "children={n} exited_0={good} other={bad:?} accepted={accepted}"
+    ));
+    say(format!("fds_leaked={}", leaked(&before)));
+}
+
+/// `exec-chain N`: opens a TCP socket (kept open across the exec, as a program that forgets
+/// CLOEXEC does), says what it has, then execs itself with N-1; the last link says whether the
+/// shim is still loaded and still in LD_PRELOAD.
+fn exec_chain(args: &[String]) {
+    let n: u32 = arg(args, 0, "a count");
+    let fds: Vec<String> = own_fds()
+        .into_iter()
+        .filter(|f| !f.contains("socket:"))
+        .collect();
+    // SAFETY: a plain socket call; the fd is deliberately left open across exec.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    say(format!(
+        "link={n} socket_ok={} shim_loaded={} fds={}",
+        fd >= 0,
+        maps.contains("libsmcrun_shim.so"),
+        fds.join(",")
+    ));
+    if n == 0 {
+        let pre = std::env::var("LD_PRELOAD").unwrap_or_default();
+        say(format!(
+            "chain_end ld_preload_has_shim={}",
+            pre.contains("libsmcrun_shim.so")
+        ));
+        return;
+    }
+    let me = std::ffi::CString::new("/proc/self/exe").unwrap();
+    let a0 = std::ffi::CString::new("shapes").unwrap();
+    let a1 = std::ffi::CString::new("exec-chain").unwrap();
+    let a2 = std::ffi::CString::new((n - 1).to_string()).unwrap();
+    let argv = [a0.as_ptr(), a1.as_ptr(), a2.as_ptr(), std::ptr::null()];
+    // SAFETY: execv with NUL-terminated strings and a NULL-terminated argv; on failure we exit.
+    unsafe {
+        libc::execv(me.as_ptr(), argv.as_ptr());
+    }
+    say(format!("exec_failed errno={}", errno()));
+    std::process::exit(1);
+}
+
+/// `spawn-storm N THREADS`: while THREADS threads loop on socket/connect/close to a port that
+/// refuses, the main thread starts `true` N times with posix_spawn and N times with vfork + exec.
+/// Prints how many children exited 0 and what the socket threads saw.
+fn spawn_storm(args: &[String]) {
+    let n: u32 = arg(args, 0, "a count");
+    let threads: u32 = arg(args, 1, "a thread count");
+    let before = own_fds();
+    let (refuser, closed) = refusing_port();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let refused = AtomicU64::new(0);
+    let other = AtomicU64::new(0);
+    let true_path = std::ffi::CString::new("/bin/true").unwrap();
+    let argv = [true_path.as_ptr(), std::ptr::null()];
+    extern "C" {
+        static environ: *const *mut libc::c_char;
+    }
+    let (mut spawned_ok, mut vforked_ok) = (0, 0);
+    std::thread::scope(|sc| {
+        for _ in 0..threads {
+            sc.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    match cycle(closed) {
+                        Ok(false) => refused.fetch_add(1, Ordering::Relaxed),
+                        _ => other.fetch_add(1, Ordering::Relaxed),
+                    };
+                }
+            });
+        }
+        for _ in 0..n {
+            let mut pid = 0;
+            // SAFETY: posix_spawn of /bin/true with our environment; waiting for our child.
+            unsafe {
+                let r = libc::posix_spawn(
+                    &mut pid,
+                    true_path.as_ptr(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    argv.as_ptr() as *const *mut libc::c_char,
+                    environ,
+                );
+                let mut status = 0;
+                if r == 0 && libc::waitpid(pid, &mut status, 0) == pid && status == 0 {
+                    spawned_ok += 1;
+                }
+            }
+            // SAFETY: the vfork child only calls execv and _exit.
+            unsafe {
+                #[allow(deprecated)]
+                let pid = libc::vfork();
+                if pid == 0 {
+                    libc::execv(true_path.as_ptr(), argv.as_ptr());
+                    libc::_exit(127);
+                }
+                let mut status = 0;
+                if pid > 0 && libc::waitpid(pid, &mut status, 0) == pid && status == 0 {
+                    vforked_ok += 1;
+                }
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    // SAFETY: closing our bound socket.
+    unsafe { libc::close(refuser) };
+    say(format!(
+        "posix_spawn_ok={spawned_ok} vfork_ok={vforked_ok} of={n} socket_threads_other_errno={}",
+        other.load(Ordering::Relaxed)
+    ));
+    say(format!(
+        "refused_some={}",
+        refused.load(Ordering::Relaxed) > 0
+    ));
+    say(format!("fds_leaked={}", leaked(&before)));
+}
+
+static TLS_DTOR_CONNECTS: AtomicU64 = AtomicU64::new(0);
+
+/// `exit-race THREADS MS`: first THREADS threads that connect from a thread-local destructor as
+/// they end; then THREADS threads loop on socket/connect/close (to a listener of this
+/// process) while the main thread, after MS milliseconds, calls exit(): the exit handlers (the
+/// runtime's final report among them) run while the other threads are still inside the hooks, and
+/// keep running into them until the process is gone.
+fn exit_race(args: &[String]) {
+    let threads: u32 = arg(args, 0, "a thread count");
+    let ms: u64 = arg(args, 1, "milliseconds");
+    let (sink, _acceptor) = sink_listener();
+    // Threads whose thread-local destructor makes a connection: hooks while the thread's own
+    // thread-local storage is being torn down.
+    struct AtThreadExit(SocketAddr);
+    impl Drop for AtThreadExit {
+        fn drop(&mut self) {
+            if cycle(self.0) == Ok(true) {
+                TLS_DTOR_CONNECTS.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    thread_local! {
+        static AT_EXIT: std::cell::RefCell<Option<AtThreadExit>> = const { std::cell::RefCell::new(None) };
+    }
+    let short: Vec<_> = (0..threads)
+        .map(|_| {
+            std::thread::spawn(move || AT_EXIT.with(|a| *a.borrow_mut() = Some(AtThreadExit(sink))))
+        })
+        .collect();
+    for t in short {
+        let _ = t.join();
+    }
+    say(format!(
+        "tls_dtor_connects={}",
+        TLS_DTOR_CONNECTS.load(Ordering::Relaxed)
+    ));
+    for _ in 0..threads {
+        std::thread::spawn(move || loop {
+            let _ = cycle(sink);
+        });
+    }
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+    say("exiting=1".into());
+    // SAFETY: exit() with other threads running, which is the point.
+    unsafe { libc::exit(0) };
+}
+
+/// `epoll-clients ADDR N BYTES`: N nonblocking connects to the echo server at ADDR at once, all
+/// driven by one epoll: wait for EPOLLOUT, check SO_ERROR, send BYTES, read them back, close.
+fn epoll_clients(args: &[String]) {
+    let addr: SocketAddr = arg(args, 0, "HOST:PORT");
+    let n: usize = arg(args, 1, "a count");
+    let bytes: usize = arg(args, 2, "a byte count");
+    let data: Vec<u8> = (0..bytes).map(|i| (i * 31 + 7) as u8).collect();
+    let family = if addr.is_ipv6() {
+        libc::AF_INET6
+    } else {
+        libc::AF_INET
+    };
+    struct Conn {
+        fd: c_int,
+        sent: usize,
+        got: Vec<u8>,
+        connected: bool,
+    }
+    let (sa, len) = c_addr(addr);
+    let mut in_progress = 0;
+    // SAFETY: epoll, socket, connect, read, write and close on fds owned here, with live buffers.
+    unsafe {
+        let ep = libc::epoll_create1(libc::EPOLL_CLOEXEC);
+        let mut conns: Vec<Conn> = Vec::new();
+        for i in 0..n {
+            let fd = libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0);
+            assert!(fd >= 0);
+            let r = libc::connect(fd, (&sa as *const libc::sockaddr_storage).cast(), len);
+            if r != 0 {
+                assert_eq!(errno(), libc::EINPROGRESS, "connect");
+                in_progress += 1;
+            }
+            let mut ev = libc::epoll_event {
+                events: (libc::EPOLLOUT | libc::EPOLLIN) as u32,
+                u64: i as u64,
+            };
+            assert_eq!(libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev), 0);
+            conns.push(Conn {
+                fd,
+                sent: 0,
+                got: Vec::new(),
+                connected: false,
+            });
+        }
+        let mut done = 0;
+        let mut so_errors = 0;
+        let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; 64];
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while done < n && std::time::Instant::now() < deadline {
+            let k = libc::epoll_wait(ep, evs.as_mut_ptr(), evs.len() as c_int, 1000);
+            for ev in evs.iter().take(k.max(0) as usize) {
+                let c = &mut conns[ev.u64 as usize];
+                if c.fd < 0 {
+                    continue;
+                }
+                if !c.connected {
+                    let mut err: c_int = -1;
+                    let mut l = 4 as socklen_t;
+                    libc::getsockopt(
+                        c.fd,
+                        libc::SOL_SOCKET,
+                        libc::SO_ERROR,
+                        (&mut err as *mut c_int).cast(),
+                        &mut l,
+                    );
+                    if err != 0 {
+                        so_errors += 1;
+                        libc::close(c.fd);
+                        c.fd = -1;
+                        done += 1;
+                        continue;
+                    }
+                    c.connected = true;
+                }
+                if c.sent < bytes {
+                    let w = libc::write(c.fd, data[c.sent..].as_ptr().cast(), bytes - c.sent);
+                    if w > 0 {
+                        c.sent += w as usize;
+                    }
+                    if c.sent == bytes {
+                        let mut ev = libc::epoll_event {
+                            events: libc::EPOLLIN as u32,
+                            u64: ev.u64,
+                        };
+                        libc::epoll_ctl(ep, libc::EPOLL_CTL_MOD, c.fd, &mut ev);
+                    }
+                }
+                let mut buf = [0u8; 65536];
+                loop {
+                    let r = libc::read(c.fd, buf.as_mut_ptr().cast(), buf.len());
+                    if r <= 0 {
+                        break;
+                    }
+                    c.got.extend_from_slice(&buf[..r as usize]);
+                }
+                if c.got.len() >= bytes {
+                    libc::close(c.fd);
+                    c.fd = -1;
+                    done += 1;
+                }
+            }
+        }
+        libc::close(ep);
+        let intact = conns.iter().filter(|c| c.got == data).count();
+        say(format!(
+            "connections={n} in_progress={} intact={intact} so_errors={so_errors}",
+            in_progress > 0
+        ));
+    }
 }
 
 fn main() {
@@ -260,8 +853,15 @@ fn main() {
         "drop-root" => drop_root(rest),
         "accept-short" => accept_short(),
         "signal-storm" => signal_storm(rest),
+        "churn" => churn(rest),
+        "masked-burst" => masked_burst(rest),
+        "fork-many" => fork_many(rest),
+        "exec-chain" => exec_chain(rest),
+        "spawn-storm" => spawn_storm(rest),
+        "exit-race" => exit_race(rest),
+        "epoll-clients" => epoll_clients(rest),
         _ => {
-            eprintln!("usage: shapes serve-n PORT N | hammer ADDR TOTAL THREADS | prefork PORT CHILDREN PER | drop-root PORT UID N | accept-short | signal-storm MS");
+            eprintln!("usage: shapes serve-n PORT N | hammer ADDR TOTAL THREADS | prefork PORT CHILDREN PER | drop-root PORT UID N | accept-short | signal-storm MS [sockets] | churn THREADS CYCLES | masked-burst N | fork-many N PARALLEL | exec-chain N | spawn-storm N THREADS | exit-race THREADS MS | epoll-clients ADDR N BYTES");
             std::process::exit(2);
         }
     }

@@ -98,3 +98,107 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// Runs `c` to the end with its output captured, killing it (and failing the test with what it
+/// printed so far) if it takes longer than `within`: no test waits forever on a hung program.
+pub fn run_within(mut c: Command, within: std::time::Duration) -> (String, String, Output) {
+    use std::io::Read;
+    let what = format!("{c:?}");
+    let mut child = c
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let to = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = so.read_to_end(&mut v);
+        v
+    });
+    let te = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = se.read_to_end(&mut v);
+        v
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if start.elapsed() > within {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let (stdout, stderr) = (to.join().unwrap(), te.join().unwrap());
+    let (o, e) = (
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    );
+    let Some(status) = status else {
+        panic!("{what} did not finish within {within:?} (killed)\nstdout: {o}\nstderr: {e}");
+    };
+    (
+        o,
+        e,
+        Output {
+            status,
+            stdout,
+            stderr,
+        },
+    )
+}
+
+/// A private run directory (XDG_RUNTIME_DIR) for one test.
+pub fn private_xdg(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("smcrun-xdg-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `smcrun ps --json` of the run directory `xdg`.
+pub fn ps_json(xdg: &std::path::Path) -> Vec<serde_json::Value> {
+    let mut c = smcrun();
+    c.env("XDG_RUNTIME_DIR", xdg).args(["ps", "--json"]);
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "smcrun ps: {err}");
+    serde_json::from_str::<serde_json::Value>(&out)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The `smcrun: pid N PROGRAM: ...` exit summaries in a program's stderr.
+pub fn summaries(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("smcrun: pid "))
+        .collect()
+}
+
+/// Path of a built binary in a copy that any user can run: the tests that run programs as another
+/// user (`setpriv`) use these, since the target directory may sit under a folder only its owner can
+/// enter. smcrun and the shim are copied side by side, so smcrun finds its shim. (One folder for
+/// every run, each file replaced by a rename, so that nothing piles up in /tmp.)
+pub fn bin_for_anyone(name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    static COPY: Once = Once::new();
+    let dir = std::env::temp_dir().join("smcrun-test-bins");
+    COPY.call_once(|| {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for b in ["smcrun", "libsmcrun_shim.so", "sockcheck", "shapes"] {
+            let tmp = dir.join(format!(".{b}.{}", std::process::id()));
+            std::fs::copy(bin(b), &tmp).unwrap();
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::rename(&tmp, dir.join(b)).unwrap();
+        }
+    });
+    dir.join(name)
+}

@@ -1,0 +1,82 @@
+// `java Echo.java server PORT` / `java Echo.java client PORT CONNECTIONS BYTES`: a Java echo server
+// and client on java.net sockets, which the JDK makes AF_INET6 (dual-stack) on a host with IPv6:
+// the server listens on the wildcard address, the client connects to 127.0.0.1 (as ::ffff:127.0.0.1)
+// and to ::1, CONNECTIONS at once each way, each sending BYTES of a known pattern and checking the
+// echo. Run from source (the JDK's source launcher), so the tests need only a JRE.
+import java.io.*;
+import java.net.*;
+import java.util.*;
+import java.util.concurrent.*;
+
+public class Echo {
+    static byte[] pattern(int conn, int len) {
+        byte[] b = new byte[len];
+        for (int i = 0; i < len; i++) b[i] = (byte) (i * 17 + conn * 5 + i / 503);
+        return b;
+    }
+
+    static void serve(int port) throws IOException {
+        ServerSocket l = new ServerSocket();
+        l.setReuseAddress(true);
+        l.bind(new InetSocketAddress(port), 128);
+        ExecutorService pool = Executors.newCachedThreadPool();
+        while (true) {
+            Socket s = l.accept();
+            pool.submit(() -> {
+                try (s) {
+                    s.getInputStream().transferTo(s.getOutputStream());
+                } catch (IOException e) {
+                    // the client went away: nothing to do
+                }
+                return null;
+            });
+        }
+    }
+
+    static boolean one(String host, int port, int conn, int len) throws Exception {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress(InetAddress.getByName(host), port), 30000);
+            s.setSoTimeout(60000);
+            byte[] data = pattern(conn, len);
+            Thread w = new Thread(() -> {
+                try {
+                    s.getOutputStream().write(data);
+                    s.shutdownOutput();
+                } catch (IOException e) {
+                    // seen as a short echo below
+                }
+            });
+            w.start();
+            byte[] back = s.getInputStream().readAllBytes();
+            w.join();
+            return Arrays.equals(back, data);
+        }
+    }
+
+    public static void main(String[] a) throws Exception {
+        if (a.length == 2 && a[0].equals("server")) {
+            serve(Integer.parseInt(a[1]));
+            return;
+        }
+        if (a.length != 4 || !a[0].equals("client")) {
+            System.err.println("usage: java Echo.java server PORT | client PORT CONNECTIONS BYTES");
+            System.exit(2);
+        }
+        int port = Integer.parseInt(a[1]), n = Integer.parseInt(a[2]), len = Integer.parseInt(a[3]);
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        boolean allGood = true;
+        for (String host : new String[] {"127.0.0.1", "::1"}) {
+            List<Future<Boolean>> fs = new ArrayList<>();
+            for (int c = 0; c < n; c++) {
+                final int conn = c;
+                fs.add(pool.submit(() -> one(host, port, conn, len)));
+            }
+            int intact = 0;
+            for (Future<Boolean> f : fs) if (f.get()) intact++;
+            System.out.println(host + " connections=" + n + " intact=" + intact);
+            allGood &= intact == n;
+        }
+        pool.shutdown();
+        System.exit(allGood ? 0 : 1);
+    }
+}

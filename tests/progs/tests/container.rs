@@ -1,0 +1,209 @@
+//! smcrun as a container's entrypoint (`ENTRYPOINT ["smcrun", "--"]`), without a container engine:
+//! fresh PID, network and mount namespaces (`unshare --pid --net --mount --fork --mount-proc`), in
+//! which smcrun is PID 1 and execs the program in place, SIGTERM to PID 1 reaches the program, the
+//! program's exit status is the "container's", and a read-only /proc/sys (as in an unprivileged
+//! container) refuses `--sysctl` clearly unless `--sysctl-best-effort`.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `unshare` into fresh namespaces running `script` (sh), with lo up first, as containers have.
+fn container(script: &str) -> Command {
+    let mut c = Command::new("unshare");
+    c.args([
+        "--pid",
+        "--net",
+        "--mount",
+        "--fork",
+        "--mount-proc",
+        "sh",
+        "-c",
+        &format!("ip link set lo up && {script}"),
+    ])
+    .env_remove("LD_PRELOAD")
+    .env("SMCRUN", bin("smcrun"))
+    .env("SOCKCHECK", bin("sockcheck"));
+    c
+}
+
+/// The host pid of the namespace's PID 1: unshare's only child.
+fn init_of(unshare_pid: u32) -> i32 {
+    let start = Instant::now();
+    loop {
+        let children =
+            std::fs::read_to_string(format!("/proc/{unshare_pid}/task/{unshare_pid}/children"))
+                .unwrap_or_default();
+        if let Some(p) = children.split_whitespace().next() {
+            return p.parse().unwrap();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "unshare started no child"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A running container: killed (its PID 1 first) when the test ends, also when it fails.
+struct Ns(std::process::Child);
+
+impl Drop for Ns {
+    fn drop(&mut self) {
+        if let Ok(children) =
+            std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", self.0.id()))
+        {
+            for p in children.split_whitespace().filter_map(|p| p.parse().ok()) {
+                // SAFETY: killing the namespace's init this test started.
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A server that handles SIGTERM (as redis-server and nginx do): prints its pid and whether the
+/// shim is in it, listens, and on SIGTERM says so and exits 3.
+const SERVER: &str = r#"
+import os, signal, socket, sys
+def term(*_):
+    print("got SIGTERM", flush=True)
+    sys.exit(3)
+signal.signal(signal.SIGTERM, term)
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+shim = "libsmcrun_shim.so" in open("/proc/self/maps").read()
+print(f"pid={os.getpid()} shim={shim} family={s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN)}", flush=True)
+while True:
+    signal.pause()
+"#;
+
+#[test]
+fn smcrun_is_pid_1_execs_the_program_and_sigterm_reaches_it() {
+    let mut c = container("exec \"$SMCRUN\" -- python3 -c \"$SERVER\"");
+    c.env("SERVER", SERVER).stdout(Stdio::piped());
+    let mut child = Ns(c.spawn().unwrap());
+    let mut out = BufReader::new(child.0.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    // The program itself is PID 1 (smcrun exec'd it, and nothing sits in between), preloaded.
+    assert_eq!(line.trim(), "pid=1 shim=True family=2");
+    let init = init_of(child.0.id());
+    // SAFETY: signalling the namespace's init, which this test started.
+    unsafe { libc::kill(init, libc::SIGTERM) };
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "got SIGTERM");
+    let status = child.0.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "the program's exit status is the container's"
+    );
+}
+
+#[test]
+fn the_programs_exit_status_is_the_containers() {
+    for code in [0, 1, 42, 255] {
+        let c = container(&format!("exec \"$SMCRUN\" -- \"$SOCKCHECK\" exit {code}"));
+        let (_, err, o) = run_within(c, Duration::from_secs(60));
+        assert_eq!(o.status.code(), Some(code), "{err}");
+    }
+}
+
+#[test]
+fn a_program_without_a_sigterm_handler_needs_tini_in_front() {
+    // As PID 1 the kernel drops signals the program has no handler for: SIGTERM is ignored.
+    let mut c = container("exec \"$SMCRUN\" -- \"$SOCKCHECK\" wait");
+    let mut child = c.stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "pid=1");
+    let init = init_of(child.id());
+    // SAFETY: signalling the namespace's init, which this test started.
+    unsafe { libc::kill(init, libc::SIGTERM) };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "PID 1 without a handler ignores SIGTERM"
+    );
+    // SAFETY: as above; SIGKILL always reaches it.
+    unsafe { libc::kill(init, libc::SIGKILL) };
+    child.wait().unwrap();
+
+    // With tini as PID 1 (ENTRYPOINT ["tini", "--", "smcrun", "--"]) the program is PID 2 and
+    // dies of the SIGTERM tini passes on; tini exits 128 + 15.
+    let tini = ["/usr/bin/tini", "/sbin/tini", "/usr/local/bin/tini"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("tini is needed for this test (tests/deps installs it)");
+    let mut c = container(&format!(
+        "exec {tini} -- \"$SMCRUN\" -- \"$SOCKCHECK\" wait"
+    ));
+    let mut child = Ns(c.stdout(Stdio::piped()).spawn().unwrap());
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // tini is PID 1 (the `ip` before it was 2), the program its child.
+    assert_eq!(line.trim(), "pid=3");
+    let init = init_of(child.0.id());
+    // SAFETY: signalling the namespace's init (tini), which this test started.
+    unsafe { libc::kill(init, libc::SIGTERM) };
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "tini did not pass SIGTERM on"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+}
+
+#[test]
+fn a_read_only_proc_sys_refuses_sysctl_clearly_and_best_effort_starts_the_program() {
+    let ro = "mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys && exec \"$SMCRUN\"";
+    let c = container(&format!(
+        "{ro} --sysctl net.core.somaxconn=1024 -- \"$SOCKCHECK\" exit 7"
+    ));
+    let (_, err, o) = run_within(c, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err.trim(),
+        "smcrun: cannot set net.core.somaxconn: /proc/sys is read-only here (a container without \
+         the privilege to change it?); nothing was started (use --sysctl-best-effort to go on)"
+    );
+    let c = container(&format!(
+        "{ro} --sysctl net.core.somaxconn=1024 --sysctl-best-effort -- \"$SOCKCHECK\" exit 7"
+    ));
+    let (_, err, o) = run_within(c, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(7), "the program started: {err}");
+    assert!(
+        err.starts_with("smcrun: warning: cannot set net.core.somaxconn: /proc/sys is read-only"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // A writable /proc/sys in the container's own network namespace: the value is set there, for
+    // the program, and the host's stays as it was.
+    let host = std::fs::read_to_string("/proc/sys/net/core/somaxconn").unwrap();
+    let c = container(
+        "exec \"$SMCRUN\" --sysctl net.core.somaxconn=1031 -- cat /proc/sys/net/core/somaxconn",
+    );
+    let (out, err, o) = run_within(c, Duration::from_secs(60));
+    assert!(o.status.success(), "{err}");
+    assert_eq!(out.trim(), "1031");
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/core/somaxconn").unwrap(),
+        host
+    );
+}

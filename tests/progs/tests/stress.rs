@@ -1,0 +1,374 @@
+//! Stress and faults, bounded in count and time (every run under a deadline): many threads, many
+//! forks, an exec chain, spawns, signal handlers, exit while threads make sockets, a full detail
+//! queue, and a run directory that is full, read-only or not writable. Each program runs plain
+//! and under smcrun: no crash, no hang, no descriptor left open, the same errnos and output, and
+//! the runtime's counts add up.
+
+mod common;
+use common::*;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// `shapes ARGS` plain or under smcrun (with the exit summary), reports in `xdg`: stdout, stderr
+/// and the exit code (a signal is a failure).
+fn shapes(under: bool, xdg: &Path, args: &[&str]) -> (String, String, i32) {
+    let mut c = if under {
+        let mut c = smcrun();
+        c.env("SMCRUN_REPORT", "1").arg(bin("shapes"));
+        c
+    } else {
+        Command::new(bin("shapes"))
+    };
+    c.env("XDG_RUNTIME_DIR", xdg).args(args);
+    let (out, err, o) = run_within(c, LIMIT);
+    assert_eq!(
+        o.status.signal(),
+        None,
+        "shapes {args:?} (under smcrun: {under}) died of a signal\n{out}\n{err}"
+    );
+    (out, err, o.status.code().unwrap())
+}
+
+/// The pid and `N connections` of an exit summary line.
+fn summary_of(line: &str) -> (u32, u64) {
+    let mut w = line.split(' ');
+    let pid = w.nth(2).and_then(|p| p.parse().ok()).expect(line);
+    let n = line
+        .split(": ")
+        .nth(2)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect(line);
+    (pid, n)
+}
+
+/// The report a process left behind (it exited, so `smcrun ps` shows it once).
+fn final_report(xdg: &Path, pid: u32) -> serde_json::Value {
+    let list = ps_json(xdg);
+    let e = list
+        .into_iter()
+        .find(|e| e["pid"] == pid)
+        .unwrap_or_else(|| panic!("no report for {pid}"));
+    assert_eq!(e["state"], "exited", "{e}");
+    e["report"].clone()
+}
+
+/// The report's counts add up: every connection has exactly one outcome.
+fn counts_add_up(r: &serde_json::Value) {
+    let c = &r["connections"];
+    let n = |k: &str| c[k].as_u64().unwrap();
+    assert_eq!(
+        n("total"),
+        n("smc_r") + n("smc_d") + n("smc_unknown") + n("tcp") + n("pending") + n("unclassified"),
+        "{c}"
+    );
+    assert_eq!(n("pending"), 0, "nothing may stay pending after exit: {c}");
+}
+
+#[test]
+fn sixty_four_threads_two_thousand_socket_connect_close_cycles_each() {
+    let xdg = private_xdg("churn");
+    let args = ["churn", "64", "2000"];
+    let (plain, _, code) = shapes(false, &xdg, &args);
+    assert_eq!(code, 0);
+    assert_eq!(
+        plain.replace(
+            &format!("accepted={}", value(&plain, "accepted")),
+            "accepted=N"
+        ),
+        "cycles=128000 connected=64000 refused=64000 other_errno={}\naccepted=N\nfds_leaked=none\n"
+    );
+    let (out, err, code) = shapes(true, &xdg, &args);
+    // A connect can succeed while the listener's accept queue overflows and drops the connection
+    // (the kernel's behaviour under load, more likely when the acceptor is slower): the program
+    // counts what it accepted; everything else is exact.
+    let without_accepted = |s: &str| -> String {
+        s.lines()
+            .filter(|l| !l.starts_with("accepted="))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(without_accepted(&out), without_accepted(&plain), "{err}");
+    let accepted: u64 = value(&out, "accepted").parse().unwrap();
+    assert!(accepted <= 64_000 && accepted > 60_000, "{out}");
+    let sums = summaries(&err);
+    assert_eq!(sums.len(), 1, "{err}");
+    let (pid, n) = summary_of(sums[0]);
+    // The connects, the accepts, and the connection that stops the acceptor (both ends).
+    assert_eq!(n, 64_000 + accepted + 2, "{}", sums[0]);
+    assert!(sums[0].ends_with(", 64000 failed connects"), "{}", sums[0]);
+    let r = final_report(&xdg, pid);
+    counts_add_up(&r);
+    assert_eq!(r["connections"]["failed_connects"], 64_000);
+    assert_eq!(
+        r["sockets"]["tcp_at_creation"].as_u64().unwrap()
+            + r["sockets"]["converted"].as_u64().unwrap(),
+        128_003
+    );
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+#[test]
+fn five_hundred_forks_each_connecting() {
+    let xdg = private_xdg("forks");
+    let args = ["fork-many", "500", "16"];
+    let (plain, _, code) = shapes(false, &xdg, &args);
+    assert_eq!(code, 0);
+    assert_eq!(
+        plain,
+        "children=500 exited_0=500 other=[] accepted=500\nfds_leaked=none\n"
+    );
+    let (out, err, code) = shapes(true, &xdg, &args);
+    assert_eq!((out.as_str(), code), (plain.as_str(), 0), "{err}");
+    // One summary per process: each child its own connection, the parent its 500 accepted ones.
+    let sums = summaries(&err);
+    assert_eq!(sums.len(), 501, "{err}");
+    let mut ones = 0;
+    let mut parent = None;
+    for s in &sums {
+        match summary_of(s) {
+            (_, 1) => ones += 1,
+            (pid, 500) => parent = Some(pid),
+            _ => panic!("unexpected summary {s}"),
+        }
+    }
+    assert_eq!(ones, 500);
+    let r = final_report(&xdg, parent.expect("the parent's summary"));
+    counts_add_up(&r);
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+/// exec-chain's lines with what must differ under smcrun (the shim itself) and the pipes of each
+/// run taken out.
+fn chain_view(out: &str) -> String {
+    let mut s = out
+        .replace("shim_loaded=true", "shim_loaded=X")
+        .replace("shim_loaded=false", "shim_loaded=X")
+        .replace("has_shim=true", "has_shim=X")
+        .replace("has_shim=false", "has_shim=X");
+    while let Some(i) = s.find(":[") {
+        let end = s[i..].find(']').map_or(s.len(), |j| i + j + 1);
+        s.replace_range(i..end, ":pipe");
+    }
+    s
+}
+
+#[test]
+fn an_exec_chain_of_ten_keeps_the_shim_to_the_end() {
+    let xdg = private_xdg("exec");
+    let args = ["exec-chain", "10"];
+    let (plain, _, code) = shapes(false, &xdg, &args);
+    assert_eq!(code, 0);
+    assert_eq!(plain.lines().count(), 12, "{plain}");
+    assert!(plain
+        .lines()
+        .all(|l| !l.contains("shim_loaded=true") && !l.contains("has_shim=true")));
+    let (out, err, code) = shapes(true, &xdg, &args);
+    assert_eq!(code, 0, "{err}");
+    // Every link is preloaded, LD_PRELOAD is still there at the end, and each link starts with the
+    // same descriptors as without the shim (the runtime's are close-on-exec).
+    assert_eq!(out.matches("shim_loaded=true").count(), 11, "{out}");
+    assert!(out.contains("chain_end ld_preload_has_shim=true"), "{out}");
+    assert_eq!(chain_view(&out), chain_view(&plain));
+    // Each link is a program of its own under the same pid: the summary of the last one.
+    assert_eq!(summaries(&err).len(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+#[test]
+fn posix_spawn_and_vfork_while_threads_make_sockets() {
+    let xdg = private_xdg("spawn");
+    let args = ["spawn-storm", "200", "8"];
+    let (plain, _, code) = shapes(false, &xdg, &args);
+    assert_eq!(code, 0);
+    assert_eq!(
+        plain,
+        "posix_spawn_ok=200 vfork_ok=200 of=200 socket_threads_other_errno=0\nrefused_some=true\nfds_leaked=none\n"
+    );
+    let (out, err, code) = shapes(true, &xdg, &args);
+    assert_eq!((out.as_str(), code), (plain.as_str(), 0), "{err}");
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+#[test]
+fn sockets_from_a_signal_handler_at_a_high_rate() {
+    let xdg = private_xdg("signals");
+    for variant in [
+        &["signal-storm", "2000"][..],
+        &["signal-storm", "2000", "sockets"],
+    ] {
+        for under in [false, true] {
+            let (out, err, code) = shapes(under, &xdg, variant);
+            assert_eq!(code, 0, "{variant:?} under={under}: {err}");
+            let handler: u64 = value(&out, "handler_sockets")
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(handler > 100, "{out}");
+            assert_eq!(value(&out, "fds_leaked"), "none", "{out}");
+            if under {
+                assert_eq!(summaries(&err).len(), 1, "{err}");
+                // Sockets are made, never connected: the summary has no connection and nothing
+                // else went to stderr.
+                assert_eq!(err.lines().count(), 1, "{err}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+#[test]
+fn exit_while_threads_are_inside_the_hooks_and_hooks_in_thread_local_destructors() {
+    let xdg = private_xdg("exit");
+    for i in 0..20 {
+        let under = i % 2 == 1;
+        let (out, err, code) = shapes(under, &xdg, &["exit-race", "16", "30"]);
+        assert_eq!(
+            (out.as_str(), code),
+            ("tls_dtor_connects=16\nexiting=1\n", 0),
+            "run {i}: {err}"
+        );
+        if under {
+            assert!(summaries(&err).len() <= 1, "{err}");
+            assert!(
+                !err.lines().any(|l| !l.starts_with("smcrun: pid ")),
+                "run {i}: {err}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+#[test]
+fn accept_with_short_address_buffers_before_a_guard_page() {
+    let xdg = private_xdg("accept");
+    let (plain, _, code) = shapes(false, &xdg, &["accept-short"]);
+    assert_eq!(code, 0);
+    assert_eq!(plain.matches(" ok=1").count(), 6, "{plain}");
+    let (out, err, code) = shapes(true, &xdg, &["accept-short"]);
+    assert_eq!((out.as_str(), code), (plain.as_str(), 0), "{err}");
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+#[test]
+fn a_full_detail_queue_drops_details_counts_them_and_the_program_goes_on() {
+    let xdg = private_xdg("queue");
+    let args = ["masked-burst", "2500"];
+    let (plain, _, code) = shapes(false, &xdg, &args);
+    assert_eq!(
+        (plain.as_str(), code),
+        ("connections=2500 answered=2500\n", 0)
+    );
+    let (out, err, code) = shapes(true, &xdg, &args);
+    assert_eq!((out.as_str(), code), (plain.as_str(), 0), "{err}");
+    let sums = summaries(&err);
+    let (pid, n) = summary_of(sums[0]);
+    assert_eq!(n, 5000);
+    let r = final_report(&xdg, pid);
+    counts_add_up(&r);
+    // Its sidecar never ran (every thread blocks a signal the program's start did not), so the
+    // details of 5,000 connections met a queue of 4,096 at exit: the rest were dropped, and said.
+    assert_eq!(r["detail_dropped"], 5000 - 4096, "{r}");
+    assert_eq!(r["connections"]["tcp"], 5000);
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+/// `sockcheck conns 3` with XDG_RUNTIME_DIR on a fresh tmpfs mounted with `options` in a mount
+/// namespace of its own, after `prepare` (a shell command, run with the mount point in $D).
+fn on_tmpfs(under: bool, options: &str, prepare: &str) -> (String, String, i32) {
+    let d = std::env::temp_dir().join(format!("smcrun-tmpfs-{}-{under}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let prog = format!(
+        "{}{}",
+        if under {
+            format!("{} ", bin("smcrun").display())
+        } else {
+            String::new()
+        },
+        bin("sockcheck").display()
+    );
+    let script = format!(
+        "mount -t tmpfs -o {options} tmpfs \"$D\" || exit 99; {prepare}; XDG_RUNTIME_DIR=$D exec {prog} conns 3"
+    );
+    let mut c = Command::new("unshare");
+    c.args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .env("D", &d)
+        .env("SMCRUN_REPORT", "1")
+        .env_remove("LD_PRELOAD");
+    let (out, err, o) = run_within(c, LIMIT);
+    let _ = std::fs::remove_dir(&d);
+    (out, err, o.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn a_full_or_read_only_run_directory_costs_the_report_not_the_program() {
+    for (what, options, prepare, warning) in [
+        (
+            "full",
+            "size=16k,mode=700",
+            "dd if=/dev/zero of=\"$D/fill\" bs=4k count=8 2>/dev/null",
+            "warning: per-process report stopped: cannot write the report",
+        ),
+        (
+            "read-only",
+            "ro,size=16k,mode=700",
+            ":",
+            "warning: no per-process report: ",
+        ),
+    ] {
+        let (plain, perr, code) = on_tmpfs(false, options, prepare);
+        assert_eq!(code, 0, "{what}: {perr}");
+        let (out, err, code) = on_tmpfs(true, options, prepare);
+        assert_eq!((out.as_str(), code), (plain.as_str(), 0), "{what}: {err}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 2, "{what}: one warning and the summary: {err}");
+        assert!(lines.iter().any(|l| l.contains(warning)), "{what}: {err}");
+        // The counts are the runtime's own, whatever happened to the file.
+        assert!(
+            summaries(&err)[0].contains(": 6 connections"),
+            "{what}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_run_directory_the_user_cannot_write_costs_the_report_not_the_program() {
+    // As an unprivileged user (root would write anyway), XDG_RUNTIME_DIR is theirs but 0500.
+    let d = std::env::temp_dir().join(format!("smcrun-ro-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::os::unix::fs::chown(&d, Some(54321), Some(54321)).unwrap();
+    std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o500)).unwrap();
+    let run = |under: bool| {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid", "54321", "--regid", "54321", "--clear-groups"]);
+        if under {
+            c.arg(bin_for_anyone("smcrun"));
+        }
+        c.arg(bin_for_anyone("sockcheck"))
+            .args(["conns", "2"])
+            .env("XDG_RUNTIME_DIR", &d)
+            .env("SMCRUN_REPORT", "1")
+            .env_remove("LD_PRELOAD");
+        run_within(c, LIMIT)
+    };
+    let (plain, perr, po) = run(false);
+    assert!(po.status.success(), "{perr}");
+    let (out, err, o) = run(true);
+    assert_eq!(out, plain);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("warning: no per-process report") && err.contains("EACCES"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+    let _ = std::fs::remove_dir_all(&d);
+}
