@@ -54,12 +54,18 @@ fn one(ctx: &Ctx, side: usize, calls: u32, ops: &[&str]) -> Result<HashMap<Strin
         .collect())
 }
 
-/// Instructions callgrind counts for `hook-loop CALLS OP` on `side` (every thread).
+/// Instructions callgrind counts for `hook-loop CALLS OP` on `side`, inside its timed loops only
+/// (`time_op`): the calling thread's hot path, not start-up, not the sidecar thread, not the
+/// exit handler's final report.
 fn instructions(ctx: &Ctx, side: usize, calls: u32, op: &str) -> Result<f64, String> {
     let c = command(ctx, side);
     let prog = c.get_program().to_owned();
     let mut v = Command::new("valgrind");
-    v.args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+    v.args([
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        "--toggle-collect=*time_op",
+    ])
         .arg(prog)
         .arg(calls.to_string())
         .arg(op);
@@ -125,7 +131,7 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
                         (SIDES[0], &[per[0]]),
                         (SIDES[side], &[per[side]]),
                     )
-                    .note("callgrind, every thread")
+                    .note("callgrind, the calling thread")
                     .deterministic(),
                 );
             }
