@@ -78,6 +78,16 @@ pub fn cpu_of(stat_path: &str) -> Option<f64> {
     (f.len() == 2).then(|| (f[0] + f[1]) * 1e3 / hz)
 }
 
+/// CPU milliseconds a thread (`/proc/PID/task/TID`) has run: its schedstat (nanoseconds), else
+/// its stat (clock ticks, 10 ms steps).
+pub fn thread_cpu(task: &str) -> Option<f64> {
+    std::fs::read_to_string(format!("{task}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .map(|ns| ns / 1e6)
+        .or_else(|| cpu_of(&format!("{task}/stat")))
+}
+
 /// The thread of process `pid` named `name`, as `/proc/PID/task/TID`.
 pub fn thread_named(pid: u32, name: &str) -> Option<String> {
     let dir = format!("/proc/{pid}/task");

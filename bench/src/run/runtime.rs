@@ -4,7 +4,7 @@
 //! details, writing the report).
 
 use crate::hooks::which;
-use crate::proc::{cpu_of, free_port, output, thread_named};
+use crate::proc::{free_port, output, thread_cpu, thread_named};
 use crate::report::{Goal, Row};
 use crate::stats::order;
 use crate::Ctx;
@@ -88,7 +88,7 @@ fn memory(ctx: &Ctx) -> Result<Row, String> {
 
 /// The sidecar's context switches while nothing changes.
 fn idle(ctx: &Ctx) -> Result<Row, String> {
-    let (settle, window) = if ctx.quick { (1, 2) } else { (3, 10) };
+    let (settle, window) = if ctx.quick { (2, 2) } else { (3, 10) };
     let mut v = Vec::new();
     for _ in 0..if ctx.quick { 1 } else { 3 } {
         let c = holder(ctx, true)?;
@@ -182,7 +182,7 @@ fn serve(ctx: &Ctx, shim: bool, n: u32) -> Result<Option<f64>, String> {
             task = thread_named(pid, "smcrun-sidecar");
         }
         if let Some(t) = &task {
-            if let Some(c) = cpu_of(&format!("{t}/stat")) {
+            if let Some(c) = thread_cpu(t) {
                 sidecar = Some(c);
             }
         }
