@@ -1,8 +1,9 @@
-//! Links the C unwinder (libgcc_eh) into the shim statically instead of depending on libgcc_s.so:
-//! one shared library fewer to find, map and relocate in every program started under smcrun
-//! (most, like /bin/true or a shell, do not load libgcc_s themselves). The shim still unwinds its
-//! own panics (catch_unwind in every hook); no panic ever leaves it, so the program's own
-//! unwinder, if it has one, never meets the shim's frames.
+//! The build script of the shim and of smcrun: links the C unwinder (libgcc_eh) in statically
+//! instead of depending on libgcc_s.so: one shared library fewer to find, map and relocate in every
+//! program started under smcrun (the shim's; most programs, like /bin/true or a shell, do not load
+//! libgcc_s themselves) and in smcrun's own start-up. Both still unwind their own panics (the shim
+//! catches every one in its hooks, so none ever leaves it and the program's own unwinder, if it has
+//! one, never meets the shim's frames).
 //!
 //! Rust's std asks the linker for `-lgcc_s`; a linker script named libgcc_s.so in a folder
 //! searched first answers with the static archive instead.
