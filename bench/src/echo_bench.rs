@@ -27,7 +27,10 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> T {
 
 fn serve(addr: &str, port: u16) {
     let l = TcpListener::bind((addr, port)).unwrap_or_else(|e| die(&format!("bind: {e}")));
-    println!("listening {}", l.local_addr().map_or(String::new(), |a| a.to_string()));
+    println!(
+        "listening {}",
+        l.local_addr().map_or(String::new(), |a| a.to_string())
+    );
     let _ = std::io::stdout().flush();
     for s in l.incoming() {
         let Ok(mut s) = s else { continue };
@@ -55,7 +58,9 @@ fn pattern(i: u64) -> u8 {
 
 fn stream(addr: &str, port: u16, bytes: u64) -> f64 {
     let s = TcpStream::connect((addr, port)).unwrap_or_else(|e| die(&format!("connect: {e}")));
-    let mut w = s.try_clone().unwrap_or_else(|e| die(&format!("clone: {e}")));
+    let mut w = s
+        .try_clone()
+        .unwrap_or_else(|e| die(&format!("clone: {e}")));
     let mut r = s;
     let t0 = Instant::now();
     let writer = std::thread::spawn(move || {
@@ -66,7 +71,8 @@ fn stream(addr: &str, port: u16, bytes: u64) -> f64 {
             for (k, b) in chunk[..n].iter_mut().enumerate() {
                 *b = pattern(off + k as u64);
             }
-            w.write_all(&chunk[..n]).unwrap_or_else(|e| die(&format!("write: {e}")));
+            w.write_all(&chunk[..n])
+                .unwrap_or_else(|e| die(&format!("write: {e}")));
             off += n as u64;
         }
         let _ = w.shutdown(std::net::Shutdown::Write);
@@ -74,7 +80,9 @@ fn stream(addr: &str, port: u16, bytes: u64) -> f64 {
     let mut buf = vec![0u8; 65536];
     let mut got = 0u64;
     while got < bytes {
-        let n = r.read(&mut buf).unwrap_or_else(|e| die(&format!("read: {e}")));
+        let n = r
+            .read(&mut buf)
+            .unwrap_or_else(|e| die(&format!("read: {e}")));
         if n == 0 {
             die(&format!("the echo ended after {got} of {bytes} bytes"));
         }
@@ -98,8 +106,10 @@ fn round_trips(addr: &str, port: u16, rounds: u32) -> Vec<f64> {
     let mut lat = Vec::with_capacity(rounds as usize);
     for _ in 0..rounds {
         let t = Instant::now();
-        s.write_all(&msg).unwrap_or_else(|e| die(&format!("write: {e}")));
-        s.read_exact(&mut back).unwrap_or_else(|e| die(&format!("read: {e}")));
+        s.write_all(&msg)
+            .unwrap_or_else(|e| die(&format!("write: {e}")));
+        s.read_exact(&mut back)
+            .unwrap_or_else(|e| die(&format!("read: {e}")));
         lat.push(t.elapsed().as_secs_f64() * 1e6);
         if back != msg {
             die("a round trip came back changed");
@@ -112,7 +122,10 @@ fn round_trips(addr: &str, port: u16, rounds: u32) -> Vec<f64> {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("serve") => serve(&arg::<String>(&args, 1, "an address"), arg(&args, 2, "a port")),
+        Some("serve") => serve(
+            &arg::<String>(&args, 1, "an address"),
+            arg(&args, 2, "a port"),
+        ),
         Some("client") => {
             let addr: String = arg(&args, 1, "an address");
             let port: u16 = arg(&args, 2, "a port");

@@ -128,17 +128,23 @@ fn time_op(op: &str, calls: u32, port: u16) -> f64 {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let calls: u32 = args.first().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        eprintln!("usage: hook-loop CALLS OP... (ops: {})", OPS.join(" "));
-        std::process::exit(2)
-    });
+    let calls: u32 = args
+        .first()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            eprintln!("usage: hook-loop CALLS OP... (ops: {})", OPS.join(" "));
+            std::process::exit(2)
+        });
     let ops: Vec<&str> = if args.len() > 1 {
         args[1..].iter().map(String::as_str).collect()
     } else {
         OPS.to_vec()
     };
     if let Some(bad) = ops.iter().find(|o| !OPS.contains(o)) {
-        eprintln!("hook-loop: \"{bad}\" is not an operation; expected one of {}", OPS.join(", "));
+        eprintln!(
+            "hook-loop: \"{bad}\" is not an operation; expected one of {}",
+            OPS.join(", ")
+        );
         std::process::exit(2);
     }
     let port = if ops.contains(&"tcp_connect_close") {

@@ -107,7 +107,11 @@ mod tests {
             let _ = tx.send(refused);
         });
         let refused = rx.recv_timeout(std::time::Duration::from_secs(10));
-        assert_eq!(refused, Ok(true), "the push into a full queue did not return");
+        assert_eq!(
+            refused,
+            Ok(true),
+            "the push into a full queue did not return"
+        );
         assert_eq!(q.dequeue(), Some(r));
         assert!(q.enqueue(r).is_ok(), "room again after one was taken");
     }

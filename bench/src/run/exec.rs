@@ -1,6 +1,7 @@
-//! 2. What preloading the shim costs a process that makes no socket (`/bin/true`), and where it
-//! goes (page faults, the dynamic loader's relocations and time); 3. the launcher's start-up
-//! (`smcrun true` against `true` and against a bash script that only sets LD_PRELOAD and execs).
+//! Measurements 2 and 3: what preloading the shim costs a process that makes no socket
+//! (`/bin/true`), and where it goes (page faults, the dynamic loader's relocations and time); then
+//! the launcher's start-up (`smcrun true` against `true` and against a bash script that only sets
+//! LD_PRELOAD and execs).
 
 use crate::proc::{output, reap, Cost};
 use crate::report::{Goal, Row};
@@ -25,7 +26,9 @@ fn batch(argv: &[&Path], preload: Option<&Path>, batch: u32) -> Result<Cost, Str
             c.env("LD_PRELOAD", p);
         }
         let t0 = Instant::now();
-        let child = c.spawn().map_err(|e| format!("cannot run {}: {e}", argv[0].display()))?;
+        let child = c
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", argv[0].display()))?;
         let (cost, code) = reap(child, t0)?;
         if code != 0 {
             return Err(format!("{} exited {code}", argv[0].display()));
@@ -55,7 +58,13 @@ fn loader_stats(preload: Option<&Path>) -> Result<[f64; 3], String> {
     let field = |key: &str| {
         err.lines()
             .filter_map(|l| l.split_once(key).map(|x| x.1))
-            .filter_map(|v| v.split_whitespace().next()?.replace(',', "").parse::<f64>().ok())
+            .filter_map(|v| {
+                v.split_whitespace()
+                    .next()?
+                    .replace(',', "")
+                    .parse::<f64>()
+                    .ok()
+            })
             .next_back()
     };
     Ok([
@@ -124,8 +133,14 @@ pub fn preload(ctx: &Ctx) -> Result<Vec<Row>, String> {
         let b = |v: &[Vec<f64>]| (sides[s].0.clone(), v[s].clone());
         let goal = (s == 1).then_some(Goal::AddedAtMost(0.07));
         let ((al, av), (bl, bv)) = (a(&wall), b(&wall));
-        let mut r = Row::paired("preload", "wall time per exec", "ms", (&al, &av), (&bl, &bv))
-            .note(&format!("{n} execs per side and pair"));
+        let mut r = Row::paired(
+            "preload",
+            "wall time per exec",
+            "ms",
+            (&al, &av),
+            (&bl, &bv),
+        )
+        .note(&format!("{n} execs per side and pair"));
         if let Some(g) = goal {
             r = r.goal(g);
         }
@@ -137,9 +152,19 @@ pub fn preload(ctx: &Ctx) -> Result<Vec<Row>, String> {
         }
         rows.push(r);
         let ((al, av), (bl, bv)) = (a(&flt), b(&flt));
-        rows.push(Row::paired("preload", "page faults per exec", "faults", (&al, &av), (&bl, &bv)));
+        rows.push(Row::paired(
+            "preload",
+            "page faults per exec",
+            "faults",
+            (&al, &av),
+            (&bl, &bv),
+        ));
         for (k, what, unit) in [
-            (0, "dynamic loader's start-up time (LD_DEBUG=statistics)", "cycles"),
+            (
+                0,
+                "dynamic loader's start-up time (LD_DEBUG=statistics)",
+                "cycles",
+            ),
             (1, "relocations (LD_DEBUG=statistics)", "relocs"),
             (2, "relative relocations (LD_DEBUG=statistics)", "relocs"),
         ] {
@@ -179,7 +204,10 @@ pub fn launcher(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let t = PathBuf::from(TRUE);
     let sides: [(&str, Vec<&Path>); 3] = [
         ("true", vec![t.as_path()]),
-        ("bash script: LD_PRELOAD=shim exec", vec![script.as_path(), t.as_path()]),
+        (
+            "bash script: LD_PRELOAD=shim exec",
+            vec![script.as_path(), t.as_path()],
+        ),
         ("smcrun true", vec![smcrun.as_path(), t.as_path()]),
     ];
     // smcrun must find the shim it is built with.

@@ -61,7 +61,7 @@ const NAMES: [&str; 6] = ["hooks", "preload", "launcher", "redis", "runtime", "v
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench/run [--quick] [--only NAME...]\n  NAME: {}\n  --quick: tiny counts (CI); results in bench/results/quick.*",
+        "usage: bench/run [--quick] [--only NAME...] | --replot [FILE]\n  NAME: {}\n  --quick: tiny counts (CI); results in bench/results/quick.*\n  --replot: the table and the chart again from FILE (default bench/results/latest.json)",
         NAMES.join(", ")
     );
     std::process::exit(2)
@@ -69,7 +69,11 @@ fn usage() -> ! {
 
 fn load() -> [f64; 3] {
     let s = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let v: Vec<f64> = s.split_whitespace().take(3).filter_map(|x| x.parse().ok()).collect();
+    let v: Vec<f64> = s
+        .split_whitespace()
+        .take(3)
+        .filter_map(|x| x.parse().ok())
+        .collect();
     [0, 1, 2].map(|i| v.get(i).copied().unwrap_or(f64::NAN))
 }
 
@@ -77,12 +81,22 @@ fn machine(load_before: [f64; 3]) -> Machine {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu = cpuinfo
         .lines()
-        .find_map(|l| l.strip_prefix("model name")?.split_once(':').map(|x| x.1.trim().to_string()))
+        .find_map(|l| {
+            l.strip_prefix("model name")?
+                .split_once(':')
+                .map(|x| x.1.trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into());
     let mem_kb: f64 = std::fs::read_to_string("/proc/meminfo")
         .unwrap_or_default()
         .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:")?.split_whitespace().next()?.parse().ok())
+        .find_map(|l| {
+            l.strip_prefix("MemTotal:")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
         .unwrap_or(0.0);
     // SAFETY: a plain socket call; the fd is closed at once.
     let smc = unsafe {
@@ -113,7 +127,9 @@ fn source(repo: &std::path::Path) -> String {
         .output()
         .ok()
         .filter(|o| o.status.success())
-        .map_or("unknown".into(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .map_or("unknown".into(), |o| {
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        })
 }
 
 /// Puts `table` between bench/README.md's markers.
@@ -131,16 +147,21 @@ fn update_readme(repo: &std::path::Path, table: &str) -> Result<(), String> {
 fn main() {
     let mut quick = false;
     let mut guest = false;
+    let mut replot: Option<Option<PathBuf>> = None;
     let mut only: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1).peekable();
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => quick = true,
             "--guest" => guest = true,
+            "--replot" => replot = Some(args.next_if(|n| !n.starts_with("--")).map(PathBuf::from)),
             "--only" => {
                 while let Some(n) = args.next_if(|n| !n.starts_with("--")) {
                     if !NAMES.contains(&n.as_str()) {
-                        eprintln!("bench/run: \"{n}\" is not a measurement; expected one of {}", NAMES.join(", "));
+                        eprintln!(
+                            "bench/run: \"{n}\" is not a measurement; expected one of {}",
+                            NAMES.join(", ")
+                        );
                         std::process::exit(2);
                     }
                     only.push(n);
@@ -175,6 +196,21 @@ fn main() {
         bin,
         work,
     };
+    if let Some(file) = replot {
+        let file = file.unwrap_or_else(|| ctx.repo.join("bench/results/latest.json"));
+        let report: Report = match std::fs::read_to_string(&file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("bench/run: {}: {e}", file.display());
+                std::process::exit(1);
+            }
+        };
+        let _ = std::fs::remove_dir_all(&ctx.work);
+        std::process::exit(i32::from(!write_outputs(&ctx, &report, true)));
+    }
     if guest {
         let r = vm::guest(&ctx);
         let _ = std::fs::remove_dir_all(&ctx.work);
@@ -186,7 +222,10 @@ fn main() {
     }
     for (what, p) in [("the shim", &ctx.shim), ("smcrun", &ctx.smcrun)] {
         if !p.exists() {
-            eprintln!("bench/run: {what} is missing at {} (bench/run builds it)", p.display());
+            eprintln!(
+                "bench/run: {what} is missing at {} (bench/run builds it)",
+                p.display()
+            );
             std::process::exit(1);
         }
     }
@@ -221,9 +260,11 @@ fn main() {
         }
         eprintln!("bench/run: {name} took {:.0} s", t.elapsed().as_secs_f64());
     }
-    failed |= rows
-        .iter()
-        .any(|r| r.skipped.as_deref().is_some_and(|s| s.starts_with("failed")));
+    failed |= rows.iter().any(|r| {
+        r.skipped
+            .as_deref()
+            .is_some_and(|s| s.starts_with("failed"))
+    });
     let report = Report {
         quick,
         started_unix,
@@ -233,31 +274,42 @@ fn main() {
         rows,
     };
     let _ = std::fs::remove_dir_all(&ctx.work);
+    failed |= !write_outputs(&ctx, &report, only.is_empty());
+    if failed {
+        std::process::exit(1);
+    }
+}
+
+/// Writes `bench/results/{latest|quick}.{json,md,svg}`, prints the table, and after a whole full
+/// run puts it in bench/README.md. False when a file could not be written.
+fn write_outputs(ctx: &Ctx, report: &Report, whole: bool) -> bool {
     let dir = ctx.repo.join("bench/results");
-    let stem = if quick { "quick" } else { "latest" };
-    let table = report::markdown(&report);
+    let stem = if report.quick { "quick" } else { "latest" };
+    let table = report::markdown(report);
+    let mut ok = true;
     let mut write = |ext: &str, text: &str| {
         let p = dir.join(format!("{stem}.{ext}"));
         if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&p, text)) {
             eprintln!("bench/run: cannot write {}: {e}", p.display());
-            failed = true;
+            ok = false;
         } else {
             eprintln!("bench/run: wrote {}", p.display());
         }
     };
-    write("json", &serde_json::to_string_pretty(&report).unwrap_or_default());
+    write(
+        "json",
+        &serde_json::to_string_pretty(report).unwrap_or_default(),
+    );
     write("md", &table);
-    match report::svg(&report) {
+    match report::svg(report) {
         Ok(svg) => write("svg", &svg),
         Err(e) => eprintln!("bench/run: no chart: {e}"),
     }
-    if !quick && only.is_empty() {
+    if !report.quick && whole {
         if let Err(e) = update_readme(&ctx.repo, &table) {
             eprintln!("bench/run: {e}");
         }
     }
     print!("{table}");
-    if failed {
-        std::process::exit(1);
-    }
+    ok
 }

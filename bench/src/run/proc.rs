@@ -111,7 +111,9 @@ pub fn wait_listening(port: u16, secs: u64) -> Result<(), String> {
     let t = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         if t.elapsed().as_secs() >= secs {
-            return Err(format!("nothing listened on 127.0.0.1:{port} within {secs} s"));
+            return Err(format!(
+                "nothing listened on 127.0.0.1:{port} within {secs} s"
+            ));
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

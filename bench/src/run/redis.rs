@@ -1,4 +1,4 @@
-//! 4. redis-benchmark A/B: a fresh redis-server and redis-benchmark, both plain (A) or both
+//! Measurement 4, redis-benchmark A/B: a fresh redis-server and redis-benchmark, both plain (A) or both
 //! under the same smcrun command (B), interleaved; requests per second and p50/p99 latency from
 //! redis-benchmark's CSV, ratio pair by pair. The host runs it on the fallback path (the shim,
 //! and the shim with a policy that accelerates only the Redis port); the VM over SMC-R (the
@@ -48,9 +48,24 @@ fn parse_csv(csv: &str) -> HashMap<String, [f64; 3]> {
 }
 
 /// One run on `side`: a fresh server, one benchmark.
-fn one(side: &Side, port: u16, n: u32, clients: u32, pipeline: u32) -> Result<HashMap<String, [f64; 3]>, String> {
+fn one(
+    side: &Side,
+    port: u16,
+    n: u32,
+    clients: u32,
+    pipeline: u32,
+) -> Result<HashMap<String, [f64; 3]>, String> {
     let server = cmd(&side.wrap, "redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -78,19 +93,41 @@ fn one(side: &Side, port: u16, n: u32, clients: u32, pipeline: u32) -> Result<Ha
     Ok(got)
 }
 
-/// The A/B over `sides` (the first is A), `pairs` interleaved pairs, each pipeline depth.
-pub fn ab(
-    group: &str,
-    sides: &[Side],
-    port: u16,
-    pairs: usize,
-    n: u32,
-    pipelines: &[u32],
-    goal: Option<Goal>,
-    note: &str,
-) -> Result<Vec<Row>, String> {
+/// How an A/B runs.
+pub struct Plan<'a> {
+    /// The report's group for its rows.
+    pub group: &'a str,
+    /// The port redis-server listens on.
+    pub port: u16,
+    /// Interleaved pairs.
+    pub pairs: usize,
+    /// Requests per test (`-n`).
+    pub requests: u32,
+    /// Pipeline depths (`-P`), each its own A/B.
+    pub pipelines: &'a [u32],
+    /// The goal for requests per second, if any.
+    pub goal: Option<Goal>,
+    /// The note on the requests-per-second rows.
+    pub note: &'a str,
+}
+
+/// The A/B over `sides` (the first is A), as `plan` says.
+pub fn ab(sides: &[Side], plan: &Plan) -> Result<Vec<Row>, String> {
+    let Plan {
+        group,
+        port,
+        pairs,
+        requests: n,
+        pipelines,
+        goal,
+        note,
+    } = *plan;
     if !which("redis-server") || !which("redis-benchmark") {
-        return Ok(vec![Row::skipped(group, "redis-benchmark", "redis-server / redis-benchmark are not installed")]);
+        return Ok(vec![Row::skipped(
+            group,
+            "redis-benchmark",
+            "redis-server / redis-benchmark are not installed",
+        )]);
     }
     let mut rows = Vec::new();
     for &p in pipelines {
@@ -104,9 +141,15 @@ pub fn ab(
             }
         }
         for test in ["SET", "GET"] {
-            for (k, metric, unit) in [(0, "requests/s", "rps"), (1, "p50 latency", "ms"), (2, "p99 latency", "ms")] {
+            for (k, metric, unit) in [
+                (0, "requests/s", "rps"),
+                (1, "p50 latency", "ms"),
+                (2, "p99 latency", "ms"),
+            ] {
                 let col = |s: usize| -> Vec<f64> {
-                    values[s].get(test).map_or(Vec::new(), |v| v.iter().map(|x| x[k]).collect())
+                    values[s]
+                        .get(test)
+                        .map_or(Vec::new(), |v| v.iter().map(|x| x[k]).collect())
                 };
                 for s in 1..sides.len() {
                     let mut r = Row::paired(
@@ -135,23 +178,36 @@ pub fn host(ctx: &crate::Ctx) -> Result<Vec<Row>, String> {
     let smcrun = ctx.smcrun.display().to_string();
     let port = free_port();
     let sides = [
-        Side { label: "plain".into(), wrap: vec![] },
-        Side { label: "smcrun".into(), wrap: vec![smcrun.clone(), "--".into()] },
+        Side {
+            label: "plain".into(),
+            wrap: vec![],
+        },
+        Side {
+            label: "smcrun".into(),
+            wrap: vec![smcrun.clone(), "--".into()],
+        },
         Side {
             label: "smcrun, policy: Redis port only".into(),
-            wrap: vec![smcrun, "--policy".into(), format!("smc port {port}; tcp"), "--".into()],
+            wrap: vec![
+                smcrun,
+                "--policy".into(),
+                format!("smc port {port}; tcp"),
+                "--".into(),
+            ],
         },
     ];
     let n = if ctx.quick { 2_000 } else { 200_000 };
     std::env::set_var("SMCRUN_SHIM", &ctx.shim);
     ab(
-        "redis",
         &sides,
-        port,
-        ctx.pairs(),
-        n,
-        &[1, 16],
-        Some(Goal::RatioAtLeast(0.99)),
-        &format!("-t set,get -n {n} -c 50"),
+        &Plan {
+            group: "redis",
+            port,
+            pairs: ctx.pairs(),
+            requests: n,
+            pipelines: &[1, 16],
+            goal: Some(Goal::RatioAtLeast(0.99)),
+            note: &format!("-t set,get -n {n} -c 50"),
+        },
     )
 }

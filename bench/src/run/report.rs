@@ -68,7 +68,13 @@ pub struct Row {
 
 impl Row {
     /// A figure of B against A, from values taken in interleaved pairs.
-    pub fn paired(group: &str, name: &str, unit: &str, a: (&str, &[f64]), b: (&str, &[f64])) -> Row {
+    pub fn paired(
+        group: &str,
+        name: &str,
+        unit: &str,
+        a: (&str, &[f64]),
+        b: (&str, &[f64]),
+    ) -> Row {
         let r = ratios(a.1, b.1);
         let ratio = Summary::of(&r);
         Row {
@@ -142,7 +148,7 @@ impl Row {
 }
 
 /// The machine a run was taken on.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Machine {
     /// CPUs this process may use.
     pub cores: usize,
@@ -161,7 +167,7 @@ pub struct Machine {
 }
 
 /// A whole run.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Report {
     /// `bench/run` with `--quick` (tiny counts: the harness works, the figures mean little).
     pub quick: bool,
@@ -203,12 +209,21 @@ fn summary_cell(s: Option<Summary>, unit: &str) -> String {
 /// The group headings of the table, in the order the issue lists them.
 pub const GROUPS: [(&str, &str); 7] = [
     ("hooks", "1. Hook cost per call (host, fallback path)"),
-    ("preload", "2. Preloading the shim into a process that makes no socket"),
+    (
+        "preload",
+        "2. Preloading the shim into a process that makes no socket",
+    ),
     ("launcher", "3. Launcher start-up"),
-    ("redis", "4. redis-benchmark A/B on loopback (host, fallback path)"),
+    (
+        "redis",
+        "4. redis-benchmark A/B on loopback (host, fallback path)",
+    ),
     ("runtime", "5. The runtime"),
     ("views", "6. The views and the exporter (VM)"),
-    ("vm", "7. SMC-R over soft-RoCE against TCP, preload against BPF mode (VM, TCG)"),
+    (
+        "vm",
+        "7. SMC-R over soft-RoCE against TCP, preload against BPF mode (VM, TCG)",
+    ),
 ];
 
 /// The markdown table: one section per measurement.
@@ -255,7 +270,9 @@ pub fn markdown(r: &Report) -> String {
             let ratio = x.ratio.map_or("—".into(), |r| {
                 format!("{} [{}–{}]", num(r.median), num(r.q1), num(r.q3))
             });
-            let added = x.added.map_or("—".into(), |d| format!("{} {}", num(d.median), x.unit));
+            let added = x
+                .added
+                .map_or("—".into(), |d| format!("{} {}", num(d.median), x.unit));
             let goal = x.goal.map_or(String::new(), |g| g.describe(&x.unit));
             let verdict = match (x.met, &x.noise) {
                 (Some(true), Some(n)) => format!("met; {n}"),
@@ -281,10 +298,16 @@ pub fn markdown(r: &Report) -> String {
     s
 }
 
-/// The chart: every paired ratio, median and quartiles, against 1.0 (SVG, with plotters).
+/// The chart: every paired ratio of a timing (not the deterministic counts), median and
+/// quartiles, against 1.0, on a logarithmic axis (SVG, with plotters). Red: a goal missed; grey:
+/// within noise; blue: outside noise, goal met or none.
 pub fn svg(r: &Report) -> Result<String, String> {
     use plotters::prelude::*;
-    let rows: Vec<&Row> = r.rows.iter().filter(|x| x.ratio.is_some()).collect();
+    let rows: Vec<&Row> = r
+        .rows
+        .iter()
+        .filter(|x| x.ratio.is_some() && x.noise.is_some())
+        .collect();
     if rows.is_empty() {
         return Err("no paired ratios to chart".into());
     }
@@ -292,8 +315,7 @@ pub fn svg(r: &Report) -> Result<String, String> {
         let q = x.ratio.unwrap();
         (lo.min(q.q1), hi.max(q.q3))
     });
-    let pad = (hi - lo).max(0.1) * 0.08;
-    let (lo, hi) = ((lo - pad).max(0.0), hi + pad);
+    let (lo, hi) = (lo.max(1e-3) * 0.9, hi * 1.1);
     let height = 90 + 22 * rows.len() as u32;
     let mut out = String::new();
     {
@@ -312,7 +334,7 @@ pub fn svg(r: &Report) -> Result<String, String> {
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(430)
-            .build_cartesian_2d(lo..hi, (0..n).into_segmented())
+            .build_cartesian_2d((lo..hi).log_scale(), (0..n).into_segmented())
             .map_err(|e| e.to_string())?;
         let labels: Vec<String> = rows
             .iter()
@@ -335,7 +357,7 @@ pub fn svg(r: &Report) -> Result<String, String> {
                 }
                 _ => String::new(),
             })
-            .x_desc("B/A")
+            .x_desc("B/A (log scale)")
             .label_style(("sans-serif", 11))
             .draw()
             .map_err(|e| e.to_string())?;
@@ -355,7 +377,10 @@ pub fn svg(r: &Report) -> Result<String, String> {
             };
             chart
                 .draw_series(std::iter::once(Rectangle::new(
-                    [(q.q1, SegmentValue::Exact(y)), (q.q3, SegmentValue::Exact(y + 1))],
+                    [
+                        (q.q1, SegmentValue::Exact(y)),
+                        (q.q3, SegmentValue::Exact(y + 1)),
+                    ],
                     colour.mix(0.35).filled(),
                 )))
                 .map_err(|e| e.to_string())?;

@@ -1,4 +1,4 @@
-//! 5. The runtime inside each program: resident memory added, wake-ups of the sidecar while
+//! Measurement 5, the runtime inside each program: resident memory added, wake-ups of the sidecar while
 //! nothing happens, the instructions its event functions add per connection on the hot path, and
 //! the sidecar's CPU while a server takes 20,000 short connections (counting them, keeping the
 //! details, writing the report).
@@ -130,10 +130,17 @@ fn per_event(ctx: &Ctx) -> Result<Row, String> {
             .map_err(|e| format!("cannot run valgrind: {e}"))?;
         let err = String::from_utf8_lossy(&out.stderr);
         err.lines()
-            .find_map(|l| l.split_once("Collected :").and_then(|(_, n)| n.trim().parse().ok()))
+            .find_map(|l| {
+                l.split_once("Collected :")
+                    .and_then(|(_, n)| n.trim().parse().ok())
+            })
             .ok_or_else(|| "callgrind counted nothing".to_string())
     };
-    let (n1, n2) = if ctx.quick { (200, 600) } else { (2_000, 6_000) };
+    let (n1, n2) = if ctx.quick {
+        (200, 600)
+    } else {
+        (2_000, 6_000)
+    };
     let per = (count(n2)? - count(n1)?) / (f64::from(n2 - n1) * 1.1);
     Ok(Row::single(
         "runtime",
@@ -167,7 +174,8 @@ fn serve(ctx: &Ctx, shim: bool, n: u32) -> Result<Option<f64>, String> {
     let mut line = String::new();
     let out = server.stdout.take().ok_or("no stdout")?;
     let mut out = BufReader::new(out);
-    out.read_line(&mut line).map_err(|e| format!("shapes: {e}"))?;
+    out.read_line(&mut line)
+        .map_err(|e| format!("shapes: {e}"))?;
     let pid = server.id();
     let client = Command::new(&shapes)
         .args(["hammer", &format!("127.0.0.1:{port}"), &n.to_string(), "2"])
@@ -257,7 +265,11 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     if which("valgrind") {
         rows.push(per_event(ctx)?);
     } else {
-        rows.push(Row::skipped("runtime", "hot path instructions", "valgrind is not installed"));
+        rows.push(Row::skipped(
+            "runtime",
+            "hot path instructions",
+            "valgrind is not installed",
+        ));
     }
     rows.extend(short_connections(ctx)?);
     Ok(rows)

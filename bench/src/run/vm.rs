@@ -1,4 +1,4 @@
-//! 6. and 7., in the VM test bed (Debian's 6.12 under qemu TCG, soft-RoCE on lo, a UEID: real
+//! Measurements 6 and 7, in the VM test bed (Debian's 6.12 under qemu TCG, soft-RoCE on lo, a UEID: real
 //! SMC-R): the views and the exporter with 1,000 and 10,000 SMC sockets; an echo test and the
 //! redis A/B, TCP against SMC-R by the preload and by BPF mode. One boot runs it all: the host
 //! starts `tests/vm/run --exec 'bench-run --guest'`, the guest prints its rows as one
@@ -22,10 +22,18 @@ pub fn host(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let runner = ctx.repo.join("tests/vm/run");
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Ok(vec![Row::skipped("vm", "VM measurements", "tests/vm/run needs root")]);
+        return Ok(vec![Row::skipped(
+            "vm",
+            "VM measurements",
+            "tests/vm/run needs root",
+        )]);
     }
     if !runner.exists() {
-        return Ok(vec![Row::skipped("vm", "VM measurements", "no tests/vm/run")]);
+        return Ok(vec![Row::skipped(
+            "vm",
+            "VM measurements",
+            "no tests/vm/run",
+        )]);
     }
     let limit = if ctx.quick { 900 } else { 3600 };
     let cmd = format!(
@@ -44,19 +52,32 @@ pub fn host(ctx: &Ctx) -> Result<Vec<Row>, String> {
         .map_err(|e| format!("cannot run tests/vm/run: {e}"))?;
     let err = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    if let Some(json) = err.lines().find_map(|l| l.split_once("BENCH-ROWS ").map(|x| x.1)) {
-        return serde_json::from_str(json).map_err(|e| format!("the guest's rows do not parse: {e}"));
+    if let Some(json) = err
+        .lines()
+        .find_map(|l| l.split_once("BENCH-ROWS ").map(|x| x.1))
+    {
+        return serde_json::from_str(json)
+            .map_err(|e| format!("the guest's rows do not parse: {e}"));
     }
     if out.status.code() == Some(2) {
         // The VM itself could not run (no qemu, no kernel package): not the harness's fault.
-        let why = stdout.lines().find(|l| l.starts_with("FAIL")).unwrap_or("the VM could not run");
+        let why = stdout
+            .lines()
+            .find(|l| l.starts_with("FAIL"))
+            .unwrap_or("the VM could not run");
         return Ok(vec![Row::skipped("vm", "VM measurements", why)]);
     }
     let tail: Vec<&str> = err.lines().filter(|l| l.contains("exec:")).collect();
     Err(format!(
         "the guest printed no rows ({}): {}",
         stdout.lines().last().unwrap_or(""),
-        tail.iter().rev().take(5).rev().cloned().collect::<Vec<_>>().join(" / ")
+        tail.iter()
+            .rev()
+            .take(5)
+            .rev()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" / ")
     ))
 }
 
@@ -67,9 +88,13 @@ fn guest_note() -> String {
     format!("guest {}, {cpus} vCPUs; {CAVEAT}", kernel.trim())
 }
 
-/// 6: `views-cost` with 1,000 and 10,000 listening SMC sockets.
+/// Measurement 6: `views-cost` with 1,000 and 10,000 listening SMC sockets.
 fn views(ctx: &Ctx) -> Result<Vec<Row>, String> {
-    let counts: &[u32] = if ctx.quick { &[1_000] } else { &[1_000, 10_000] };
+    let counts: &[u32] = if ctx.quick {
+        &[1_000]
+    } else {
+        &[1_000, 10_000]
+    };
     let runs = if ctx.quick { "2" } else { "5" };
     let mut rows = Vec::new();
     for &n in counts {
@@ -83,7 +108,9 @@ fn views(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 serde_json::from_str(line).map_err(|e| format!("views-cost: {e}: {line}"))?;
             let measure = v["measure"].as_str().unwrap_or("?").to_string();
             let samples = |k: &str| -> Vec<f64> {
-                v[k].as_array().map_or(Vec::new(), |a| a.iter().filter_map(|x| x.as_f64()).collect())
+                v[k].as_array().map_or(Vec::new(), |a| {
+                    a.iter().filter_map(|x| x.as_f64()).collect()
+                })
             };
             let goal_cpu = match measure.as_str() {
                 "monitor tick" => Some(Goal::AtMost(5.0)),
@@ -139,9 +166,13 @@ fn wrapped(wrap: &[String], prog: &std::path::Path) -> Command {
     }
 }
 
-/// 7: echo throughput and latency, TCP against SMC-R (preload, BPF mode).
+/// Measurement 7: echo throughput and latency, TCP against SMC-R (preload, BPF mode).
 fn echo(ctx: &Ctx, sides: &[Side]) -> Result<Vec<Row>, String> {
-    let (bytes, rounds) = if ctx.quick { (256 * 1024, 50) } else { (4 * 1024 * 1024, 500) };
+    let (bytes, rounds) = if ctx.quick {
+        (256 * 1024, 50)
+    } else {
+        (4 * 1024 * 1024, 500)
+    };
     let pairs = ctx.vm_pairs();
     let echo = ctx.bin.join("echo-bench");
     let mut v = vec![[Vec::new(), Vec::new(), Vec::new()]; sides.len()];
@@ -176,7 +207,11 @@ fn echo(ctx: &Ctx, sides: &[Side]) -> Result<Vec<Row>, String> {
         }
     }
     let mut rows = Vec::new();
-    for (k, what, unit) in [(0, "echo throughput", "MB/s"), (1, "echo round trip p50", "µs"), (2, "echo round trip p99", "µs")] {
+    for (k, what, unit) in [
+        (0, "echo throughput", "MB/s"),
+        (1, "echo round trip p50", "µs"),
+        (2, "echo round trip p99", "µs"),
+    ] {
         for s in 1..sides.len() {
             rows.push(
                 Row::paired(
@@ -202,8 +237,14 @@ fn echo(ctx: &Ctx, sides: &[Side]) -> Result<Vec<Row>, String> {
 pub fn guest(ctx: &Ctx) -> Result<(), String> {
     let smcrun = ctx.smcrun.display().to_string();
     let sides = [
-        Side { label: "TCP".into(), wrap: vec![] },
-        Side { label: "SMC-R, preload (smcrun)".into(), wrap: vec![smcrun.clone(), "--".into()] },
+        Side {
+            label: "TCP".into(),
+            wrap: vec![],
+        },
+        Side {
+            label: "SMC-R, preload (smcrun)".into(),
+            wrap: vec![smcrun.clone(), "--".into()],
+        },
         Side {
             label: "SMC-R, BPF mode (smcrun --bpf)".into(),
             wrap: vec![smcrun, "--bpf".into(), "--".into()],
@@ -220,14 +261,16 @@ pub fn guest(ctx: &Ctx) -> Result<(), String> {
     step(
         "redis",
         redis::ab(
-            "vm",
             &sides,
-            free_port(),
-            ctx.vm_pairs(),
-            n,
-            &[1, 16],
-            None,
-            &format!("-t set,get -n {n} -c 50; {}", guest_note()),
+            &redis::Plan {
+                group: "vm",
+                port: free_port(),
+                pairs: ctx.vm_pairs(),
+                requests: n,
+                pipelines: &[1, 16],
+                goal: None,
+                note: &format!("-t set,get -n {n} -c 50; {}", guest_note()),
+            },
         ),
     );
     println!(
