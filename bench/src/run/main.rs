@@ -280,11 +280,17 @@ fn main() {
     }
 }
 
-/// Writes `bench/results/{latest|quick}.{json,md,svg}`, prints the table, and after a whole full
-/// run puts it in bench/README.md. False when a file could not be written.
+/// Writes `bench/results/STEM.{json,md,svg}` (`latest` for a whole full run, `quick` with
+/// `--quick`, `partial` with `--only`, so that neither overwrites the full results), prints the
+/// table, and after a whole full run puts it in bench/README.md. False when a file could not be
+/// written.
 fn write_outputs(ctx: &Ctx, report: &Report, whole: bool) -> bool {
     let dir = ctx.repo.join("bench/results");
-    let stem = if report.quick { "quick" } else { "latest" };
+    let stem = match (report.quick, whole) {
+        (true, _) => "quick",
+        (false, true) => "latest",
+        (false, false) => "partial",
+    };
     let table = report::markdown(report);
     let mut ok = true;
     let mut write = |ext: &str, text: &str| {
