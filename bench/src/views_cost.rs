@@ -9,7 +9,8 @@
 //! `smcrun --version` is measured too: the cost of starting the program, which every run pays;
 //! and one scrape of the Prometheus exporter: the CPU a running `smcrun exporter` spends per
 //! `GET /metrics` (its utime + stime over many scrapes), with the sockets the scrape counted.
-//! `smcrun` is found on PATH (`VIEWS_COST_SMCRUN=NAME` measures another build).
+//! `smcrun` is found on PATH (`VIEWS_COST_SMCRUN=NAME` measures another build). Each measure is
+//! also printed as one `RESULT {json}` line with every sample, for `bench-run`.
 
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -186,6 +187,15 @@ fn exporter_scrape_cost(n: u64, extra: &[&str]) -> ((f64, f64), f64, f64) {
     (cpu, wall, counted)
 }
 
+/// One `RESULT` line: the measure's name and its samples (milliseconds).
+fn result(measure: &str, fields: &[(&str, &[f64])]) {
+    let f: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("{k:?}:{}", serde_json::to_string(v).unwrap_or_default()))
+        .collect();
+    println!("RESULT {{\"measure\":{measure:?},{}}}", f.join(","));
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -250,6 +260,10 @@ fn main() {
             wall.push(w);
             cpu.push(c);
         }
+        result(
+            &format!("smcrun {}", args.join(" ")),
+            &[("wall_ms", &wall), ("cpu_ms", &cpu)],
+        );
         println!(
             "smcrun {}: median of {runs}: {:.1} ms wall, {:.1} ms CPU",
             args.join(" "),
@@ -260,6 +274,17 @@ fn main() {
 
     for extra in [&[][..], &["--no-sockets"]] {
         let ((user, sys), wall, counted) = exporter_scrape_cost(runs.max(5) * 4, extra);
+        result(
+            &format!(
+                "exporter scrape{}",
+                extra.iter().map(|a| format!(" {a}")).collect::<String>()
+            ),
+            &[
+                ("wall_ms", &[wall]),
+                ("cpu_ms", &[user + sys]),
+                ("sockets", &[counted]),
+            ],
+        );
         println!(
             "smcrun exporter{}: one scrape {:.1} ms CPU in the exporter ({user:.1} user + {sys:.1} system), {wall:.1} ms wall (mean of {} scrapes); smc_sockets adds up to {counted}",
             extra.iter().map(|a| format!(" {a}")).collect::<String>(),
@@ -274,6 +299,12 @@ fn main() {
         base.push(measure(&["monitor", "base", "-i", "0.01", "--count", "0"]).1);
         full.push(measure(&["monitor", "base", "-i", "0.01", "--count", &count]).1);
     }
+    let ticks_ms: Vec<f64> = base
+        .iter()
+        .zip(&full)
+        .map(|(b, f)| (f - b).max(0.0) / ticks as f64)
+        .collect();
+    result("monitor tick", &[("cpu_ms", &ticks_ms)]);
     let (b, f) = (median(base), median(full));
     println!(
         "smcrun monitor base: start-up and first sample {b:.2} ms CPU; one tick {:.3} ms CPU (median of {runs}: {f:.1} ms for {ticks} ticks)",

@@ -10,7 +10,7 @@ mod run;
 mod views;
 
 use crate::exit::Exit;
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -119,7 +119,15 @@ fn main() -> ExitCode {
     views::format::install_stdout_guard();
     let args: Vec<OsString> = std::env::args_os().collect();
     let (head, forced) = run::exec::split_forced_command(&args);
-    let cli = match Cli::try_parse_from(head) {
+    // The command tree is built once (it is most of what clap costs smcrun's start-up, which
+    // every program started under smcrun pays): parsed with, and asked for the subcommands'
+    // names.
+    let mut tree = Cli::command();
+    let parsed = match tree.try_get_matches_from_mut(head) {
+        Ok(m) => Cli::from_arg_matches(&m).map_err(|e| e.format(&mut tree)),
+        Err(e) => Err(e),
+    };
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -132,8 +140,7 @@ fn main() -> ExitCode {
             Err(f) => not_started(f),
         },
         (Some(Command::Run(cmd)), None) => {
-            let cli_cmd = Cli::command();
-            let subs: Vec<&str> = cli_cmd
+            let subs: Vec<&str> = tree
                 .get_subcommands()
                 .filter(|s| !s.is_hide_set())
                 .map(|s| s.get_name())

@@ -1,14 +1,19 @@
 //! The details of classified connections (who, to or from where, how it ran), on their way from
 //! the hooks to the sidecar, which keeps the recent ones and the totals per endpoint.
 //!
-//! A static lock-free queue (heapless' MPMC queue: a fixed array, no allocation, usable before the
+//! A static queue (heapless' MPMC queue: a fixed array, no allocation, no lock, usable before the
 //! sidecar runs and inside a signal handler); a full queue drops the detail and counts it
-//! (`detail_dropped`). The counts themselves never go through here: they are exact whatever
-//! happens to the details.
+//! (`detail_dropped`), at once: heapless 0.8 compared its positions in 8 bits even with
+//! `mpmc_large`, so a producer finding the queue of 4,096 full spun until the sidecar drained it
+//! (up to a second inside the program's connect or accept; found by `bench/run`), which 0.9 fixed.
+//! heapless 0.9 marks the queue deprecated because it is not strictly lock-free: a producer
+//! preempted half-way through a push can make other pushes fail until it resumes. Here that is a
+//! dropped detail, counted, never a wait. The counts themselves never go through here: they are
+//! exact whatever happens to the details.
 
 use crate::classify::Outcome;
 use crate::counters::{bump, COUNTS};
-use heapless::mpmc::Queue as MpMcQueue;
+use heapless::mpmc::Queue;
 use std::cell::UnsafeCell;
 use std::net::SocketAddr;
 
@@ -30,19 +35,21 @@ pub struct Record {
 /// Records waiting for the sidecar: a burst of this many between two of its looks is kept whole.
 pub const CAPACITY: usize = 4096;
 
-struct Ring(UnsafeCell<MpMcQueue<Record, CAPACITY>>);
+/// The queue's type.
+type Details = Queue<Record, CAPACITY>;
+
+struct Ring(UnsafeCell<Details>);
 
 // SAFETY: the queue is Sync for Send items; the UnsafeCell is only written by `reset_in_child`,
 // when the forked child has a single thread.
 unsafe impl Sync for Ring {}
 
-// heapless deprecates its MPMC queue because it is not strictly lock-free: a thread stopped half
-// way through an operation makes the others' operations fail (never wait) until it resumes. Here
-// that is a dropped, counted detail, which is what a full queue does anyway.
+// Deprecated in heapless 0.9 for not being strictly lock-free; see the module's doc for why that is
+// what this queue needs.
 #[allow(deprecated)]
-static RING: Ring = Ring(UnsafeCell::new(MpMcQueue::new()));
+static RING: Ring = Ring(UnsafeCell::new(Details::new()));
 
-fn ring() -> &'static MpMcQueue<Record, CAPACITY> {
+fn ring() -> &'static Details {
     // SAFETY: shared access; the only mutable access is in `reset_in_child` (see there).
     unsafe { &*RING.0.get() }
 }
@@ -66,9 +73,46 @@ pub fn pop() -> Option<Record> {
 /// # Safety
 /// Only in the child right after fork, while it has a single thread.
 pub unsafe fn reset_in_child() {
-    // SAFETY: the caller guarantees no other thread uses the queue; the old contents are Copy.
     #[allow(deprecated)]
+    // SAFETY: the caller guarantees no other thread uses the queue; the old contents are Copy.
     unsafe {
-        RING.0.get().write(MpMcQueue::new())
+        RING.0.get().write(Details::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A full queue refuses the next record at once (heapless 0.8 spun there until a consumer
+    /// made room, which would hold up the program's connect or accept).
+    #[test]
+    fn a_full_queue_refuses_at_once() {
+        #[allow(deprecated)]
+        let q: Box<Details> = Box::new(Details::new());
+        let r = Record {
+            fd: 3,
+            server: false,
+            outcome: Outcome::SmcR,
+            remote: None,
+            local: None,
+        };
+        for _ in 0..CAPACITY {
+            assert!(q.enqueue(r).is_ok());
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let q: &'static Details = Box::leak(q);
+        std::thread::spawn(move || {
+            let refused = q.enqueue(r).is_err();
+            let _ = tx.send(refused);
+        });
+        let refused = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(
+            refused,
+            Ok(true),
+            "the push into a full queue did not return"
+        );
+        assert_eq!(q.dequeue(), Some(r));
+        assert!(q.enqueue(r).is_ok(), "room again after one was taken");
     }
 }

@@ -435,11 +435,17 @@ fn start() -> &'static Start {
 /// Remembers the environment's `XDG_RUNTIME_DIR` and the euid (the library constructor calls this
 /// once, before the program runs; the program may change its environment later).
 pub fn snapshot_env() {
-    let xdg = std::env::var_os("XDG_RUNTIME_DIR");
+    // getenv, not std::env: no allocation in the constructor every exec'd program runs.
+    // SAFETY: a NUL-terminated name; the result is null or a NUL-terminated string that stays
+    // valid while the constructor runs (nothing else changes the environment then).
+    let xdg = unsafe {
+        let p = libc::getenv(c"XDG_RUNTIME_DIR".as_ptr());
+        (!p.is_null()).then(|| std::ffi::CStr::from_ptr(p))
+    };
     // SAFETY: the only write, from the constructor, while nothing else reads START.
     let s = unsafe { &mut *START.0.get() };
     if let Some(x) = xdg {
-        let b = x.as_encoded_bytes();
+        let b = x.to_bytes();
         if b.len() < PATH_MAX - 16 && !b.contains(&0) {
             s.xdg[..b.len()].copy_from_slice(b);
             s.xdg_len.store(b.len() as u32, Ordering::Relaxed);

@@ -404,31 +404,47 @@ fn role(server: bool) -> &'static str {
     }
 }
 
-/// The name the program was started as, read when the library is loaded: argv\[0\]'s base name
+/// The name the program was started as, taken when the library is loaded: argv\[0\]'s base name
 /// (Debian's redis-server is a symlink to redis-check-rdb, and the operator started
 /// redis-server), before the program can rewrite its argv (nginx's workers call themselves
-/// "nginx: worker process"). A forked child inherits it; an exec'd program reads its own.
-static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+/// "nginx: worker process"). Copied into a fixed buffer by [`init`] from the argv the C library
+/// hands the constructor: no allocation and no system call while every exec'd program starts. A
+/// forked child inherits it; an exec'd program takes its own.
+struct StartedAs {
+    name: std::cell::UnsafeCell<[u8; 256]>,
+    len: std::sync::atomic::AtomicUsize,
+}
+// SAFETY: `name` is written once by `init`, before `len` is published (Release) and before any
+// reader (which loads `len` with Acquire first); read-only after.
+unsafe impl Sync for StartedAs {}
+static PROGRAM: StartedAs = StartedAs {
+    name: std::cell::UnsafeCell::new([0; 256]),
+    len: std::sync::atomic::AtomicUsize::new(0),
+};
 
-fn started_as() -> String {
-    let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
-    let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+/// The base name of `argv0`, cut to the buffer.
+fn base_name(argv0: &[u8]) -> &[u8] {
     let base = argv0.rsplit(|b| *b == b'/').next().unwrap_or_default();
-    if base.is_empty() {
-        std::fs::read_to_string("/proc/self/comm")
-            .map(|c| c.trim_end().to_string())
-            .unwrap_or_default()
-    } else {
-        String::from_utf8_lossy(base).into_owned()
-    }
+    &base[..base.len().min(256)]
 }
 
-/// The program's name (see [`PROGRAM`]) and the executable's path.
+/// The program's name (see [`PROGRAM`]; without an argv\[0\], `/proc/self/comm`) and the
+/// executable's path.
 fn names() -> (String, String) {
     let exe = std::fs::read_link("/proc/self/exe")
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    (PROGRAM.get_or_init(started_as).clone(), exe)
+    let len = PROGRAM.len.load(Ordering::Acquire);
+    let program = if len > 0 {
+        // SAFETY: published by `init` before `len` (see StartedAs).
+        let name = unsafe { &(&*PROGRAM.name.get())[..len] };
+        String::from_utf8_lossy(name).into_owned()
+    } else {
+        std::fs::read_to_string("/proc/self/comm")
+            .map(|c| c.trim_end().to_string())
+            .unwrap_or_default()
+    };
+    (program, exe)
 }
 
 /// Field 22 of a `/proc/PID/stat` file: the start time in clock ticks since boot.
@@ -492,11 +508,18 @@ unsafe impl Sync for Mask {}
 // SAFETY: an all-zero sigset_t is the empty set.
 static NORMAL_MASK: Mask = Mask(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }));
 
-/// Called once by the library constructor, before the program runs.
-pub fn init() {
+/// Called once by the library constructor, before the program runs, with the program's
+/// argv\[0\] (None when the C library passed no argv). No allocation, two system calls (the
+/// process id, the signal mask): every program started under the shim pays for this, sockets or not.
+pub fn init(argv0: Option<&[u8]>) {
     crate::fdtable::own();
     rundir::snapshot_env();
-    let _ = PROGRAM.set(started_as());
+    if let Some(a) = argv0.map(base_name).filter(|b| !b.is_empty()) {
+        // SAFETY: the constructor is the only writer, before `len` is published and before any
+        // reader.
+        unsafe { (&mut *PROGRAM.name.get())[..a.len()].copy_from_slice(a) };
+        PROGRAM.len.store(a.len(), Ordering::Release);
+    }
     // SAFETY: the constructor is the only writer, before any reader; pthread_sigmask with a null
     // new set only reads the calling thread's mask into ours.
     unsafe {

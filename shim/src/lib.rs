@@ -24,15 +24,32 @@ mod real;
 
 use smcrun_runtime::{exit, sidecar, track};
 
-/// Runs when the library is loaded, before the program's `main`, while it is normally still
-/// single-threaded: resolve every real symbol and read the configuration here so that the hooks
-/// only ever do atomic loads later. A panic here is caught: the program runs, without the shim's
-/// set-up (the hooks then resolve what they need on first use).
-#[ctor::ctor]
-fn init() {
+/// The library constructor, as an `.init_array` entry: the C library calls it when the library is
+/// loaded, before the program's `main`, with `argc`, `argv` and `envp` (glibc passes them to every
+/// initialiser), which lets the runtime take the program's name without reading /proc.
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn(libc::c_int, *const *const libc::c_char, *const *const libc::c_char) =
+    init;
+
+/// Runs when the library is loaded, while the program is normally still single-threaded: resolve
+/// every real symbol and read the configuration here so that the hooks only ever do atomic loads
+/// later. Every program started under smcrun pays for this, sockets or not: no allocation, no
+/// file read. A panic here is caught: the program runs, without the shim's set-up (the hooks then
+/// resolve what they need on first use).
+extern "C" fn init(
+    argc: libc::c_int,
+    argv: *const *const libc::c_char,
+    _envp: *const *const libc::c_char,
+) {
     let _ = std::panic::catch_unwind(|| {
         real::resolve_all();
-        sidecar::init();
+        // SAFETY: with argc > 0 the C library's argv holds argc NUL-terminated strings.
+        let argv0 = (argc > 0 && !argv.is_null())
+            .then(|| unsafe { *argv })
+            .filter(|p| !p.is_null())
+            .map(|p| unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes());
+        sidecar::init(argv0);
         let cfg = config::get();
         sidecar::set_mode(cfg.mode);
         // SAFETY: registering extern "C" fns without arguments, as pthread_atfork and atexit

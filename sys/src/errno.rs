@@ -6,13 +6,15 @@
 pub struct Errno(pub i32);
 
 impl Errno {
-    /// The calling thread's errno now.
+    /// The calling thread's errno now (inlined: every hook reads it, some several times).
+    #[inline]
     pub fn last() -> Errno {
         // SAFETY: __errno_location always returns the calling thread's valid errno slot.
         Errno(unsafe { *libc::__errno_location() })
     }
 
     /// Sets the calling thread's errno.
+    #[inline]
     pub fn set(self) {
         // SAFETY: as in `last`.
         unsafe { *libc::__errno_location() = self.0 }
@@ -35,6 +37,7 @@ impl core::fmt::Display for Errno {
 
 /// Runs `f` and puts the calling thread's errno back as it was before: for the system calls
 /// smcrun makes on its own behalf inside a program.
+#[inline]
 pub fn keep<T>(f: impl FnOnce() -> T) -> T {
     let saved = Errno::last();
     let r = f();

@@ -1,6 +1,6 @@
 //! Where the shim is, how it joins LD_PRELOAD, and which programs LD_PRELOAD cannot reach.
 
-use object::Object;
+use object::{Object, ReadRef};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::PermissionsExt;
@@ -183,11 +183,14 @@ pub fn reach_problem(path: &Path) -> Option<String> {
                 .into(),
         );
     }
-    let data = std::fs::read(path).ok()?;
-    if !data.starts_with(b"\x7fELF") {
+    // Only the parts the parse asks for are read (the ELF header, the section headers and their
+    // names), not the whole program: a 20 MB Go binary costs smcrun's start-up no more than
+    // /bin/true does.
+    let cache = object::ReadCache::new(std::fs::File::open(path).ok()?);
+    if cache.read_bytes_at(0, 4).ok()? != b"\x7fELF" {
         return None; // a script: its interpreter is what gets preloaded
     }
-    let file = object::File::parse(&*data).ok()?;
+    let file = object::File::parse(&cache).ok()?;
     let has_section = |name: &str| file.section_by_name(name).is_some();
     if has_section(".go.buildinfo") || has_section(".note.go.buildid") {
         return Some(

@@ -1,0 +1,159 @@
+//! `hook-loop CALLS OP...`: times CALLS iterations of each hooked operation and prints one line
+//! `OP NS_PER_CALL` per operation. `bench-run` runs it without the shim, under the shim and under
+//! the shim with a policy, interleaved, and under `valgrind --tool=callgrind` for instructions.
+//!
+//! Operations (each goes through the C library, so the shim's hooks apply when it is preloaded):
+//! - `tcp_socket_close`: `socket(AF_INET, SOCK_STREAM, 0)` + `close` (the converted path; on a
+//!   kernel without SMC the fallback path, after the first refusal is remembered);
+//! - `udp_socket_close`: the same for a UDP socket (the untouched path);
+//! - `tcp_connect_close`: `socket` + `connect` to a listener on 127.0.0.1 + `close` (a thread
+//!   accepts and closes with raw system calls, so only the client's calls pass through the shim;
+//!   `connect` is the hook where the policy decides);
+//! - `getsockopt_domain`: `getsockopt(SOL_SOCKET, SO_DOMAIN)` on a TCP socket (the masked path);
+//! - `bind`: `bind(-1, ...)`, which the kernel refuses with EBADF at once (bind's pass-through).
+
+use std::time::Instant;
+
+const OPS: [&str; 5] = [
+    "tcp_socket_close",
+    "udp_socket_close",
+    "tcp_connect_close",
+    "getsockopt_domain",
+    "bind",
+];
+
+fn loopback(port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+const SIN_LEN: libc::socklen_t = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+
+fn die(what: &str) -> ! {
+    eprintln!("hook-loop: {what}: {}", std::io::Error::last_os_error());
+    std::process::exit(1)
+}
+
+/// A listener on 127.0.0.1 made, served and closed with raw system calls (never through the
+/// shim), with a thread that accepts and closes every connection. Returns its port.
+fn raw_listener() -> u16 {
+    // SAFETY: raw system calls on a socket owned here; `a` is a sockaddr_in of SIN_LEN bytes.
+    unsafe {
+        let fd = libc::syscall(libc::SYS_socket, libc::AF_INET, libc::SOCK_STREAM, 0) as i32;
+        if fd < 0 {
+            die("socket");
+        }
+        let mut a = loopback(0);
+        if libc::syscall(libc::SYS_bind, fd, &a as *const libc::sockaddr_in, SIN_LEN) != 0
+            || libc::syscall(libc::SYS_listen, fd, 4096) != 0
+        {
+            die("bind/listen");
+        }
+        let mut len = SIN_LEN;
+        libc::syscall(
+            libc::SYS_getsockname,
+            fd,
+            &mut a as *mut libc::sockaddr_in,
+            &mut len as *mut libc::socklen_t,
+        );
+        std::thread::spawn(move || loop {
+            let c = libc::syscall(libc::SYS_accept4, fd, 0usize, 0usize, 0) as i64;
+            if c >= 0 {
+                libc::syscall(libc::SYS_close, c);
+            }
+        });
+        u16::from_be(a.sin_port)
+    }
+}
+
+fn time_op(op: &str, calls: u32, port: u16) -> f64 {
+    // SAFETY: plain socket calls through the C library on fds owned here; the addresses passed
+    // are live locals of the lengths given.
+    unsafe {
+        let probe = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        let start = Instant::now();
+        match op {
+            "tcp_socket_close" => {
+                for _ in 0..calls {
+                    libc::close(libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0));
+                }
+            }
+            "udp_socket_close" => {
+                for _ in 0..calls {
+                    libc::close(libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0));
+                }
+            }
+            "tcp_connect_close" => {
+                let a = loopback(port);
+                for _ in 0..calls {
+                    let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+                    if libc::connect(fd, (&a as *const libc::sockaddr_in).cast(), SIN_LEN) != 0 {
+                        die("connect");
+                    }
+                    libc::close(fd);
+                }
+            }
+            "getsockopt_domain" => {
+                for _ in 0..calls {
+                    let mut v: libc::c_int = 0;
+                    let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                    libc::getsockopt(
+                        probe,
+                        libc::SOL_SOCKET,
+                        libc::SO_DOMAIN,
+                        (&mut v as *mut libc::c_int).cast(),
+                        &mut l,
+                    );
+                }
+            }
+            "bind" => {
+                let sa: libc::sockaddr = std::mem::zeroed();
+                for _ in 0..calls {
+                    libc::bind(-1, &sa, 0);
+                }
+            }
+            _ => unreachable!("checked in main"),
+        }
+        let ns = start.elapsed().as_nanos() as f64 / f64::from(calls.max(1));
+        libc::close(probe);
+        ns
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let calls: u32 = args
+        .first()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            eprintln!("usage: hook-loop CALLS OP... (ops: {})", OPS.join(" "));
+            std::process::exit(2)
+        });
+    let ops: Vec<&str> = if args.len() > 1 {
+        args[1..].iter().map(String::as_str).collect()
+    } else {
+        OPS.to_vec()
+    };
+    if let Some(bad) = ops.iter().find(|o| !OPS.contains(o)) {
+        eprintln!(
+            "hook-loop: \"{bad}\" is not an operation; expected one of {}",
+            OPS.join(", ")
+        );
+        std::process::exit(2);
+    }
+    let port = if ops.contains(&"tcp_connect_close") {
+        raw_listener()
+    } else {
+        0
+    };
+    for op in ops {
+        time_op(op, calls / 10, port); // warm-up
+        println!("{op} {:.2}", time_op(op, calls, port));
+    }
+}

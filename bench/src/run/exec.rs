@@ -1,0 +1,242 @@
+//! Measurements 2 and 3: what preloading the shim costs a process that makes no socket
+//! (`/bin/true`), and where it goes (page faults, the dynamic loader's relocations and time); then
+//! the launcher's start-up (`smcrun true` against `true` and against a bash script that only sets
+//! LD_PRELOAD and execs).
+
+use crate::proc::{output, reap, Cost};
+use crate::report::{Goal, Row};
+use crate::stats::order;
+use crate::Ctx;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const TRUE: &str = "/bin/true";
+
+/// The cost of `batch` runs of `argv` with `preload` (None: none), per run.
+fn batch(argv: &[&Path], preload: Option<&Path>, batch: u32) -> Result<Cost, String> {
+    let mut sum = Cost::default();
+    for _ in 0..batch {
+        let mut c = Command::new(argv[0]);
+        c.args(&argv[1..])
+            .env_remove("LD_PRELOAD")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        if let Some(p) = preload {
+            c.env("LD_PRELOAD", p);
+        }
+        let t0 = Instant::now();
+        let child = c
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", argv[0].display()))?;
+        let (cost, code) = reap(child, t0)?;
+        if code != 0 {
+            return Err(format!("{} exited {code}", argv[0].display()));
+        }
+        sum.wall_ms += cost.wall_ms;
+        sum.cpu_ms += cost.cpu_ms;
+        sum.minflt += cost.minflt;
+    }
+    let n = f64::from(batch);
+    Ok(Cost {
+        wall_ms: sum.wall_ms / n,
+        cpu_ms: sum.cpu_ms / n,
+        minflt: sum.minflt / n,
+    })
+}
+
+/// The dynamic loader's own statistics for one run of /bin/true (LD_DEBUG=statistics): total
+/// start-up cycles, relocations, relative relocations.
+fn loader_stats(preload: Option<&Path>) -> Result<[f64; 3], String> {
+    let mut c = Command::new(TRUE);
+    c.env_remove("LD_PRELOAD").env("LD_DEBUG", "statistics");
+    if let Some(p) = preload {
+        c.env("LD_PRELOAD", p);
+    }
+    let out = c.output().map_err(|e| format!("cannot run {TRUE}: {e}"))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let field = |key: &str| {
+        err.lines()
+            .filter_map(|l| l.split_once(key).map(|x| x.1))
+            .filter_map(|v| {
+                v.split_whitespace()
+                    .next()?
+                    .replace(',', "")
+                    .parse::<f64>()
+                    .ok()
+            })
+            .next_back()
+    };
+    Ok([
+        field("total startup time in dynamic loader:").ok_or("LD_DEBUG=statistics said nothing")?,
+        field("final number of relocations:").unwrap_or(0.0),
+        field("number of relative relocations:").unwrap_or(0.0),
+    ])
+}
+
+/// The reference C preload (hooks socket() only), built into the work folder; None without cc.
+fn c_preload(ctx: &Ctx) -> Option<PathBuf> {
+    let out = ctx.work.join("socket_preload.so");
+    let src = ctx.repo.join("bench/src/c/socket_preload.c");
+    let ok = Command::new("cc")
+        .args(["-O2", "-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .arg("-ldl")
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(out)
+}
+
+/// The shim with its debug info stripped (what the README installs), None without objcopy.
+fn stripped_shim(ctx: &Ctx) -> Option<PathBuf> {
+    let out = ctx.work.join("libsmcrun_shim.stripped.so");
+    let ok = Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(&ctx.shim)
+        .arg(&out)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(out)
+}
+
+pub fn preload(ctx: &Ctx) -> Result<Vec<Row>, String> {
+    let pairs = ctx.pairs();
+    let n = if ctx.quick { 10 } else { 200 };
+    let mut sides: Vec<(String, Option<PathBuf>)> = vec![
+        ("/bin/true".into(), None),
+        ("shim".into(), Some(ctx.shim.clone())),
+    ];
+    if let Some(p) = stripped_shim(ctx) {
+        sides.push(("shim, debug info stripped".into(), Some(p)));
+    }
+    if let Some(p) = c_preload(ctx) {
+        sides.push(("a C preload of socket() alone".into(), Some(p)));
+    }
+    let mut wall = vec![Vec::new(); sides.len()];
+    let mut cpu = vec![Vec::new(); sides.len()];
+    let mut flt = vec![Vec::new(); sides.len()];
+    let mut ld = vec![Vec::new(); sides.len()];
+    for i in 0..pairs {
+        for s in order(i, sides.len()) {
+            let c = batch(&[Path::new(TRUE)], sides[s].1.as_deref(), n)?;
+            wall[s].push(c.wall_ms);
+            cpu[s].push(c.cpu_ms);
+            flt[s].push(c.minflt);
+            ld[s].push(loader_stats(sides[s].1.as_deref())?);
+        }
+    }
+    let mut rows = Vec::new();
+    let a = |v: &[Vec<f64>]| (sides[0].0.clone(), v[0].clone());
+    for s in 1..sides.len() {
+        let b = |v: &[Vec<f64>]| (sides[s].0.clone(), v[s].clone());
+        let goal = (s == 1).then_some(Goal::AddedAtMost(0.07));
+        let ((al, av), (bl, bv)) = (a(&wall), b(&wall));
+        let mut r = Row::paired(
+            "preload",
+            "wall time per exec",
+            "ms",
+            (&al, &av),
+            (&bl, &bv),
+        )
+        .note(&format!("{n} execs per side and pair"));
+        if let Some(g) = goal {
+            r = r.goal(g);
+        }
+        rows.push(r);
+        let ((al, av), (bl, bv)) = (a(&cpu), b(&cpu));
+        let mut r = Row::paired("preload", "CPU time per exec", "ms", (&al, &av), (&bl, &bv));
+        if let Some(g) = goal {
+            r = r.goal(g);
+        }
+        rows.push(r);
+        let ((al, av), (bl, bv)) = (a(&flt), b(&flt));
+        rows.push(Row::paired(
+            "preload",
+            "page faults per exec",
+            "faults",
+            (&al, &av),
+            (&bl, &bv),
+        ));
+        for (k, what, unit) in [
+            (
+                0,
+                "dynamic loader's start-up time (LD_DEBUG=statistics)",
+                "cycles",
+            ),
+            (1, "relocations (LD_DEBUG=statistics)", "relocs"),
+            (2, "relative relocations (LD_DEBUG=statistics)", "relocs"),
+        ] {
+            let col = |s: usize| ld[s].iter().map(|x| x[k]).collect::<Vec<f64>>();
+            let mut r = Row::paired(
+                "preload",
+                what,
+                unit,
+                (sides[0].0.as_str(), &col(0)),
+                (sides[s].0.as_str(), &col(s)),
+            );
+            if k > 0 {
+                r = r.deterministic();
+            }
+            rows.push(r);
+        }
+    }
+    Ok(rows)
+}
+
+pub fn launcher(ctx: &Ctx) -> Result<Vec<Row>, String> {
+    let pairs = ctx.pairs();
+    let n = if ctx.quick { 10 } else { 200 };
+    let script = ctx.work.join("smc_run-like");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/bash\n# What smc_run does: set LD_PRELOAD, exec the program.\nexport LD_PRELOAD={}\nexec \"$@\"\n",
+            ctx.shim.display()
+        ),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| e.to_string())?;
+    let smcrun = ctx.smcrun.clone();
+    let t = PathBuf::from(TRUE);
+    let sides: [(&str, Vec<&Path>); 3] = [
+        ("true", vec![t.as_path()]),
+        (
+            "bash script: LD_PRELOAD=shim exec",
+            vec![script.as_path(), t.as_path()],
+        ),
+        ("smcrun true", vec![smcrun.as_path(), t.as_path()]),
+    ];
+    // smcrun must find the shim it is built with.
+    std::env::set_var("SMCRUN_SHIM", &ctx.shim);
+    let mut wall = vec![Vec::new(); 3];
+    let mut cpu = vec![Vec::new(); 3];
+    for i in 0..pairs {
+        for s in order(i, 3) {
+            let c = batch(&sides[s].1, None, n)?;
+            wall[s].push(c.wall_ms);
+            cpu[s].push(c.cpu_ms);
+        }
+    }
+    let _ = output(Command::new(&ctx.smcrun).arg("--version"))?;
+    let p = |s: usize, v: &[Vec<f64>]| (sides[s].0, v[s].clone());
+    let mut rows = Vec::new();
+    for (what, v) in [("wall time per run", &wall), ("CPU time per run", &cpu)] {
+        let (a, av) = p(0, v);
+        let (b, bv) = p(2, v);
+        rows.push(
+            Row::paired("launcher", what, "ms", (a, &av), (b, &bv))
+                .goal(Goal::AddedAtMost(1.0))
+                .note(&format!("{n} runs per side and pair")),
+        );
+        let (b, bv) = p(1, v);
+        rows.push(Row::paired("launcher", what, "ms", (a, &av), (b, &bv)));
+        let (a, av) = p(1, v);
+        let (b, bv) = p(2, v);
+        rows.push(Row::paired("launcher", what, "ms", (a, &av), (b, &bv)));
+    }
+    Ok(rows)
+}

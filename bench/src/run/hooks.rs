@@ -1,0 +1,190 @@
+//! Measurement 1, hook cost per call: `hook-loop` without the shim, under the shim, and under the shim with
+//! a 10-rule policy, interleaved; ns per call and the ratio to no preload; then instructions per
+//! call from callgrind (deterministic, whatever the machine's load).
+
+use crate::proc::output;
+use crate::report::{Goal, Row};
+use crate::stats::order;
+use crate::Ctx;
+use std::collections::HashMap;
+use std::process::Command;
+
+/// A policy of 10 rules none of which matches a connection to 127.0.0.1 before the default: the
+/// longest walk a connect() can take through it.
+pub const POLICY_10: &str = "tcp remote 10.0.0.0/8; tcp remote 172.16.0.0/12; \
+    tcp remote 192.168.0.0/16; tcp remote fd00::/8; tcp port 22; tcp port 53; \
+    tcp program ssh*; smc port 6379; smc port 3306; smc";
+
+/// The operations, their names in the report, and the goal the issue sets.
+const OPS: [(&str, &str, Option<Goal>); 5] = [
+    ("tcp_socket_close", "socket()+close(), TCP", None),
+    (
+        "udp_socket_close",
+        "socket()+close(), UDP (pass-through)",
+        Some(Goal::AddedAtMost(30.0)),
+    ),
+    (
+        "tcp_connect_close",
+        "socket()+connect()+close() to a local listener",
+        Some(Goal::RatioAtMost(1.03)),
+    ),
+    (
+        "getsockopt_domain",
+        "getsockopt(SO_DOMAIN) (pass-through)",
+        Some(Goal::AddedAtMost(30.0)),
+    ),
+    (
+        "bind",
+        "bind() failing with EBADF (pass-through)",
+        Some(Goal::AddedAtMost(30.0)),
+    ),
+];
+
+const SIDES: [&str; 3] = ["no preload", "shim", "shim + 10-rule policy"];
+
+fn command(ctx: &Ctx, side: usize) -> Command {
+    let mut c = Command::new(ctx.bin.join("hook-loop"));
+    c.env_remove("LD_PRELOAD").env_remove("SMCRUN_POLICY");
+    if side > 0 {
+        c.env("LD_PRELOAD", &ctx.shim);
+    }
+    if side == 2 {
+        c.env("SMCRUN_POLICY", POLICY_10);
+    }
+    c
+}
+
+/// Runs `hook-loop CALLS OPS` on `side`; ns per call by operation.
+fn one(ctx: &Ctx, side: usize, calls: u32, ops: &[&str]) -> Result<HashMap<String, f64>, String> {
+    let out = output(command(ctx, side).arg(calls.to_string()).args(ops))?;
+    Ok(out
+        .lines()
+        .filter_map(|l| {
+            let (op, ns) = l.split_once(' ')?;
+            Some((op.to_string(), ns.parse().ok()?))
+        })
+        .collect())
+}
+
+/// Instructions callgrind counts for `hook-loop CALLS OP` on `side`, inside its timed loops only
+/// (`time_op`): the calling thread's hot path, not start-up, not the sidecar thread, not the
+/// exit handler's final report.
+fn instructions(ctx: &Ctx, side: usize, calls: u32, op: &str) -> Result<f64, String> {
+    let c = command(ctx, side);
+    let prog = c.get_program().to_owned();
+    let mut v = Command::new("valgrind");
+    v.args([
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        "--toggle-collect=*time_op",
+    ])
+    .arg(prog)
+    .arg(calls.to_string())
+    .arg(op);
+    for (k, val) in c.get_envs() {
+        match val {
+            Some(val) => v.env(k, val),
+            None => v.env_remove(k),
+        };
+    }
+    let out = v
+        .output()
+        .map_err(|e| format!("cannot run valgrind: {e}"))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.lines()
+        .find_map(|l| {
+            l.split_once("Collected :")
+                .and_then(|(_, n)| n.trim().parse().ok())
+        })
+        .ok_or_else(|| {
+            format!(
+                "callgrind counted nothing for {op}: {}",
+                err.lines().last().unwrap_or("")
+            )
+        })
+}
+
+pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
+    let pairs = ctx.pairs();
+    let calls = if ctx.quick { 2_000 } else { 200_000 };
+    let connects = if ctx.quick { 500 } else { 20_000 };
+    let cheap: Vec<&str> = OPS
+        .iter()
+        .map(|o| o.0)
+        .filter(|o| *o != "tcp_connect_close")
+        .collect();
+    let mut values: HashMap<&str, [Vec<f64>; 3]> = HashMap::new();
+    for i in 0..pairs {
+        for side in order(i, 3) {
+            let mut got = one(ctx, side, calls, &cheap)?;
+            got.extend(one(ctx, side, connects, &["tcp_connect_close"])?);
+            for (op, ..) in OPS {
+                let v = got
+                    .get(op)
+                    .copied()
+                    .ok_or(format!("hook-loop printed no {op}"))?;
+                values.entry(op).or_default()[side].push(v);
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (op, name, goal) in OPS {
+        let v = &values[op];
+        for side in [1, 2] {
+            let mut r = Row::paired(
+                "hooks",
+                name,
+                "ns",
+                (SIDES[0], &v[0]),
+                (SIDES[side], &v[side]),
+            );
+            if let Some(g) = goal {
+                r = r.goal(g);
+            }
+            rows.push(r);
+        }
+    }
+    // Instructions per call: the difference between two call counts, so that start-up and the
+    // warm-up's share cancel out (hook-loop runs a tenth of the calls again as warm-up).
+    if which("valgrind") {
+        let (n1, n2) = if ctx.quick {
+            (200u32, 600u32)
+        } else {
+            (2_000, 6_000)
+        };
+        for (op, name, _) in OPS {
+            let mut per = [0.0; 3];
+            for (side, p) in per.iter_mut().enumerate() {
+                let a = instructions(ctx, side, n1, op)?;
+                let b = instructions(ctx, side, n2, op)?;
+                *p = (b - a) / (f64::from(n2 - n1) * 1.1);
+            }
+            for side in [1, 2] {
+                rows.push(
+                    Row::paired(
+                        "hooks",
+                        &format!("{name}, instructions"),
+                        "instr",
+                        (SIDES[0], &[per[0]]),
+                        (SIDES[side], &[per[side]]),
+                    )
+                    .note("callgrind, the calling thread")
+                    .deterministic(),
+                );
+            }
+        }
+    } else {
+        rows.push(Row::skipped(
+            "hooks",
+            "instructions per call",
+            "valgrind is not installed",
+        ));
+    }
+    Ok(rows)
+}
+
+/// Whether `prog` is on PATH.
+pub fn which(prog: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
+}

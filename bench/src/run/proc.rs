@@ -1,0 +1,128 @@
+//! Running the programs measured: a child's wall time, CPU time and page faults (from wait4), a
+//! thread's CPU time, a free port.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+/// What one finished child cost.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cost {
+    /// Wall milliseconds from spawn to reaped.
+    pub wall_ms: f64,
+    /// User + system CPU milliseconds.
+    pub cpu_ms: f64,
+    /// Minor page faults.
+    pub minflt: f64,
+}
+
+/// Reaps `child` with wait4, which also gives its resource usage (std's wait would not).
+pub fn reap(child: Child, t0: Instant) -> Result<(Cost, i32), String> {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for our own child.
+    if unsafe { libc::wait4(pid, &mut status, 0, &mut ru) } != pid {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
+    // The child is reaped: std must not wait for it again.
+    std::mem::forget(child);
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    Ok((
+        Cost {
+            wall_ms: t0.elapsed().as_secs_f64() * 1e3,
+            cpu_ms: ms(ru.ru_utime) + ms(ru.ru_stime),
+            minflt: ru.ru_minflt as f64,
+        },
+        code,
+    ))
+}
+
+/// Runs `cmd` to the end and returns its stdout; an exit status other than 0 is an error that
+/// quotes the end of its stderr.
+pub fn output(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(3).collect();
+        return Err(format!(
+            "{:?} failed ({}): {}",
+            cmd.get_program(),
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// CPU milliseconds (user + system) of `/proc/PID[/task/TID]/stat`.
+pub fn cpu_of(stat_path: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(stat_path).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (f.len() == 2).then(|| (f[0] + f[1]) * 1e3 / hz)
+}
+
+/// CPU milliseconds a thread (`/proc/PID/task/TID`) has run: its schedstat (nanoseconds), else
+/// its stat (clock ticks, 10 ms steps).
+pub fn thread_cpu(task: &str) -> Option<f64> {
+    std::fs::read_to_string(format!("{task}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .map(|ns| ns / 1e6)
+        .or_else(|| cpu_of(&format!("{task}/stat")))
+}
+
+/// The thread of process `pid` named `name`, as `/proc/PID/task/TID`.
+pub fn thread_named(pid: u32, name: &str) -> Option<String> {
+    let dir = format!("/proc/{pid}/task");
+    std::fs::read_dir(&dir).ok()?.flatten().find_map(|t| {
+        let p = t.path();
+        let comm = std::fs::read_to_string(p.join("comm")).ok()?;
+        (comm.trim_end() == name).then(|| p.display().to_string())
+    })
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(17001)
+}
+
+/// Waits until something accepts connections on 127.0.0.1:`port` (at most `secs` seconds).
+pub fn wait_listening(port: u16, secs: u64) -> Result<(), String> {
+    let t = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if t.elapsed().as_secs() >= secs {
+            return Err(format!(
+                "nothing listened on 127.0.0.1:{port} within {secs} s"
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// Stops a server child: SIGTERM, then reaped.
+pub fn stop(mut child: Child) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = child.wait();
+}

@@ -1,0 +1,281 @@
+//! Measurements 6 and 7, in the VM test bed (Debian's 6.12 under qemu TCG, soft-RoCE on lo, a UEID: real
+//! SMC-R): the views and the exporter with 1,000 and 10,000 SMC sockets; an echo test and the
+//! redis A/B, TCP against SMC-R by the preload and by BPF mode. One boot runs it all: the host
+//! starts `tests/vm/run --exec 'bench-run --guest'`, the guest prints its rows as one
+//! `BENCH-ROWS {json}` line, and the host takes them into its report.
+//!
+//! TCG emulates every instruction and soft-RoCE does RDMA in software: the absolute figures say
+//! nothing about hardware, and SMC-R may well lose to TCP there. What the VM shows is that the
+//! same pipeline runs unchanged where SMC is real, and which connections ran over it.
+
+use crate::proc::{free_port, output, stop, wait_listening};
+use crate::redis::{self, Side};
+use crate::report::{Goal, Row};
+use crate::stats::order;
+use crate::Ctx;
+use std::process::{Command, Stdio};
+
+const CAVEAT: &str = "TCG + soft-RoCE: not a hardware figure";
+
+/// Host side: boots the VM once and collects the guest's rows.
+pub fn host(ctx: &Ctx) -> Result<Vec<Row>, String> {
+    let runner = ctx.repo.join("tests/vm/run");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(vec![Row::skipped(
+            "vm",
+            "VM measurements",
+            "tests/vm/run needs root",
+        )]);
+    }
+    if !runner.exists() {
+        return Ok(vec![Row::skipped(
+            "vm",
+            "VM measurements",
+            "no tests/vm/run",
+        )]);
+    }
+    let limit = if ctx.quick { 900 } else { 3600 };
+    let cmd = format!(
+        "mount -t bpf bpf /sys/fs/bpf; mkdir -p /sys/fs/cgroup; mount -t cgroup2 none /sys/fs/cgroup; \
+         ulimit -n 65536; bench-run --guest{}",
+        if ctx.quick { " --quick" } else { "" }
+    );
+    let out = Command::new(&runner)
+        .args(["--exec", &cmd])
+        .env("SMCRUN_VM_NO_BUILD", "1")
+        .env("SMCRUN_VM_TARGET", &ctx.bin)
+        .env("SMCRUN_VM_EXEC_LIMIT", limit.to_string())
+        .env("SMCRUN_VM_TIMEOUT", (limit + 300).to_string())
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run tests/vm/run: {e}"))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if let Some(json) = err
+        .lines()
+        .find_map(|l| l.split_once("BENCH-ROWS ").map(|x| x.1))
+    {
+        return serde_json::from_str(json)
+            .map_err(|e| format!("the guest's rows do not parse: {e}"));
+    }
+    if out.status.code() == Some(2) {
+        // The VM itself could not run (no qemu, no kernel package): not the harness's fault.
+        let why = stdout
+            .lines()
+            .find(|l| l.starts_with("FAIL"))
+            .unwrap_or("the VM could not run");
+        return Ok(vec![Row::skipped("vm", "VM measurements", why)]);
+    }
+    let tail: Vec<&str> = err.lines().filter(|l| l.contains("exec:")).collect();
+    Err(format!(
+        "the guest printed no rows ({}): {}",
+        stdout.lines().last().unwrap_or(""),
+        tail.iter()
+            .rev()
+            .take(5)
+            .rev()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" / ")
+    ))
+}
+
+/// The guest's kernel and vCPUs, for the notes.
+fn guest_note() -> String {
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("guest {}, {cpus} vCPUs; {CAVEAT}", kernel.trim())
+}
+
+/// Measurement 6: `views-cost` with 1,000 and 10,000 listening SMC sockets.
+fn views(ctx: &Ctx) -> Result<Vec<Row>, String> {
+    let counts: &[u32] = if ctx.quick {
+        &[1_000]
+    } else {
+        &[1_000, 10_000]
+    };
+    let runs = if ctx.quick { "2" } else { "5" };
+    let mut rows = Vec::new();
+    for &n in counts {
+        let out = output(
+            Command::new(ctx.bin.join("views-cost"))
+                .args([&n.to_string(), "0", runs, "20"])
+                .env("VIEWS_COST_SMCRUN", &ctx.smcrun),
+        )?;
+        for line in out.lines().filter_map(|l| l.strip_prefix("RESULT ")) {
+            let v: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| format!("views-cost: {e}: {line}"))?;
+            let measure = v["measure"].as_str().unwrap_or("?").to_string();
+            let samples = |k: &str| -> Vec<f64> {
+                v[k].as_array().map_or(Vec::new(), |a| {
+                    a.iter().filter_map(|x| x.as_f64()).collect()
+                })
+            };
+            let goal_cpu = match measure.as_str() {
+                "monitor tick" => Some(Goal::AtMost(5.0)),
+                m if m.starts_with("exporter scrape") => Some(Goal::AtMost(50.0)),
+                _ => None,
+            };
+            for (k, what) in [("cpu_ms", "CPU"), ("wall_ms", "wall")] {
+                let s = samples(k);
+                if s.is_empty() {
+                    continue;
+                }
+                let mut r = Row::single(
+                    "views",
+                    &format!("{measure}, {n} listening SMC sockets: {what}"),
+                    "ms",
+                    "smcrun",
+                    &s,
+                )
+                .note(&guest_note());
+                if k == "cpu_ms" {
+                    if let Some(g) = goal_cpu {
+                        r = r.goal(g);
+                    }
+                }
+                if k == "wall_ms" && measure == "smcrun ss -a" {
+                    r = r.goal(Goal::AtMost(100.0));
+                }
+                rows.push(r);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The kernel's SMC-R client successes so far (v1 + v2), from `smcrun stats --json`.
+fn smcr_clients(ctx: &Ctx) -> f64 {
+    let Ok(out) = output(Command::new(&ctx.smcrun).args(["stats", "--json"])) else {
+        return f64::NAN;
+    };
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+    let n = |k: &str| v["smcr"][k].as_f64().unwrap_or(0.0);
+    n("clnt_v1_succ_cnt") + n("clnt_v2_succ_cnt")
+}
+
+fn wrapped(wrap: &[String], prog: &std::path::Path) -> Command {
+    match wrap.split_first() {
+        None => Command::new(prog),
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(prog);
+            c
+        }
+    }
+}
+
+/// Measurement 7: echo throughput and latency, TCP against SMC-R (preload, BPF mode).
+fn echo(ctx: &Ctx, sides: &[Side]) -> Result<Vec<Row>, String> {
+    let (bytes, rounds) = if ctx.quick {
+        (256 * 1024, 50)
+    } else {
+        (4 * 1024 * 1024, 500)
+    };
+    let pairs = ctx.vm_pairs();
+    let echo = ctx.bin.join("echo-bench");
+    let mut v = vec![[Vec::new(), Vec::new(), Vec::new()]; sides.len()];
+    let mut smc = vec![0.0; sides.len()];
+    for i in 0..pairs {
+        for s in order(i, sides.len()) {
+            let port = free_port();
+            let before = smcr_clients(ctx);
+            let server = wrapped(&sides[s].wrap, &echo)
+                .args(["serve", "127.0.0.1", &port.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot run echo-bench: {e}"))?;
+            let got = wait_listening(port, 120).and_then(|()| {
+                output(wrapped(&sides[s].wrap, &echo).args([
+                    "client",
+                    "127.0.0.1",
+                    &port.to_string(),
+                    &bytes.to_string(),
+                    &rounds.to_string(),
+                ]))
+            });
+            stop(server);
+            let j: serde_json::Value = serde_json::from_str(got?.trim())
+                .map_err(|e| format!("echo-bench printed no result: {e}"))?;
+            for (k, key) in ["mb_per_s", "p50_us", "p99_us"].iter().enumerate() {
+                v[s][k].push(j[key].as_f64().unwrap_or(f64::NAN));
+            }
+            // wait_listening's probe is a plain TCP connection; the client's two are counted.
+            smc[s] += smcr_clients(ctx) - before;
+        }
+    }
+    let mut rows = Vec::new();
+    for (k, what, unit) in [
+        (0, "echo throughput", "MB/s"),
+        (1, "echo round trip p50", "µs"),
+        (2, "echo round trip p99", "µs"),
+    ] {
+        for s in 1..sides.len() {
+            rows.push(
+                Row::paired(
+                    "vm",
+                    &format!("{what} ({} KiB, {rounds} × 64 B)", bytes / 1024),
+                    unit,
+                    (&sides[0].label, &v[0][k]),
+                    (&sides[s].label, &v[s][k]),
+                )
+                .note(&format!(
+                    "{}; the kernel counted {} SMC-R client connections in B's runs, {} in A's",
+                    guest_note(),
+                    smc[s],
+                    smc[0]
+                )),
+            );
+        }
+    }
+    Ok(rows)
+}
+
+/// Guest side: everything measured in the VM, printed as one `BENCH-ROWS` line.
+pub fn guest(ctx: &Ctx) -> Result<(), String> {
+    let smcrun = ctx.smcrun.display().to_string();
+    let sides = [
+        Side {
+            label: "TCP".into(),
+            wrap: vec![],
+        },
+        Side {
+            label: "SMC-R, preload (smcrun)".into(),
+            wrap: vec![smcrun.clone(), "--".into()],
+        },
+        Side {
+            label: "SMC-R, BPF mode (smcrun --bpf)".into(),
+            wrap: vec![smcrun, "--bpf".into(), "--".into()],
+        },
+    ];
+    let mut rows = Vec::new();
+    let mut step = |name: &str, r: Result<Vec<Row>, String>| match r {
+        Ok(r) => rows.extend(r),
+        Err(e) => rows.push(Row::skipped("vm", name, &format!("failed: {e}"))),
+    };
+    step("views", views(ctx));
+    step("echo", echo(ctx, &sides));
+    let n = if ctx.quick { 200 } else { 2_000 };
+    step(
+        "redis",
+        redis::ab(
+            &sides,
+            &redis::Plan {
+                group: "vm",
+                port: free_port(),
+                pairs: ctx.vm_pairs(),
+                requests: n,
+                pipelines: &[1, 16],
+                goal: None,
+                note: &format!("-t set,get -n {n} -c 50; {}", guest_note()),
+            },
+        ),
+    );
+    println!(
+        "BENCH-ROWS {}",
+        serde_json::to_string(&rows).map_err(|e| e.to_string())?
+    );
+    Ok(())
+}
