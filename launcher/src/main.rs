@@ -10,7 +10,7 @@ mod run;
 mod views;
 
 use crate::exit::Exit;
-use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -115,19 +115,85 @@ enum Command {
     Run(Vec<OsString>),
 }
 
+/// The names of the subcommands an operator is shown (and clap's `help`): a program's name close
+/// to one gets a "did you mean"; a first word equal to one is never a program. The test
+/// `subcommand_names_are_the_trees` keeps this the command tree's own list.
+const SUBCOMMANDS: &[&str] = &[
+    "demo",
+    "setup",
+    "ueid",
+    "pnet",
+    "ss",
+    "stats",
+    "linkgroup",
+    "link",
+    "device",
+    "info",
+    "rdma",
+    "monitor",
+    "ps",
+    "why",
+    "attach",
+    "detach",
+    "exporter",
+    "metrics",
+    "doctor",
+    "enable",
+    "disable",
+    "policy",
+    "completions",
+    "help",
+];
+
+/// `smcrun [OPTIONS] COMMAND [ARGS...]` when COMMAND is a program: the run options and the
+/// program, parsed without the subcommands' tree.
+#[derive(Parser, Debug)]
+#[command(name = "smcrun", disable_help_flag = true)]
+struct RunLine {
+    #[command(flatten)]
+    run: run::exec::RunOptions,
+
+    /// The program and its arguments (empty with `-- COMMAND`, which is split off before).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = false)]
+    command: Vec<OsString>,
+}
+
+impl RunLine {
+    /// The run line of `head` (the arguments before a forced `-- COMMAND`, if `forced`), when the
+    /// options parse and the program is the forced one or the first word after the options,
+    /// which is not a subcommand's name (hidden ones start with `__`); None sends the line through
+    /// the whole tree (subcommands, `--help`, `--version`, errors, no command at all).
+    fn for_program(head: &[OsString], forced: bool) -> Option<RunLine> {
+        let line = RunLine::try_parse_from(head).ok()?;
+        if forced {
+            return line.command.is_empty().then_some(line);
+        }
+        let first = line.command.first()?.as_encoded_bytes();
+        let subcommand = first.starts_with(b"__")
+            || first.starts_with(b"-")
+            || SUBCOMMANDS.iter().any(|s| s.as_bytes() == first);
+        (!subcommand).then_some(line)
+    }
+}
+
 fn main() -> ExitCode {
     views::format::install_stdout_guard();
     let args: Vec<OsString> = std::env::args_os().collect();
     let (head, forced) = run::exec::split_forced_command(&args);
-    // The command tree is built once (it is most of what clap costs smcrun's start-up, which
-    // every program started under smcrun pays): parsed with, and asked for the subcommands'
-    // names.
-    let mut tree = Cli::command();
-    let parsed = match tree.try_get_matches_from_mut(head) {
-        Ok(m) => Cli::from_arg_matches(&m).map_err(|e| e.format(&mut tree)),
-        Err(e) => Err(e),
-    };
-    let cli = match parsed {
+    // Running a program is what every program started under smcrun pays for, so it skips the
+    // tree of every subcommand (most of what clap costs smcrun's start-up): parsed with the run
+    // options alone. Anything else, an error included, goes through the whole tree below.
+    if let Some(line) = RunLine::for_program(&head, forced.is_some()) {
+        let cmd = forced.unwrap_or(line.command);
+        if let Some(code) = run::suggest::before_run(&cmd, SUBCOMMANDS) {
+            return code;
+        }
+        return match run::config::resolve(&line.run) {
+            Ok(opts) => run_program(&opts, cmd),
+            Err(f) => not_started(f),
+        };
+    }
+    let cli = match Cli::try_parse_from(head) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -140,12 +206,7 @@ fn main() -> ExitCode {
             Err(f) => not_started(f),
         },
         (Some(Command::Run(cmd)), None) => {
-            let subs: Vec<&str> = tree
-                .get_subcommands()
-                .filter(|s| !s.is_hide_set())
-                .map(|s| s.get_name())
-                .collect();
-            if let Some(code) = run::suggest::before_run(&cmd, &subs) {
+            if let Some(code) = run::suggest::before_run(&cmd, SUBCOMMANDS) {
                 return code;
             }
             match run::config::resolve(&cli.run) {
@@ -225,4 +286,98 @@ fn not_started(f: exit::Failure) -> ExitCode {
         ..f
     }
     .report()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(args: &[&str]) -> Vec<OsString> {
+        std::iter::once("smcrun")
+            .chain(args.iter().copied())
+            .map(OsString::from)
+            .collect()
+    }
+
+    /// SUBCOMMANDS is the tree's list of shown subcommands, and every hidden one starts with `__`
+    /// (so that the run line never takes one for a program).
+    #[test]
+    fn subcommand_names_are_the_trees() {
+        let mut tree = Cli::command();
+        tree.build();
+        let mut shown: Vec<&str> = tree
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set())
+            .map(|s| s.get_name())
+            .collect();
+        let mut listed = SUBCOMMANDS.to_vec();
+        shown.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(shown, listed);
+        for s in tree.get_subcommands().filter(|s| s.is_hide_set()) {
+            assert!(s.get_name().starts_with("__"), "{}", s.get_name());
+        }
+        assert!(tree
+            .get_subcommands()
+            .all(|s| s.get_all_aliases().count() == 0));
+    }
+
+    /// Where the run line takes a program, the whole tree takes the same program with the same
+    /// options; where it does not, the line is a subcommand, a flag of the tree or an error.
+    #[test]
+    fn the_run_line_agrees_with_the_tree() {
+        let programs: &[&[&str]] = &[
+            &["true"],
+            &["redis-server", "--port", "7000"],
+            &["-d", "-d", "curl", "-v", "http://x/"],
+            &["--policy", "tcp", "--report", "nc", "-l", "1"],
+            &["-t", "5", "stat", "-c", "%s", "/"],
+            &["--config", "/dev/null", "python3", "-c", "print(1)"],
+            &["doctr"],
+            &["./ps"],
+        ];
+        for args in programs {
+            let head = line(args);
+            let fast = RunLine::for_program(&head, false)
+                .unwrap_or_else(|| panic!("{args:?}: not a run line"));
+            let cli = Cli::try_parse_from(&head).expect("the tree parses it");
+            let Some(Command::Run(cmd)) = cli.command else {
+                panic!("{args:?}: the tree runs no program")
+            };
+            assert_eq!(fast.command, cmd, "{args:?}");
+            assert_eq!(
+                format!("{:?}", fast.run),
+                format!("{:?}", cli.run),
+                "{args:?}"
+            );
+        }
+        let others: &[&[&str]] = &[
+            &[],
+            &["ps"],
+            &["-d", "stats", "--json"],
+            &["help"],
+            &["__man", "/tmp/x"],
+            &["--help"],
+            &["-v"],
+            &["--version"],
+            &["-t", "-5", "true"],
+            &["--no-such-option", "true"],
+            &["-d"],
+        ];
+        for args in others {
+            assert!(
+                RunLine::for_program(&line(args), false).is_none(),
+                "{args:?}"
+            );
+        }
+        // `smcrun [OPTIONS] -- COMMAND`: the options before `--` alone.
+        let (head, forced) = run::exec::split_forced_command(&line(&["-d", "--", "ps", "ax"]));
+        assert!(forced.is_some());
+        assert_eq!(
+            RunLine::for_program(&head, true).map(|l| l.run.debug),
+            Some(1)
+        );
+        let (head, _) = run::exec::split_forced_command(&line(&["ps", "--", "x"]));
+        assert!(RunLine::for_program(&head, true).is_none());
+    }
 }
