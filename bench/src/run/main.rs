@@ -57,7 +57,9 @@ impl Ctx {
     }
 }
 
-const NAMES: [&str; 6] = ["hooks", "preload", "launcher", "redis", "runtime", "vm"];
+const NAMES: [&str; 7] = [
+    "hooks", "preload", "launcher", "redis", "runtime", "vm", "vm-smcd",
+];
 
 fn usage() -> ! {
     eprintln!(
@@ -147,6 +149,7 @@ fn update_readme(repo: &std::path::Path, table: &str) -> Result<(), String> {
 fn main() {
     let mut quick = false;
     let mut guest = false;
+    let mut smcd = false;
     let mut replot: Option<Option<PathBuf>> = None;
     let mut only: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1).peekable();
@@ -154,6 +157,7 @@ fn main() {
         match a.as_str() {
             "--quick" => quick = true,
             "--guest" => guest = true,
+            "--smcd" => smcd = true,
             "--replot" => replot = Some(args.next_if(|n| !n.starts_with("--")).map(PathBuf::from)),
             "--only" => {
                 while let Some(n) = args.next_if(|n| !n.starts_with("--")) {
@@ -212,7 +216,7 @@ fn main() {
         std::process::exit(i32::from(!write_outputs(&ctx, &report, true)));
     }
     if guest {
-        let r = vm::guest(&ctx);
+        let r = vm::guest(&ctx, if smcd { vm::Tech::SmcD } else { vm::Tech::SmcR });
         let _ = std::fs::remove_dir_all(&ctx.work);
         if let Err(e) = r {
             eprintln!("bench-run --guest: {e}");
@@ -248,7 +252,8 @@ fn main() {
             "launcher" => exec::launcher(&ctx),
             "redis" => redis::host(&ctx),
             "runtime" => runtime::run(&ctx),
-            _ => vm::host(&ctx),
+            "vm" => vm::host(&ctx),
+            _ => vm::host_smcd(&ctx),
         };
         match got {
             Ok(r) => rows.extend(r),

@@ -207,7 +207,7 @@ fn summary_cell(s: Option<Summary>, unit: &str) -> String {
 }
 
 /// The group headings of the table, in the order the issue lists them.
-pub const GROUPS: [(&str, &str); 7] = [
+pub const GROUPS: [(&str, &str); 8] = [
     ("hooks", "1. Hook cost per call (host, fallback path)"),
     (
         "preload",
@@ -223,6 +223,10 @@ pub const GROUPS: [(&str, &str); 7] = [
     (
         "vm",
         "7. SMC-R over soft-RoCE against TCP, preload against BPF mode (VM, TCG)",
+    ),
+    (
+        "smcd",
+        "8. SMC-D loopback against TCP, preload against BPF mode (VM, TCG, the project's SMC-D kernel)",
     ),
 ];
 
