@@ -14,7 +14,6 @@ use smcrun_telemetry::reasons::{self, state};
 use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
 
 use crate::views::format::{print_json, print_lines, refused};
-use crate::views::linkgroup::lgr_id;
 use crate::views::owners::{self, Owner};
 use smcrun_views::json::ss::{DmbView, SocketView, SsView};
 
@@ -265,6 +264,7 @@ pub fn ss(a: &SsArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::views::linkgroup::lgr_id;
 
     fn sock(state: u8, mode: Mode, fallback: Option<(u32, u32)>) -> SmcSocket {
         SmcSocket {

@@ -11,6 +11,7 @@
 //! `golden/` were written by the views' former `json!` code from those captures.
 
 pub mod linkgroup;
+pub mod rdma;
 pub mod reason;
 pub mod ss;
 pub mod stats;
