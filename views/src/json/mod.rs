@@ -10,7 +10,9 @@
 //! structs, from the real kernel's captures (`telemetry/tests/fixtures/`): the files in
 //! `golden/` were written by the views' former `json!` code from those captures.
 
+pub mod bpf;
 pub mod linkgroup;
+pub mod procs;
 pub mod rdma;
 pub mod reason;
 pub mod ss;
