@@ -11,6 +11,7 @@
 //! `golden/` were written by the views' former `json!` code from those captures.
 
 pub mod bpf;
+pub mod doctor;
 pub mod linkgroup;
 pub mod procs;
 pub mod rdma;
