@@ -310,14 +310,15 @@ impl Histogram {
 mod tests {
     use super::*;
     use crate::counters::delta;
-    use crate::fixtures::raw;
     use crate::json::golden::{assert_same, value};
-    use smcrun_telemetry::smc_genl::{parse_fallback_stats, parse_stats};
 
+    /// The counters of a capture, as `smcrun stats` samples them.
     fn captured(phase: &str) -> Sample {
+        let c = crate::fixtures::snapshot(phase).counters;
+        let c = c.get().expect("the capture has the counters");
         Sample {
-            stats: parse_stats(&raw(phase, "smc_GET_STATS")).unwrap(),
-            fallback: parse_fallback_stats(&raw(phase, "smc_GET_FBACK_STATS")).unwrap(),
+            stats: c.stats.clone(),
+            fallback: c.fallback.clone(),
         }
     }
 
