@@ -1,14 +1,18 @@
-//! The JSON the operator's views print, as typed structs: each view's `--json` output is one of
-//! these, built from the telemetry types (`StatsView::new(&sample, interval)`, ...) and
-//! serialized with serde. The keys are the README's ("JSON of the views"): snake_case and stable
-//! (new ones may be added, none renamed), and a value the kernel does not report is `null`.
+//! The JSON the operator's views print, as typed structs: `stats`, `ss`, `linkgroup`, `link`,
+//! `device`, `info`, `rdma`, `doctor`, BPF mode's `attach`/`detach`/`attach --list`/`policy
+//! check --bpf`, and `ps --all`'s `bpf_scopes` print one of these, built from the telemetry
+//! types (`StatsView::new(&sample, interval)`, ...) and serialized with serde. (`monitor --json`
+//! and `ps --json`'s process entries are still built in the launcher.) The keys are the README's
+//! ("JSON of the views"): snake_case and stable (new ones may be added, none renamed), and a
+//! value the kernel does not report is `null`.
 //!
 //! Where the text form of a view shows the same figure (a ratio, a summary, a decoded reason),
 //! the launcher reads it from the struct, so the two never disagree.
 //!
 //! The tests compare each struct's JSON with what the views printed before they had these
-//! structs, from the real kernel's captures (`telemetry/tests/fixtures/`): the files in
-//! `golden/` were written by the views' former `json!` code from those captures.
+//! structs (the files in `golden/`, written by the views' former `json!` code): for the kernel's
+//! views from the real kernel's captures (`telemetry/tests/fixtures/`), for BPF mode's from the
+//! scopes and policies the tests construct.
 
 pub mod bpf;
 pub mod doctor;
