@@ -317,7 +317,7 @@ mod tests {
         let c = crate::fixtures::snapshot(phase).counters;
         let c = c.get().expect("the capture has the counters");
         Sample {
-            stats: c.stats.clone(),
+            stats: c.stats,
             fallback: c.fallback.clone(),
         }
     }
