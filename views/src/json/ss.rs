@@ -182,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn ss_smc_socket_has_null_fallback_and_smcr_no_extended_gid() {
+    fn ss_smc_socket_has_null_fallback_and_unreported_extended_gid_is_null() {
         let s = sockets("smcd", 8);
         let d = s
             .iter()
