@@ -753,11 +753,11 @@ impl Host {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A host as the VM test bed's guest is after a capture phase.
-    fn vm_host(phase: &str) -> Host {
+    pub(crate) fn vm_host(phase: &str) -> Host {
         let s = crate::fixtures::snapshot(phase);
         Host {
             release: "6.12.117+deb12-amd64".into(),

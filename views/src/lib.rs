@@ -6,6 +6,7 @@
 //! - [`metrics`] turns a snapshot into Prometheus metric families (pure: data in, families out),
 //!   and [`metrics::encode`] into the text exposition format;
 //! - [`doctor`] turns host facts and live counters into checks with one line of advice each;
+//! - [`json`] holds each view's `--json` output as typed structs;
 //! - [`advice`] holds the thresholds and what to do per fallback reason (seed 000's guidance);
 //! - [`netns`], [`rdma`] and [`processes`] are the small pieces the launcher's views share.
 //!
@@ -17,6 +18,7 @@
 pub mod advice;
 pub mod counters;
 pub mod doctor;
+pub mod json;
 pub mod metrics;
 pub mod netns;
 pub mod processes;

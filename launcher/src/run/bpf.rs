@@ -11,14 +11,17 @@
 use crate::exit::Exit;
 use crate::run::exec::{self, RunOptions};
 use clap::{Args, ValueEnum};
-use serde_json::{json, Value};
-use smcrun_bpf::cgroup::{self, CgroupScope};
+use smcrun_bpf::cgroup;
 use smcrun_bpf::prereq;
-use smcrun_bpf::rules::{self, Analysis, Honour, KernelPolicy};
+use smcrun_bpf::rules::{self, Analysis, KernelPolicy};
 use smcrun_bpf::scopes::{self, TreeInfo};
 use smcrun_bpf::tree::TreeScope;
 use smcrun_policy::Policy;
 use smcrun_settings::POLICY;
+use smcrun_views::json::bpf::{
+    honour, AttachView, CgroupView, DetachView, PolicyCheckView, ScopeView, ScopesListView,
+    TreeView,
+};
 use std::ffi::OsString;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -374,11 +377,7 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
                 eprintln!("smcrun: warning: cannot start the holder of the smc module: {e}");
             }
             if args.json {
-                println!(
-                    "{}",
-                    json!({"cgroup": dir, "cgroup_id": a.cgroup_id, "slot": a.slot,
-                           "was_attached": a.was_attached, "policy": policy.to_string()})
-                );
+                print_json(&AttachView::new(&dir, &a, policy.to_string()));
             } else if a.was_attached {
                 println!(
                     "{}: already attached; policy now: {}",
@@ -414,9 +413,7 @@ pub fn detach(args: &DetachArgs) -> ExitCode {
     match cgroup::detach(&dir) {
         Ok(d) => {
             if args.json {
-                let mut v = cgroup_json(&d.scope);
-                v["unloaded"] = json!(d.unloaded);
-                println!("{v}");
+                print_json(&DetachView::new(&d));
             } else {
                 println!(
                     "{}: detached after {} sockets made SMC, {} kept TCP by the policy{}",
@@ -495,31 +492,9 @@ fn programs_text(p: &[smcrun_bpf::maps::ProgramCount]) -> String {
         .join(", ")
 }
 
-/// One cgroup scope as JSON.
-pub fn cgroup_json(s: &CgroupScope) -> Value {
-    json!({
-        "scope": "cgroup",
-        "cgroup": s.path,
-        "cgroup_id": s.cgroup_id,
-        "since_unix": s.since_unix,
-        "policy": s.policy,
-        "converted": s.counters.converted,
-        "kept_tcp": s.counters.kept_tcp,
-        "programs": s.programs.iter().map(|p| json!({"program": p.program, "converted": p.converted})).collect::<Vec<_>>(),
-    })
-}
-
-/// One process-tree scope as JSON.
-pub fn tree_json(t: &TreeInfo) -> Value {
-    json!({
-        "scope": "tree",
-        "program_id": t.program_id,
-        "since_unix": tree_since(t),
-        "processes": t.processes,
-        "converted": t.counters.converted,
-        "kept_tcp": t.counters.kept_tcp,
-        "programs": t.programs.iter().map(|p| json!({"program": p.program, "converted": p.converted})).collect::<Vec<_>>(),
-    })
+/// Print `v` as one line of JSON (how BPF mode's commands have always printed it).
+fn print_json(v: &impl serde::Serialize) {
+    println!("{}", serde_json::to_string(v).unwrap_or_default());
 }
 
 /// `smcrun attach --list`: every scope, since when, and its counts.
@@ -532,13 +507,17 @@ fn list(json_out: bool) -> ExitCode {
         }
     };
     if json_out {
-        let v: Vec<Value> = all
+        let scopes = all
             .cgroups
             .iter()
-            .map(cgroup_json)
-            .chain(all.trees.iter().map(tree_json))
+            .map(|c| ScopeView::Cgroup(CgroupView::new(c)))
+            .chain(
+                all.trees
+                    .iter()
+                    .map(|t| ScopeView::Tree(TreeView::new(t, tree_since(t)))),
+            )
             .collect();
-        println!("{}", json!({ "scopes": v }));
+        print_json(&ScopesListView { scopes });
         return ExitCode::SUCCESS;
     }
     if all.cgroups.is_empty() && all.trees.is_empty() {
@@ -583,31 +562,12 @@ fn list(json_out: bool) -> ExitCode {
 pub fn policy_check(policy: &Policy, json_out: bool) -> ExitCode {
     let a: Analysis = rules::analyse(policy);
     let honoured = a.kernel.is_some();
-    let kind = |h: &Honour| match h {
-        Honour::Kernel => (
-            "kernel",
-            "decided in the kernel at socket(), by program name".to_string(),
-        ),
-        Honour::NeedsPreload(w) => ("preload", w.clone()),
-        Honour::Cannot(w) => ("cannot", w.clone()),
-    };
     if json_out {
-        let rules: Vec<Value> = a
-            .verdicts
-            .iter()
-            .map(|v| {
-                let (k, why) = kind(&v.honour);
-                json!({"position": v.position, "text": v.text, "honour": k, "why": why})
-            })
-            .collect();
-        println!(
-            "{}",
-            json!({"policy": policy.to_string(), "bpf_honours": honoured, "rules": rules})
-        );
+        print_json(&PolicyCheckView::new(policy.to_string(), &a));
     } else {
         let n = a.verdicts.len();
         for v in &a.verdicts {
-            let (k, why) = kind(&v.honour);
+            let (k, why) = honour(&v.honour);
             println!("rule {} of {n}: {}: {k}: {why}", v.position, v.text);
         }
         if honoured {

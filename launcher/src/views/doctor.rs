@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::json;
 use smcrun_views::doctor::{self, Check, Host, Status};
+use smcrun_views::json::doctor::DoctorView;
 
 use crate::run::preload;
 use crate::views::format;
@@ -197,10 +197,10 @@ fn bpf_checks() -> Vec<Check> {
         .collect()
 }
 
-fn text(checks: &[Check], code: u8) -> Vec<String> {
+fn text(v: &DoctorView) -> Vec<String> {
     let mut out = Vec::new();
-    let width = checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
-    for c in checks {
+    let width = v.checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
+    for c in v.checks {
         let status = match c.status {
             Status::Pass => "pass",
             Status::Skip => "skip",
@@ -212,13 +212,9 @@ fn text(checks: &[Check], code: u8) -> Vec<String> {
             out.push(format!("      {:<width$}  -> {}", "", c.advice));
         }
     }
-    let n = |s: Status| checks.iter().filter(|c| c.status == s).count();
     out.push(format!(
-        "doctor: {} passed, {} warnings, {} failed, {} skipped (exit {code})",
-        n(Status::Pass),
-        n(Status::Warn),
-        n(Status::Fail),
-        n(Status::Skip)
+        "doctor: {} passed, {} warnings, {} failed, {} skipped (exit {})",
+        v.passed, v.warnings, v.failed, v.skipped, v.exit_code
     ));
     out
 }
@@ -231,19 +227,12 @@ pub fn run(a: &DoctorArgs) -> ExitCode {
     if !a.program.is_empty() {
         checks.extend(program_check(&a.program, &host.release));
     }
-    let code = doctor::exit_code(&checks);
-    let n = |s: Status| checks.iter().filter(|c| c.status == s).count();
+    let view = DoctorView::new(&checks);
+    let code = view.exit_code;
     let printed = if a.json {
-        format::print_json(&json!({
-            "checks": checks,
-            "passed": n(Status::Pass),
-            "warnings": n(Status::Warn),
-            "failed": n(Status::Fail),
-            "skipped": n(Status::Skip),
-            "exit_code": code,
-        }))
+        format::print_json(&view)
     } else {
-        format::print_lines(text(&checks, code))
+        format::print_lines(text(&view))
     };
     if printed != ExitCode::SUCCESS {
         return printed;
@@ -338,7 +327,7 @@ mod tests {
             ),
             Check::new("kernel", Status::Pass, "Linux 6.12", ""),
         ];
-        let t = text(&checks, 2);
+        let t = text(&DoctorView::new(&checks));
         assert_eq!(t[0], "FAIL  smc     this kernel has no SMC");
         assert_eq!(t[1], "              -> use another kernel");
         assert_eq!(t[2], "pass  kernel  Linux 6.12");

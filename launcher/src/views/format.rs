@@ -153,8 +153,6 @@ pub fn rate(v: f64, raw: bool) -> String {
     format!("{x:.2} {}/s", UNITS[unit])
 }
 
-pub use smcrun_views::percent;
-
 /// Column alignment in a [`Table`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Align {
@@ -245,9 +243,7 @@ impl Table {
 
 /// The name of network interface `index` ("lo"), the index in brackets when it has none here,
 /// "-" for no interface.
-pub fn ifname(index: u32) -> String {
-    smcrun_views::netns::ifname(index).unwrap_or_else(|| "-".to_string())
-}
+pub use smcrun_views::json::linkgroup::ifname;
 
 /// Parse a positive number of seconds ("1", "0.5") for `--interval` / `-i`.
 pub fn seconds(s: &str) -> Result<f64, String> {

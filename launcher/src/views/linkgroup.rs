@@ -8,12 +8,12 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::{json, Value};
 use smcrun_telemetry::reasons;
 use smcrun_telemetry::smc_genl::{
-    self, Device, Link, LinkGroup, LinkGroupSmcd, LoopbackEvidence, LoopbackIsm, SmcGenl,
+    self, Device, LinkGroup, LinkGroupSmcd, LoopbackEvidence, LoopbackIsm, SmcGenl,
 };
 use smcrun_telemetry::Error;
+use smcrun_views::json::linkgroup::{port_state, DevicesView, InfoView, LinkGroupsView, LinksView};
 use smcrun_views::netns;
 
 use crate::views::format::{self, ifname, Align, Table};
@@ -41,11 +41,7 @@ fn open() -> Result<SmcGenl, Error> {
     SmcGenl::open()
 }
 
-/// A link group's id as the views print it (`00000100`), in `linkgroup`'s LG-ID column and
-/// `ss -D`'s Linkid column alike.
-pub fn lgr_id(id: u32) -> String {
-    format!("{id:08x}")
-}
+pub use smcrun_views::json::linkgroup::lgr_id;
 
 fn blank(s: &str) -> String {
     if s.is_empty() {
@@ -53,70 +49,6 @@ fn blank(s: &str) -> String {
     } else {
         s.to_string()
     }
-}
-
-fn link_json(g: &LinkGroup, l: &Link) -> Value {
-    json!({
-        "lgr_id": lgr_id(g.id),
-        "lgr_role": reasons::role(g.role),
-        "lgr_type": reasons::lgr_type(g.lgr_type),
-        "link_id": l.id,
-        "state": reasons::link_state(l.state),
-        "state_code": l.state,
-        "conns": l.conn_count,
-        "net_dev": ifname(l.net_dev),
-        "net_dev_index": l.net_dev,
-        "ib_dev": l.ib_dev,
-        "ib_port": l.ib_port,
-        "uid": l.uid,
-        "peer_uid": l.peer_uid,
-        "gid": l.gid,
-        "peer_gid": l.peer_gid,
-    })
-}
-
-/// The JSON of one SMC-R link group.
-pub fn group_json(g: &LinkGroup) -> Value {
-    let v2 = g.v2.as_ref();
-    json!({
-        "id": lgr_id(g.id),
-        "role": reasons::role(g.role),
-        "type": reasons::lgr_type(g.lgr_type),
-        "vlan": g.vlan_id,
-        "conns": g.conns,
-        "pnet_id": g.pnetid,
-        "version": v2.map(|v| v.version),
-        "peer_release": v2.map(|v| v.release),
-        "peer_host": v2.map(|v| v.peer_host.clone()),
-        "peer_os": v2.map(|v| reasons::peer_os(v.peer_os)),
-        "eid": v2.map(|v| v.negotiated_eid.clone()),
-        "direct": g.direct,
-        "max_conns": g.max_conns,
-        "max_links": g.max_links,
-        "buf_type": g.buf_type.map(reasons::buf_type),
-        "sndbuf_bytes": g.sndbuf_alloc,
-        "rmb_bytes": g.rmb_alloc,
-        "net_cookie": g.net_cookie,
-        "links": g.links.iter().map(|l| link_json(g, l)).collect::<Vec<_>>(),
-    })
-}
-
-fn smcd_group_json(g: &LinkGroupSmcd) -> Value {
-    json!({
-        "id": lgr_id(g.id),
-        "vlan": g.vlan_id,
-        "conns": g.conns,
-        "pnet_id": g.pnetid,
-        "gid": format!("{:016x}", g.gid),
-        "peer_gid": format!("{:016x}", g.peer_gid),
-        "chid": g.chid,
-        "device": g.device(),
-        "version": g.v2.as_ref().map(|v| v.version),
-        "eid": g.v2.as_ref().map(|v| v.negotiated_eid.clone()),
-        "peer_os": g.v2.as_ref().map(|v| reasons::peer_os(v.peer_os)),
-        "sndbuf_bytes": g.sndbuf_alloc,
-        "dmb_bytes": g.dmb_alloc,
-    })
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -227,10 +159,7 @@ pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
         Err(e) => return format::refused(&e),
     };
     if a.json {
-        return format::print_json(&json!({
-            "link_groups": groups.iter().map(group_json).collect::<Vec<_>>(),
-            "smcd_link_groups": smcd.iter().map(smcd_group_json).collect::<Vec<_>>(),
-        }));
+        return format::print_json(&LinkGroupsView::new(&groups, &smcd));
     }
     if groups.is_empty() && smcd.is_empty() {
         return format::print_lines(["no SMC link groups"]);
@@ -300,11 +229,7 @@ pub fn link(a: &JsonArgs) -> ExitCode {
         Err(e) => return format::refused(&e),
     };
     if a.json {
-        let links: Vec<Value> = groups
-            .iter()
-            .flat_map(|g| g.links.iter().map(move |l| link_json(g, l)))
-            .collect();
-        return format::print_json(&json!({ "links": links }));
+        return format::print_json(&LinksView::new(&groups));
     }
     let t = links_table(&groups);
     if t.is_empty() {
@@ -312,29 +237,6 @@ pub fn link(a: &JsonArgs) -> ExitCode {
     } else {
         t.print()
     }
-}
-
-fn device_json(d: &Device) -> Value {
-    json!({
-        "ib_dev": d.ib_name,
-        "pci_id": d.pci_id,
-        "pci_vendor": format!("0x{:04x}", d.pci_vendor),
-        "pci_device": format!("0x{:04x}", d.pci_device),
-        "pci_fid": d.pci_fid,
-        "pci_chid": d.pci_chid,
-        "critical": d.critical,
-        "use_count": d.use_count,
-        "ports": d.ports.iter().enumerate().map(|(i, p)| json!({
-            "port": i + 1,
-            "net_dev": ifname(p.netdev),
-            "net_dev_index": p.netdev,
-            "state": if p.state != 0 { "ACTIVE" } else { "INACTIVE" },
-            "valid": p.valid,
-            "links": p.link_count,
-            "pnet_id": p.pnetid,
-            "pnet_id_by_user": p.pnetid_by_user,
-        })).collect::<Vec<_>>(),
-    })
 }
 
 /// `smcr device` columns: one row per usable port of each device (a port SMC marks invalid,
@@ -356,7 +258,7 @@ pub fn devices_table(devs: &[Device]) -> Table {
                 ifname(p.netdev),
                 d.ib_name.clone(),
                 (i + 1).to_string(),
-                if p.state != 0 { "ACTIVE" } else { "INACTIVE" }.to_string(),
+                port_state(p).to_string(),
                 format!("0x{:x}", d.pci_device),
                 if d.critical { "Yes" } else { "No" }.to_string(),
                 p.link_count.to_string(),
@@ -394,20 +296,6 @@ fn smcd_devices_table(devs: &[Device]) -> Table {
         ]);
     }
     t
-}
-
-/// The JSON of loopback-ism as far as the kernel shows it (`null` when nothing does).
-fn loopback_json(lo: Option<&LoopbackIsm>) -> Value {
-    lo.map_or(Value::Null, |l| {
-        json!({
-            "name": smc_genl::LOOPBACK_ISM,
-            "chid": smc_genl::LOOPBACK_ISM_CHID,
-            "in_device_dump": false,
-            "seen_from": l.seen_from,
-            "link_groups": l.link_groups,
-            "conns": l.conns,
-        })
-    })
 }
 
 /// The lines about loopback-ism under `smcrun device`'s SMC-D devices: it is never in the
@@ -459,11 +347,7 @@ pub fn device(a: &JsonArgs) -> ExitCode {
         Err(e) => return format::refused(&e),
     };
     if a.json {
-        return format::print_json(&json!({
-            "smcr_devices": d.smcr.iter().map(device_json).collect::<Vec<_>>(),
-            "smcd_devices": d.smcd.iter().map(device_json).collect::<Vec<_>>(),
-            "smcd_loopback": loopback_json(d.loopback.as_ref()),
-        }));
+        return format::print_json(&DevicesView::new(&d.smcr, &d.smcd, d.loopback.as_ref()));
     }
     format::print_lines(devices_text(&d))
 }
@@ -491,26 +375,19 @@ fn devices_text(d: &Devices) -> Vec<String> {
 
 /// Run `smcrun info`.
 pub fn info(a: &JsonArgs) -> ExitCode {
-    let read = || -> Result<Value, Error> {
+    let read = || -> Result<InfoView, Error> {
         let c = open()?;
         let (d, s) = read_devices(&c)?;
         let seid = c.seid().ok();
         // null (not an empty list) when the kernel would not say
         let ueids = c.ueid_dump().ok();
-        Ok(json!({
-            "smc_version": format!("{}.{}", s.version, s.release),
-            "version": s.version,
-            "release": s.release,
-            "host": s.local_host,
-            "seid": s.seid,
-            "seid_enabled": seid.map(|x| x.enabled),
-            "ueids": ueids,
-            "smcr_v2": s.smcr_v2,
-            "smcd_v2": s.ism_v2,
-            "smcr_devices": d.smcr.len(),
-            "smcd_devices": d.smcd.len(),
-            "smcd_loopback": loopback_json(d.loopback.as_ref()),
-        }))
+        Ok(InfoView::new(
+            &s,
+            seid.map(|x| x.enabled),
+            ueids,
+            [d.smcr.len(), d.smcd.len()],
+            d.loopback.as_ref(),
+        ))
     };
     let v = match read() {
         Ok(v) => v,
@@ -522,47 +399,43 @@ pub fn info(a: &JsonArgs) -> ExitCode {
     format::print_lines(info_text(&v))
 }
 
-/// The text of `smcrun info` from its JSON.
-pub fn info_text(v: &Value) -> Vec<String> {
-    let s = |k: &str| match &v[k] {
-        Value::String(x) if x.is_empty() => "-".to_string(),
-        Value::String(x) => x.clone(),
-        Value::Null => "-".to_string(),
-        other => other.to_string(),
+/// The text of `smcrun info`, from the view its JSON prints.
+pub fn info_text(v: &InfoView) -> Vec<String> {
+    let dash = |x: &str| {
+        if x.is_empty() {
+            "-".to_string()
+        } else {
+            x.to_string()
+        }
     };
-    let yes = |k: &str| if v[k] == true { "Yes" } else { "No" };
-    let ueids: Option<Vec<String>> = v["ueids"].as_array().map(|a| {
-        a.iter()
-            .filter_map(|u| u.as_str().map(String::from))
-            .collect()
-    });
+    let yes = |b: bool| if b { "Yes" } else { "No" };
     vec![
-        format!("SMC Version   : {}", s("smc_version")),
-        format!("SMC Hostname  : {}", s("host")),
+        format!("SMC Version   : {}", v.smc_version),
+        format!("SMC Hostname  : {}", dash(&v.host)),
         format!(
             "SMC-R         : v1 Yes, v2 {} ({} device(s))",
-            yes("smcr_v2"),
-            s("smcr_devices")
+            yes(v.smcr_v2),
+            v.smcr_devices
         ),
         format!(
             "SMC-D         : v1 Yes, v2 {} ({})",
-            yes("smcd_v2"),
-            match v["smcd_loopback"]["name"].as_str() {
-                Some(lo) => format!("{lo}, {} ISM device(s)", s("smcd_devices")),
-                None => format!("{} device(s)", s("smcd_devices")),
+            yes(v.smcd_v2),
+            match &v.smcd_loopback {
+                Some(lo) => format!("{}, {} ISM device(s)", lo.name, v.smcd_devices),
+                None => format!("{} device(s)", v.smcd_devices),
             }
         ),
         format!(
             "SEID          : {}{}",
-            s("seid"),
-            match v["seid_enabled"].as_bool() {
+            dash(&v.seid),
+            match v.seid_enabled {
                 Some(false) => " (disabled)",
                 _ => "",
             }
         ),
         format!(
             "UEIDs         : {}",
-            match ueids {
+            match &v.ueids {
                 None => "- (the kernel did not say)".to_string(),
                 Some(u) if u.is_empty() => {
                     "- (SMC-Rv2 needs one, and SMC-Dv2 too where the SEID is disabled: smcrun ueid add NAME)".to_string()
@@ -603,7 +476,7 @@ mod tests {
         assert_eq!(lines.len(), groups.len() + 1);
         let g = &groups[0];
         assert!(lines[1].starts_with(&format!("{:08x}", g.id)), "{lines:?}");
-        let j = group_json(g);
+        let j = serde_json::to_value(smcrun_views::json::linkgroup::GroupView::new(g)).unwrap();
         assert_eq!(j["conns"], g.conns);
         assert_eq!(j["version"], 2);
         assert_eq!(j["eid"], "SMCRUN-TEST");
@@ -630,14 +503,14 @@ mod tests {
             lines[1].contains("rxe_lo") && lines[1].contains("ACTIVE"),
             "{lines:?}"
         );
-        assert_eq!(device_json(&devs[0])["ports"][0]["state"], "ACTIVE");
         let s = parse_sys_info(&fixture("smc_GET_SYS_INFO")).unwrap();
-        let v = json!({
-            "smc_version": format!("{}.{}", s.version, s.release),
-            "host": s.local_host, "seid": s.seid, "seid_enabled": true,
-            "ueids": ["SMCRUN-TEST"], "smcr_v2": s.smcr_v2, "smcd_v2": s.ism_v2,
-            "smcr_devices": devs.len(), "smcd_devices": 0,
-        });
+        let v = InfoView::new(
+            &s,
+            Some(true),
+            Some(vec!["SMCRUN-TEST".into()]),
+            [devs.len(), 0],
+            None,
+        );
         let text = info_text(&v).join("\n");
         assert!(
             text.contains("SMC-R         : v1 Yes, v2 Yes (1 device(s))"),
@@ -645,9 +518,9 @@ mod tests {
         );
         assert!(text.contains("UEIDs         : SMCRUN-TEST"), "{text}");
         let mut none = v.clone();
-        none["ueids"] = json!([]);
+        none.ueids = Some(vec![]);
         assert!(info_text(&none).join("\n").contains("SMC-Rv2 needs one"));
-        none["ueids"] = Value::Null;
+        none.ueids = None;
         assert!(info_text(&none)
             .join("\n")
             .contains("the kernel did not say"));
@@ -670,7 +543,8 @@ mod tests {
             lines[1..].iter().all(|l| l.contains(" loopback-ism ")),
             "{lines:?}"
         );
-        let j = smcd_group_json(busy[0]);
+        let j = serde_json::to_value(smcrun_views::json::linkgroup::SmcdGroupView::new(busy[0]))
+            .unwrap();
         assert_eq!(j["device"], "loopback-ism");
         assert_eq!(j["chid"], 0xffff);
         assert_eq!(j["version"], 2);
@@ -695,18 +569,15 @@ mod tests {
             text.contains("not in the kernel's SMC-D device dump"),
             "{text}"
         );
-        let lo = loopback_json(d.loopback.as_ref());
+        let info = InfoView::new(&sys, None, Some(vec![]), [1, 0], d.loopback.as_ref());
+        let lo = serde_json::to_value(&info.smcd_loopback).unwrap();
         assert_eq!(lo["seen_from"], "link_groups");
         assert_eq!(lo["in_device_dump"], false);
         assert_eq!(
             lo["conns"],
             groups.iter().map(|g| u64::from(g.conns)).sum::<u64>()
         );
-        let v = json!({
-            "smc_version": "2.1", "smcd_v2": sys.ism_v2, "smcr_v2": sys.smcr_v2,
-            "smcr_devices": 1, "smcd_devices": 0, "smcd_loopback": lo, "ueids": [],
-        });
-        let info = info_text(&v).join("\n");
+        let info = info_text(&info).join("\n");
         assert!(
             info.contains("SMC-D         : v1 Yes, v2 Yes (loopback-ism, 0 ISM device(s))"),
             "{info}"

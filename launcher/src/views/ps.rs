@@ -196,7 +196,7 @@ pub fn ps(a: &PsArgs) -> ExitCode {
             serde_json::to_string_pretty(&serde_json::json!({
                 "processes": entries,
                 "smc_processes": others,
-                "bpf_scopes": crate::views::smc_procs::scopes_json(&scopes),
+                "bpf_scopes": smcrun_views::json::procs::BpfScopesView::new(&scopes),
             }))
         } else {
             serde_json::to_string_pretty(&entries)

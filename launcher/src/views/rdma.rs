@@ -13,13 +13,12 @@ use crate::exit::Exit;
 use std::process::ExitCode;
 
 use clap::Args;
-use serde::Serialize;
-use serde_json::json;
-use smcrun_telemetry::rdma::{self, Device, Resource, ResourceKind, ResourceSummary};
+use smcrun_telemetry::rdma::{self, Device, ResourceKind, ResourceSummary};
 use smcrun_telemetry::uverbs::{self, Limits};
 use smcrun_telemetry::Error;
 
 use crate::views::format::{self, Align, Table};
+use smcrun_views::json::rdma::{Object, RdmaView};
 use smcrun_views::rdma::{max, used};
 
 /// `smcrun rdma` arguments.
@@ -70,49 +69,10 @@ pub fn select(words: &[String]) -> Result<Selection, String> {
     Ok(s)
 }
 
-/// One object as the view shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Object {
-    /// Device name.
-    pub device: String,
-    /// "qp", "cq", ...
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// QP number / CQ, MR, PD, CM id, context, SRQ id.
-    pub id: Option<u32>,
-    /// State by name (QPs and CM ids).
-    pub state: Option<&'static str>,
-    /// QP type (RC, UD, GSI, ...), for QPs.
-    pub qp_type: Option<&'static str>,
-    /// Creating process.
-    pub pid: Option<u32>,
-    /// Its command name, when the process still exists.
-    pub comm: Option<String>,
-    /// Creating kernel module ("smc", "ib_core", "rdma_cm"), for kernel objects.
-    pub kernel_owner: Option<String>,
-}
-
 fn comm(pid: u32) -> Option<String> {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .ok()
         .map(|s| s.trim_end().to_string())
-}
-
-/// The view of one parsed resource.
-pub fn object(r: &Resource, comm_of: impl Fn(u32) -> Option<String>) -> Object {
-    Object {
-        device: r.device.clone(),
-        kind: r.kind.name(),
-        id: r.number,
-        state: r.state_name(),
-        qp_type: match r.kind {
-            ResourceKind::Qp => r.object_type.map(rdma::qp_type),
-            _ => None,
-        },
-        pid: r.pid,
-        comm: r.pid.and_then(comm_of),
-        kernel_owner: r.kern_name.clone(),
-    }
 }
 
 /// Whether an object passes `--pid` and `--state` (states compare without case).
@@ -252,7 +212,7 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
                 match rdma::parse_resources(&raw, k) {
                     Ok(rs) => objects.extend(
                         rs.iter()
-                            .map(|r| object(r, comm))
+                            .map(|r| Object::new(r, comm))
                             .filter(|o| keep(o, a.pid, a.state.as_deref())),
                     ),
                     Err(e) => return format::refused(&e),
@@ -265,37 +225,7 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
         .filter(|s| devices.iter().any(|d| d.index == s.device_index))
         .collect();
     if a.json {
-        let devs: Vec<_> = devices
-            .iter()
-            .zip(&limits)
-            .map(|(d, l)| {
-                let s = shown.iter().find(|s| s.device_index == d.index);
-                let mut res = serde_json::Map::new();
-                for k in ResourceKind::ALL {
-                    res.insert(
-                        k.name().to_string(),
-                        json!({ "used": s.and_then(|s| used(s, k)), "max": max(l.as_ref(), k) }),
-                    );
-                }
-                json!({
-                    "name": d.name,
-                    "index": d.index,
-                    "protocol": d.protocol,
-                    "ports": d.ports.iter().map(|p| json!({
-                        "port": p.index,
-                        "state": p.state.map(rdma::port_state),
-                        "net_dev": p.netdev,
-                    })).collect::<Vec<_>>(),
-                    "resources": res,
-                    "max_known": l.is_some(),
-                })
-            })
-            .collect();
-        return format::print_json(&json!({
-            "max_known": limits.iter().all(Option::is_some),
-            "devices": devs,
-            "objects": objects,
-        }));
+        return format::print_json(&RdmaView::new(&devices, &limits, &shown, objects));
     }
     if sel.kind.is_none() && a.pid.is_none() && a.state.is_none() {
         let mut out: Vec<String> = devices
@@ -326,6 +256,7 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smcrun_telemetry::rdma::Resource;
 
     fn fixture(name: &str) -> Vec<u8> {
         crate::views::format::fixture("smcr", name)
@@ -372,7 +303,7 @@ mod tests {
     #[test]
     fn captured_qps_show_owner_and_state() {
         let qps = rdma::parse_resources(&fixture("rdma_RES_QP_GET"), ResourceKind::Qp).unwrap();
-        let objs: Vec<Object> = qps.iter().map(|r| object(r, |_| None)).collect();
+        let objs: Vec<Object> = qps.iter().map(|r| Object::new(r, |_| None)).collect();
         // Two RC QPs of SMC-R's loopback link (client and server ends), ready to send, and
         // ib_core's GSI QP 1.
         let smc: Vec<&Object> = objs
@@ -411,7 +342,7 @@ mod tests {
             object_type: None,
             state: None,
         };
-        let o = object(&r, |p| (p == 42).then(|| "ib_send_bw".to_string()));
+        let o = Object::new(&r, |p| (p == 42).then(|| "ib_send_bw".to_string()));
         assert_eq!(owner_text(&o), "pid 42 ib_send_bw");
         assert!(keep(&o, Some(42), None));
         assert!(!keep(&o, None, Some("RTS")), "an MR has no state to match");

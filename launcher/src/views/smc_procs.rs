@@ -120,26 +120,6 @@ pub fn smc_processes() -> Result<Vec<SmcProcess>, smcrun_telemetry::error::Error
     Ok(group(&sockets, &owned, &bpf_scopes()))
 }
 
-/// The scopes as JSON (for `ps --all --json`).
-pub fn scopes_json(s: &Scopes) -> serde_json::Value {
-    let counts = |c: &smcrun_bpf::layout::Counters| serde_json::json!({"converted": c.converted, "kept_tcp": c.kept_tcp});
-    let programs = |p: &[smcrun_bpf::maps::ProgramCount]| {
-        p.iter()
-            .map(|p| serde_json::json!({"program": p.program, "converted": p.converted}))
-            .collect::<Vec<_>>()
-    };
-    serde_json::json!({
-        "cgroups": s.cgroups.iter().map(|c| serde_json::json!({
-            "path": c.path, "since_unix": c.since_unix, "policy": c.policy,
-            "sockets": counts(&c.counters), "programs": programs(&c.programs),
-        })).collect::<Vec<_>>(),
-        "trees": s.trees.iter().map(|t| serde_json::json!({
-            "program_id": t.program_id, "processes": t.processes,
-            "sockets": counts(&t.counters), "programs": programs(&t.programs),
-        })).collect::<Vec<_>>(),
-    })
-}
-
 /// The scopes as lines of text (for `ps`), none when there are none.
 pub fn scopes_text(s: &Scopes) -> Vec<String> {
     let mut out = Vec::new();

@@ -10,14 +10,12 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::{json, Value};
 use smcrun_telemetry::reasons::{self, state};
-use smcrun_telemetry::sock_diag::{self, DmbInfo, Mode, SmcSocket};
+use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
 
 use crate::views::format::{print_json, print_lines, refused};
-use crate::views::linkgroup::lgr_id;
 use crate::views::owners::{self, Owner};
-use crate::views::stats::reason_json;
+use smcrun_views::json::ss::{DmbView, SocketView, SsView};
 
 /// `smcrun ss` arguments.
 #[derive(Args, Debug)]
@@ -58,56 +56,6 @@ fn shown(s: &SmcSocket, a: &SsArgs) -> bool {
     } else {
         a.all || (s.state != state::LISTEN && s.state != state::INIT)
     }
-}
-
-/// The JSON object of one socket; `conninfo`, `lgrinfo` and `dmbinfo` appear when asked for
-/// (-d, -R, -D) and the kernel has them.
-fn socket_json(s: &SmcSocket) -> Value {
-    let mut v = json!({
-        "state": reasons::socket_state(s.state),
-        "state_code": s.state,
-        "family": s.family,
-        "mode": s.mode.label(),
-        "uid": s.uid,
-        "inode": s.inode,
-        "local": s.local.to_string(),
-        "peer": s.peer.to_string(),
-        "interface": s.interface,
-        "shutdown": reasons::shutdown(s.shutdown),
-        "fallback": s.fallback.map(|(reason, peer)| json!({
-            "reason": format!("0x{reason:08x}"),
-            "peer_diagnosis": format!("0x{peer:08x}"),
-            "reason_decoded": reason_json(reason),
-            "peer_diagnosis_decoded": reason_json(peer),
-        })),
-    });
-    for (key, detail) in [
-        ("conninfo", s.conninfo.as_ref().map(|c| json!(c))),
-        ("lgrinfo", s.lgrinfo.as_ref().map(|l| json!(l))),
-        ("dmbinfo", s.dmbinfo.as_ref().map(dmb_json)),
-    ] {
-        if let Some(d) = detail {
-            v[key] = d;
-        }
-    }
-    v
-}
-
-/// An SMC-D connection's DMB in JSON: GIDs and tokens as 16 hex digits, as the text shows them
-/// (JSON numbers past 2^53 lose digits in most readers), and the link group's id as
-/// `smcrun linkgroup` prints it.
-fn dmb_json(d: &DmbInfo) -> Value {
-    let hex = |v: u64| format!("{v:016x}");
-    json!({
-        "link_id": d.link_id,
-        "lgr_id": lgr_id(d.link_id),
-        "my_gid": hex(d.my_gid),
-        "peer_gid": hex(d.peer_gid),
-        "token": hex(d.token),
-        "peer_token": hex(d.peer_token),
-        "my_gid_ext": d.my_gid_ext.map(hex),
-        "peer_gid_ext": d.peer_gid_ext.map(hex),
-    })
 }
 
 fn cursor(c: &sock_diag::Cursor) -> String {
@@ -156,14 +104,10 @@ fn detail_columns(s: &SmcSocket, a: &SsArgs) -> String {
         }
     }
     if a.smcd {
-        match &s.dmbinfo {
+        match s.dmbinfo.as_ref().map(DmbView::new) {
             Some(d) => out.push_str(&format!(
-                " {:016x} {:016x} {:016x} {:016x} {}",
-                d.my_gid,
-                d.token,
-                d.peer_gid,
-                d.peer_token,
-                lgr_id(d.link_id)
+                " {} {} {} {} {}",
+                d.my_gid, d.token, d.peer_gid, d.peer_token, d.lgr_id
             )),
             None => out.push_str(" -"),
         }
@@ -276,17 +220,13 @@ pub fn ss(a: &SsArgs) -> ExitCode {
     };
     let owners_of = |s: &SmcSocket| owned.get(&s.inode).map(Vec::as_slice).unwrap_or(&[]);
     if a.json {
-        let list: Vec<Value> = sockets
-            .iter()
-            .map(|s| {
-                let mut v = socket_json(s);
-                if a.processes {
-                    v["processes"] = json!(owners_of(s));
-                }
-                v
-            })
-            .collect();
-        return print_json(&json!({ "sockets": list }));
+        let view = SsView {
+            sockets: sockets
+                .iter()
+                .map(|s| SocketView::with_processes(s, a.processes.then(|| owners_of(s))))
+                .collect(),
+        };
+        return print_json(&view);
     }
     let mut header = format!(
         "{:<14} {:>5} {:>8} {:<23} {:<23} {:>4} Mode",
@@ -324,6 +264,7 @@ pub fn ss(a: &SsArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::views::linkgroup::lgr_id;
 
     fn sock(state: u8, mode: Mode, fallback: Option<(u32, u32)>) -> SmcSocket {
         SmcSocket {
@@ -354,7 +295,7 @@ mod tests {
             row.ends_with("TCP 0x05000000/0x03030000 PEERDECL/NOSMCDEV"),
             "{row}"
         );
-        let j = socket_json(&s);
+        let j = serde_json::to_value(SocketView::new(&s)).unwrap();
         assert_eq!(j["mode"], "TCP");
         assert_eq!(j["fallback"]["reason"], "0x03030000");
         assert_eq!(j["fallback"]["reason_decoded"]["name"], "NOSMCDEV");
@@ -446,7 +387,7 @@ mod tests {
         assert!(cols.contains("000000ab    65536"), "{cols}");
         assert!(cols.contains("0001:00000020"), "{cols}");
         assert!(cols.ends_with("SERV rxe_lo 1 1 fe80::1 fe80::2"), "{cols}");
-        let j = socket_json(&s);
+        let j = serde_json::to_value(SocketView::new(&s)).unwrap();
         assert_eq!(j["lgrinfo"]["ibdev"], "rxe_lo");
         assert_eq!(j["conninfo"]["sndbuf_size"], 65536);
         assert!(j.get("dmbinfo").is_none());
@@ -482,7 +423,7 @@ mod tests {
                 (d.my_gid, d.token, d.peer_gid, d.peer_token)
             );
             assert_eq!(c[4], lgr_id(d.link_id), "{cols}");
-            let j = socket_json(s);
+            let j = serde_json::to_value(SocketView::new(s)).unwrap();
             assert_eq!(j["mode"], "SMCD");
             assert_eq!(j["dmbinfo"]["token"], format!("{:016x}", d.token));
             assert_eq!(j["dmbinfo"]["lgr_id"], lgr_id(d.link_id));

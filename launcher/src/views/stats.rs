@@ -9,14 +9,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use serde_json::{json, Value};
-use smcrun_telemetry::reasons;
-use smcrun_telemetry::smc_genl::{
-    BufferStats, FallbackStats, ReasonCount, SizeHistogram, SmcGenl, TechStats,
-};
+use smcrun_telemetry::smc_genl::{FallbackStats, SmcGenl, TechStats};
 
-use crate::views::format::{self, percent, short, Align, Table};
-use smcrun_views::counters::{delta, hist_columns, sample, summary, Sample, HIST_LABELS};
+use crate::views::format::{self, short, Align, Table};
+use smcrun_views::counters::{delta, sample, summary, Sample, HIST_LABELS};
+use smcrun_views::json::reason::most_frequent_first;
+use smcrun_views::json::stats::{Direction, Histogram, StatsView};
 
 /// Which SMC technology a view shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -46,124 +44,6 @@ pub struct StatsArgs {
     json: bool,
 }
 
-fn hist_json(h: &SizeHistogram) -> Value {
-    let c = hist_columns(h);
-    json!({
-        "8k": c[0], "16k": c[1], "32k": c[2], "64k": c[3],
-        "128k": c[4], "256k": c[5], "512k": c[6], "gt_512k": c[7],
-    })
-}
-
-fn direction_json(
-    bytes: u64,
-    requests: u64,
-    usage: Option<u64>,
-    b: &BufferStats,
-    bufs: &SizeHistogram,
-    reqs: &SizeHistogram,
-    tx: bool,
-) -> Value {
-    let mut v = json!({
-        "bytes": bytes,
-        "requests": requests,
-        "buffer_usage": usage,
-        "buffer_full": b.full,
-        "buffer_full_pct": percent(b.full, requests),
-        "buffer_downgrades": b.downgrade,
-        "buffer_reuses": b.reuse,
-        "buffer_allocs": b.alloc,
-        "bufs": hist_json(bufs),
-        "reqs": hist_json(reqs),
-    });
-    if tx {
-        v["buffer_full_remote"] = json!(b.full_peer);
-        v["buffer_full_remote_pct"] = json!(percent(b.full_peer, requests));
-        v["buffer_too_small"] = json!(b.size_small);
-        v["buffer_too_small_pct"] = json!(percent(b.size_small, requests));
-        v["buffer_too_small_remote"] = json!(b.size_small_peer);
-        v["buffer_too_small_remote_pct"] = json!(percent(b.size_small_peer, requests));
-    }
-    v
-}
-
-/// One technology's JSON: the summary counters under smc-tools' names (lower case; kept stable
-/// since the first version), the typed counters under "detail", and the seed layout's figures
-/// under "summary", "rx", "tx" and "special_socket_calls".
-fn tech_json(t: &TechStats, s: &Sample) -> Value {
-    let sum = summary(t, s);
-    json!({
-        "clnt_v1_succ_cnt": t.client_v1_success,
-        "clnt_v2_succ_cnt": t.client_v2_success,
-        "srv_v1_succ_cnt": t.server_v1_success,
-        "srv_v2_succ_cnt": t.server_v2_success,
-        "succ_cnt": t.successes(),
-        "rx_bytes": t.rx_bytes,
-        "tx_bytes": t.tx_bytes,
-        "rx_cnt": t.rx_count,
-        "tx_cnt": t.tx_count,
-        "detail": t,
-        "summary": {
-            "total_connections": sum.total_connections,
-            "smc_connections": sum.smc_connections,
-            "handshake_errors": sum.handshake_errors,
-            "tcp_fallback": sum.tcp_fallback,
-            "avg_requests_per_connection": sum.avg_requests_per_connection,
-        },
-        "rx": direction_json(t.rx_bytes, t.rx_count, t.rx_buffer_usage, &t.rx_buffers,
-            &t.rx_buffer_sizes, &t.rx_payload_sizes, false),
-        "tx": direction_json(t.tx_bytes, t.tx_count, t.tx_buffer_usage, &t.tx_buffers,
-            &t.tx_buffer_sizes, &t.tx_payload_sizes, true),
-        "special_socket_calls": sum.special_socket_calls,
-    })
-}
-
-/// A reason code with its decoding, as every view prints it in JSON.
-pub fn reason_json(code: u32) -> Value {
-    let r = reasons::describe(code);
-    json!({
-        "code": code,
-        "hex": format!("0x{code:08x}"),
-        "name": r.name,
-        "description": r.description,
-        "category": r.category,
-    })
-}
-
-fn reasons_json(list: &[ReasonCount]) -> Vec<Value> {
-    sorted_reasons(list)
-        .into_iter()
-        .map(|rc| {
-            let mut v = reason_json(rc.code);
-            v["count"] = json!(rc.count);
-            v
-        })
-        .collect()
-}
-
-/// Reasons with a count, most frequent first (ties by code).
-fn sorted_reasons(list: &[ReasonCount]) -> Vec<&ReasonCount> {
-    let mut sorted: Vec<&ReasonCount> = list.iter().filter(|r| r.count > 0).collect();
-    sorted.sort_by_key(|r| (std::cmp::Reverse(r.count), r.code));
-    sorted
-}
-
-/// The JSON of a sample; `interval` is the seconds between the two samples of a delta.
-pub fn stats_json(s: &Sample, interval: Option<f64>) -> Value {
-    json!({
-        "interval_seconds": interval,
-        "smcr": tech_json(&s.stats.smcr, s),
-        "smcd": tech_json(&s.stats.smcd, s),
-        "clnt_hs_err_cnt": s.stats.client_handshake_errors,
-        "srv_hs_err_cnt": s.stats.server_handshake_errors,
-        "fallback": {
-            "clnt_cnt": s.fallback.client_total,
-            "srv_cnt": s.fallback.server_total,
-            "clnt_reasons": reasons_json(&s.fallback.client),
-            "srv_reasons": reasons_json(&s.fallback.server),
-        },
-    })
-}
-
 fn line(label: &str, value: String) -> String {
     format!("  {label:<28} {value}")
 }
@@ -172,70 +52,63 @@ fn counted(v: u64) -> String {
     format!("{v:>12} ({})", short(v))
 }
 
-fn ratio(v: u64, of: u64) -> String {
-    format!("{v:>12} ({:.2}%)", percent(v, of))
-}
-
-fn hist_table(bufs: &SizeHistogram, reqs: &SizeHistogram) -> Vec<String> {
+fn hist_table(bufs: &Histogram, reqs: &Histogram) -> Vec<String> {
     let mut cols = vec![("", Align::Left)];
     cols.extend(HIST_LABELS.iter().map(|l| (*l, Align::Right)));
     let mut t = Table::new(&cols);
     for (name, h) in [("Bufs", bufs), ("Reqs", reqs)] {
         let mut row = vec![name.to_string()];
-        row.extend(hist_columns(h).iter().map(|v| short(*v)));
+        row.extend(h.columns().iter().map(|v| short(*v)));
         t.row(row);
     }
     t.render().into_iter().map(|l| format!("  {l}")).collect()
 }
 
 /// The RX or TX block: bytes, requests, buffer usage and ratios, the histograms.
-fn direction_text(title: &str, t: &TechStats, tx: bool, details: bool) -> Vec<String> {
-    let (bytes, requests, usage, b, bufs, reqs) = if tx {
-        (
-            t.tx_bytes,
-            t.tx_count,
-            t.tx_buffer_usage,
-            &t.tx_buffers,
-            &t.tx_buffer_sizes,
-            &t.tx_payload_sizes,
-        )
-    } else {
-        (
-            t.rx_bytes,
-            t.rx_count,
-            t.rx_buffer_usage,
-            &t.rx_buffers,
-            &t.rx_buffer_sizes,
-            &t.rx_payload_sizes,
-        )
-    };
+fn direction_text(title: &str, d: &Direction, details: bool) -> Vec<String> {
+    let pct = |v: u64, p: f64| format!("{v:>12} ({p:.2}%)");
     let mut out = vec![
         format!("{title} Stats"),
-        line("Data transmitted (Bytes)", counted(bytes)),
-        line("Total requests", format!("{requests:>12}")),
+        line("Data transmitted (Bytes)", counted(d.bytes)),
+        line("Total requests", format!("{:>12}", d.requests)),
         line(
             "Buffer usage (Bytes)",
-            match usage {
+            match d.buffer_usage {
                 Some(v) => counted(v),
                 None => format!("{:>12}", "-  (not reported by this kernel)"),
             },
         ),
-        line("Buffer full", ratio(b.full, requests)),
+        line("Buffer full", pct(d.buffer_full, d.buffer_full_pct)),
     ];
-    if tx {
-        for (label, v) in [
-            ("Buffer full (remote)", b.full_peer),
-            ("Buffer too small", b.size_small),
-            ("Buffer too small (remote)", b.size_small_peer),
+    if let Some(x) = &d.tx_only {
+        for (label, v, p) in [
+            (
+                "Buffer full (remote)",
+                x.buffer_full_remote,
+                x.buffer_full_remote_pct,
+            ),
+            (
+                "Buffer too small",
+                x.buffer_too_small,
+                x.buffer_too_small_pct,
+            ),
+            (
+                "Buffer too small (remote)",
+                x.buffer_too_small_remote,
+                x.buffer_too_small_remote_pct,
+            ),
         ] {
-            out.push(line(label, ratio(v, requests)));
+            out.push(line(label, pct(v, p)));
         }
     }
     if details {
-        out.push(line("Buffer downgrades", format!("{:>12}", b.downgrade)));
-        out.push(line("Buffer reuses", format!("{:>12}", b.reuse)));
+        out.push(line(
+            "Buffer downgrades",
+            format!("{:>12}", d.buffer_downgrades),
+        ));
+        out.push(line("Buffer reuses", format!("{:>12}", d.buffer_reuses)));
     }
-    out.extend(hist_table(bufs, reqs));
+    out.extend(hist_table(&d.bufs, &d.reqs));
     out
 }
 
@@ -257,9 +130,9 @@ pub fn tech_text(title: &str, t: &TechStats, s: &Sample, details: bool) -> Vec<S
         line("TCP fallback", format!("{:>12}", sum.tcp_fallback)),
         String::new(),
     ];
-    out.extend(direction_text("RX", t, false, details));
+    out.extend(direction_text("RX", &Direction::rx(t), details));
     out.push(String::new());
-    out.extend(direction_text("TX", t, true, details));
+    out.extend(direction_text("TX", &Direction::tx(t), details));
     out.push(String::new());
     out.push("Extras".to_string());
     out.push(line(
@@ -291,15 +164,15 @@ pub fn reasons_text(f: &FallbackStats) -> Vec<String> {
         ("Client", f.client_total, &f.client),
     ] {
         out.push(format!("  {role} fallbacks {total}"));
-        let sorted = sorted_reasons(list);
+        let sorted = most_frequent_first(list);
         if sorted.is_empty() {
             out.push("    (none recorded)".to_string());
         }
         for rc in sorted.iter().take(TOP_REASONS) {
-            let r = reasons::describe(rc.code);
+            let r = &rc.reason;
             out.push(format!(
-                "    {:>8}  0x{:08x} {}: {}",
-                rc.count, rc.code, r.name, r.description
+                "    {:>8}  {} {}: {}",
+                rc.count, r.hex, r.name, r.description
             ));
         }
         if sorted.len() > TOP_REASONS {
@@ -333,7 +206,7 @@ pub fn stats(a: &StatsArgs) -> ExitCode {
         }
     };
     if a.json {
-        return format::print_json(&stats_json(&shown, a.interval));
+        return format::print_json(&StatsView::new(&shown, a.interval));
     }
     let mut lines = vec![match a.interval {
         Some(sec) => format!("SMC statistics of this network namespace during the last {sec} s"),
@@ -361,6 +234,11 @@ mod tests {
     use smcrun_telemetry::smc_genl::{parse_fallback_stats, parse_stats};
 
     use crate::views::format::fixture;
+    use smcrun_views::counters::hist_columns;
+
+    fn json_of(s: &Sample, interval: Option<f64>) -> serde_json::Value {
+        serde_json::to_value(StatsView::new(s, interval)).unwrap()
+    }
 
     fn captured(phase: &str) -> Sample {
         Sample {
@@ -383,7 +261,7 @@ mod tests {
             .find(|l| l.trim_start().starts_with("SMC connections"))
             .and_then(|l| l.split_whitespace().last().map(String::from));
         assert_eq!(conns, Some(d.successes().to_string()), "{text}");
-        let j = stats_json(&s, None);
+        let j = json_of(&s, None);
         assert_eq!(j["smcd"]["summary"]["smc_connections"], d.successes());
         assert_eq!(j["smcd"]["rx"]["bytes"], d.rx_bytes);
         assert_eq!(j["smcr"]["succ_cnt"], 0);
@@ -432,7 +310,7 @@ mod tests {
         // The histogram rows add up to the kernel's bucket counts.
         let bufs: u64 = hist_columns(&t.rx_buffer_sizes).iter().sum();
         assert!(bufs > 0);
-        let j = stats_json(&s, None);
+        let j = json_of(&s, None);
         assert_eq!(j["smcr"]["summary"]["smc_connections"], t.successes());
         assert_eq!(j["smcr"]["rx"]["bytes"], t.rx_bytes);
         assert_eq!(j["smcr"]["rx"]["requests"], t.rx_count);
@@ -455,7 +333,7 @@ mod tests {
         assert!(text.contains("0x03030000 NOSMCDEV"), "{text}");
         assert!(text.contains("0x03010000 PEERNOSMC"), "{text}");
         assert!(text.contains("0x05000000 PEERDECL"), "{text}");
-        let j = stats_json(&s, None);
+        let j = json_of(&s, None);
         let srv = j["fallback"]["srv_reasons"].as_array().unwrap();
         let counts: Vec<u64> = srv.iter().map(|r| r["count"].as_u64().unwrap()).collect();
         assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{counts:?}");
@@ -481,7 +359,7 @@ mod tests {
         assert_eq!(z.stats.smcr.successes(), 0);
         assert_eq!(z.stats.smcr.rx_bytes, 0);
         assert!(z.fallback.client.is_empty() && z.fallback.server.is_empty());
-        let j = stats_json(&z, Some(1.0));
+        let j = json_of(&z, Some(1.0));
         assert_eq!(j["interval_seconds"], 1.0);
         assert_eq!(j["smcr"]["summary"]["total_connections"], 0);
     }

@@ -1,0 +1,317 @@
+//! BPF mode's JSON: `smcrun attach --cgroup ... --json`, `smcrun detach --json`, `smcrun attach
+//! --list --json` (every scope: attached cgroups and `smcrun --bpf` process trees) and `smcrun
+//! policy check --bpf --json` (which rules the kernel's socket() hook honours).
+
+use std::path::Path;
+
+use serde::Serialize;
+use smcrun_bpf::cgroup::{Attached, CgroupScope, Detached};
+use smcrun_bpf::maps::ProgramCount;
+use smcrun_bpf::rules::{Analysis, Honour};
+use smcrun_bpf::scopes::TreeInfo;
+
+/// How many sockets one program made SMC in a scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProgramView {
+    /// Program name (the kernel's comm).
+    pub program: String,
+    /// Sockets made SMC.
+    pub converted: u64,
+}
+
+impl ProgramView {
+    /// The views of a scope's per-program counts.
+    pub fn all(p: &[ProgramCount]) -> Vec<ProgramView> {
+        p.iter()
+            .map(|p| ProgramView {
+                program: p.program.clone(),
+                converted: p.converted,
+            })
+            .collect()
+    }
+}
+
+/// `smcrun attach --cgroup PATH --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttachView<'a> {
+    /// The cgroup directory.
+    pub cgroup: &'a Path,
+    /// Its id.
+    pub cgroup_id: u64,
+    /// The policy slot it uses.
+    pub slot: u32,
+    /// Whether it was attached already (the policy replaced).
+    pub was_attached: bool,
+    /// The policy now in force.
+    pub policy: String,
+}
+
+impl<'a> AttachView<'a> {
+    /// The view of attaching `cgroup` with `policy`.
+    pub fn new(cgroup: &'a Path, a: &Attached, policy: String) -> AttachView<'a> {
+        AttachView {
+            cgroup,
+            cgroup_id: a.cgroup_id,
+            slot: a.slot,
+            was_attached: a.was_attached,
+            policy,
+        }
+    }
+}
+
+/// One scope of `smcrun attach --list --json`, tagged by `"scope"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "scope", rename_all = "snake_case")]
+pub enum ScopeView<'a> {
+    /// An attached cgroup.
+    Cgroup(CgroupView<'a>),
+    /// An `smcrun --bpf` process tree.
+    Tree(TreeView<'a>),
+}
+
+/// An attached cgroup with its counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CgroupView<'a> {
+    /// The cgroup directory.
+    pub cgroup: &'a Path,
+    /// Its id.
+    pub cgroup_id: u64,
+    /// Attached since (seconds since the epoch).
+    pub since_unix: u64,
+    /// Its policy's text (empty: all SMC).
+    pub policy: &'a str,
+    /// Sockets made SMC.
+    pub converted: u64,
+    /// Sockets the policy kept TCP.
+    pub kept_tcp: u64,
+    /// Sockets made SMC per program.
+    pub programs: Vec<ProgramView>,
+}
+
+impl<'a> CgroupView<'a> {
+    /// The view of `s`.
+    pub fn new(s: &'a CgroupScope) -> CgroupView<'a> {
+        CgroupView {
+            cgroup: &s.path,
+            cgroup_id: s.cgroup_id,
+            since_unix: s.since_unix,
+            policy: &s.policy,
+            converted: s.counters.converted,
+            kept_tcp: s.counters.kept_tcp,
+            programs: ProgramView::all(&s.programs),
+        }
+    }
+}
+
+/// An `smcrun --bpf` process tree with its counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TreeView<'a> {
+    /// The BPF program's id.
+    pub program_id: u32,
+    /// Loaded since (seconds since the epoch; `null` when the boot time is unknown).
+    pub since_unix: Option<u64>,
+    /// The tree's processes.
+    pub processes: &'a [u32],
+    /// Sockets made SMC.
+    pub converted: u64,
+    /// Sockets kept TCP.
+    pub kept_tcp: u64,
+    /// Sockets made SMC per program.
+    pub programs: Vec<ProgramView>,
+}
+
+impl<'a> TreeView<'a> {
+    /// The view of `t`, loaded at `since_unix`.
+    pub fn new(t: &'a TreeInfo, since_unix: Option<u64>) -> TreeView<'a> {
+        TreeView {
+            program_id: t.program_id,
+            since_unix,
+            processes: &t.processes,
+            converted: t.counters.converted,
+            kept_tcp: t.counters.kept_tcp,
+            programs: ProgramView::all(&t.programs),
+        }
+    }
+}
+
+/// `smcrun attach --list --json`: `{"scopes": [...]}`, cgroups first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScopesListView<'a> {
+    /// Every scope.
+    pub scopes: Vec<ScopeView<'a>>,
+}
+
+/// `smcrun detach --json`: the cgroup's last counts and whether the program was unloaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DetachView<'a> {
+    /// The scope as it was.
+    #[serde(flatten)]
+    pub scope: ScopeView<'a>,
+    /// Whether nothing is attached any more (the program unloaded).
+    pub unloaded: bool,
+}
+
+impl<'a> DetachView<'a> {
+    /// The view of `d`.
+    pub fn new(d: &'a Detached) -> DetachView<'a> {
+        DetachView {
+            scope: ScopeView::Cgroup(CgroupView::new(&d.scope)),
+            unloaded: d.unloaded,
+        }
+    }
+}
+
+/// `smcrun policy check --bpf --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PolicyCheckView {
+    /// The policy's canonical text.
+    pub policy: String,
+    /// Whether BPF mode honours every rule.
+    pub bpf_honours: bool,
+    /// Each rule's verdict.
+    pub rules: Vec<RuleView>,
+}
+
+/// How BPF mode stands to one rule, as `policy check` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleView {
+    /// 1-based position in the policy.
+    pub position: usize,
+    /// The rule's text.
+    pub text: String,
+    /// `kernel`, `preload` or `cannot`.
+    pub honour: &'static str,
+    /// Why.
+    pub why: String,
+}
+
+impl PolicyCheckView {
+    /// The view of the analysis `a` of policy `policy` (its canonical text).
+    pub fn new(policy: String, a: &Analysis) -> PolicyCheckView {
+        PolicyCheckView {
+            policy,
+            bpf_honours: a.kernel.is_some(),
+            rules: a
+                .verdicts
+                .iter()
+                .map(|v| {
+                    let (honour, why) = honour(&v.honour);
+                    RuleView {
+                        position: v.position,
+                        text: v.text.clone(),
+                        honour,
+                        why,
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A verdict's kind (`kernel`, `preload`, `cannot`) and why, for the text and the JSON alike.
+pub fn honour(h: &Honour) -> (&'static str, String) {
+    match h {
+        Honour::Kernel => (
+            "kernel",
+            "decided in the kernel at socket(), by program name".to_string(),
+        ),
+        Honour::NeedsPreload(w) => ("preload", w.clone()),
+        Honour::Cannot(w) => ("cannot", w.clone()),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::json::golden::{assert_same, value};
+    use smcrun_bpf::layout::Counters;
+    use smcrun_bpf::rules;
+    use smcrun_policy::Policy;
+
+    fn count(program: &str, converted: u64) -> ProgramCount {
+        ProgramCount {
+            program: program.into(),
+            converted,
+        }
+    }
+
+    /// The cgroups and tree the golden files show.
+    pub(crate) fn scopes() -> (Vec<CgroupScope>, TreeInfo) {
+        let a = CgroupScope {
+            path: "/sys/fs/cgroup/smcrun-a".into(),
+            cgroup_id: 4242,
+            since_unix: 1_796_000_000,
+            policy: "tcp program sechod; smc".into(),
+            counters: Counters {
+                converted: 3,
+                kept_tcp: 1,
+            },
+            programs: vec![count("redis-server", 2), count("memtier", 1)],
+        };
+        let b = CgroupScope {
+            path: "/sys/fs/cgroup/b".into(),
+            cgroup_id: 7,
+            since_unix: 0,
+            policy: String::new(),
+            counters: Counters::default(),
+            programs: vec![],
+        };
+        let t = TreeInfo {
+            program_id: 99,
+            loaded_ns_since_boot: 0,
+            processes: vec![12, 13],
+            counters: Counters {
+                converted: 5,
+                kept_tcp: 0,
+            },
+            programs: vec![count("sechod", 5)],
+        };
+        (vec![a, b], t)
+    }
+
+    #[test]
+    fn bpf_attach_list_and_detach_as_golden() {
+        let (c, t) = scopes();
+        let attached = Attached {
+            cgroup_id: 4242,
+            slot: 3,
+            was_attached: false,
+            loaded: true,
+        };
+        let v = AttachView::new(&c[0].path, &attached, c[0].policy.clone());
+        assert_same("bpf-attach", &v);
+        let mut scopes: Vec<ScopeView> = c
+            .iter()
+            .map(|c| ScopeView::Cgroup(CgroupView::new(c)))
+            .collect();
+        scopes.push(ScopeView::Tree(TreeView::new(&t, Some(1_796_000_005))));
+        scopes.push(ScopeView::Tree(TreeView::new(&t, None)));
+        assert_same("bpf-list", &ScopesListView { scopes });
+        let d = Detached {
+            scope: c[0].clone(),
+            unloaded: true,
+        };
+        assert_same("bpf-detach", &DetachView::new(&d));
+    }
+
+    #[test]
+    fn bpf_policy_check_as_golden() {
+        for (name, text) in [
+            ("bpf-policy-empty", ""),
+            ("bpf-policy-kernel", "tcp program redis-*; smc"),
+            ("bpf-policy-mixed", "tcp port 6379; tcp program /opt/*; smc"),
+        ] {
+            let p: Policy = text.parse().unwrap();
+            let v = PolicyCheckView::new(p.to_string(), &rules::analyse(&p));
+            assert_same(name, &v);
+        }
+    }
+
+    #[test]
+    fn bpf_tree_of_unknown_boot_time_has_null_since() {
+        let (_, t) = scopes();
+        let j = value(&ScopeView::Tree(TreeView::new(&t, None)));
+        assert!(j["since_unix"].is_null(), "{j}");
+        assert_eq!(j["scope"], "tree");
+    }
+}

@@ -1,0 +1,58 @@
+//! The JSON the operator's views print, as typed structs: `stats`, `ss`, `linkgroup`, `link`,
+//! `device`, `info`, `rdma`, `doctor`, BPF mode's `attach`/`detach`/`attach --list`/`policy
+//! check --bpf`, and `ps --all`'s `bpf_scopes` print one of these, built from the telemetry
+//! types (`StatsView::new(&sample, interval)`, ...) and serialized with serde. (`monitor --json`
+//! and `ps --json`'s process entries are still built in the launcher.) The keys are the README's
+//! ("JSON of the views"): snake_case and stable (new ones may be added, none renamed), and a
+//! value the kernel does not report is `null`.
+//!
+//! Where the text form of a view shows the same figure (a ratio, a summary, a decoded reason),
+//! the launcher reads it from the struct, so the two never disagree.
+//!
+//! The tests compare each struct's JSON with what the views printed before they had these
+//! structs (the files in `golden/`, written by the views' former `json!` code): for the kernel's
+//! views from the real kernel's captures (`telemetry/tests/fixtures/`), for BPF mode's from the
+//! scopes and policies the tests construct.
+
+pub mod bpf;
+pub mod doctor;
+pub mod linkgroup;
+pub mod procs;
+pub mod rdma;
+pub mod reason;
+pub mod ss;
+pub mod stats;
+
+#[cfg(test)]
+pub(crate) mod golden {
+    //! The golden files in `views/src/json/golden/`.
+
+    use serde::Serialize;
+    use serde_json::Value;
+
+    /// Golden file `name` (`golden/NAME.json`).
+    pub fn read(name: &str) -> Value {
+        let p = format!("{}/src/json/golden/{name}.json", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{p}: {e}"))
+    }
+
+    /// `v` as the JSON value a reader of the printed text gets (through the text: a float is
+    /// compared as printed).
+    pub fn value(v: &impl Serialize) -> Value {
+        serde_json::from_str(&serde_json::to_string(v).expect("serializes")).expect("parses")
+    }
+
+    /// Assert that `v` prints the same JSON value (keys, value types and values; key order
+    /// aside) as golden file `name`.
+    pub fn assert_same(name: &str, v: &impl Serialize) {
+        let got = value(v);
+        let want = read(name);
+        assert!(
+            got == want,
+            "{name}: the JSON differs from golden/{name}.json\n--- got:\n{}\n--- want:\n{}",
+            serde_json::to_string_pretty(&got).unwrap(),
+            serde_json::to_string_pretty(&want).unwrap()
+        );
+    }
+}
