@@ -16,10 +16,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use serde_json::{json, Map, Value};
 use smcrun_telemetry::reasons::state;
 use smcrun_telemetry::smc_genl::{SmcGenl, Stats, TechStats};
 use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
+use smcrun_views::json::monitor::{Buffers, MonitorLine};
 
 use smcrun_telemetry::Error;
 
@@ -310,30 +310,26 @@ pub fn text(view: View, mode: MonMode, date: &str, l: &Line, raw: bool) -> Strin
 }
 
 /// One JSON line.
-pub fn line_json(mode: MonMode, date: &str, interval: f64, l: &Line) -> Value {
-    let mut m = Map::new();
-    m.insert("date".into(), json!(date));
-    m.insert("mode".into(), json!(mode.name()));
-    m.insert("interval_seconds".into(), json!(interval));
-    for (k, v) in [
-        ("rx_rate_bytes_per_sec", l.rx_rate),
-        ("rx_requests_per_sec", l.rx_rps),
-        ("tx_rate_bytes_per_sec", l.tx_rate),
-        ("tx_requests_per_sec", l.tx_rps),
-    ] {
-        if let Some(v) = v {
-            m.insert(k.into(), json!(v));
-        }
+pub fn line_json<'a>(mode: MonMode, date: &'a str, interval: f64, l: &Line) -> MonitorLine<'a> {
+    let bufs = match (l.rx_bufs, l.tx_bufs) {
+        (Some(rx), Some(tx)) => Some(Buffers {
+            rx_bufs_bytes: rx,
+            tx_bufs_bytes: tx,
+            bufs_source: l.bufs_source,
+        }),
+        _ => None,
+    };
+    MonitorLine {
+        date,
+        mode: mode.name(),
+        interval_seconds: interval,
+        rx_rate_bytes_per_sec: l.rx_rate,
+        rx_requests_per_sec: l.rx_rps,
+        tx_rate_bytes_per_sec: l.tx_rate,
+        tx_requests_per_sec: l.tx_rps,
+        conns: l.conns,
+        bufs,
     }
-    if let Some(c) = l.conns {
-        m.insert("conns".into(), json!(c));
-    }
-    if let (Some(rx), Some(tx)) = (l.rx_bufs, l.tx_bufs) {
-        m.insert("rx_bufs_bytes".into(), json!(rx));
-        m.insert("tx_bufs_bytes".into(), json!(tx));
-        m.insert("bufs_source".into(), json!(l.bufs_source));
-    }
-    Value::Object(m)
 }
 
 /// Local time as "YYYY-MM-DD HH:MM:SS".
@@ -448,7 +444,7 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         let l = line(a.view, mode, &prev, &next, dt);
         let date = now_text();
         let shown = if a.json {
-            line_json(mode, &date, a.interval, &l).to_string()
+            serde_json::to_string(&line_json(mode, &date, a.interval, &l)).unwrap_or_default()
         } else {
             text(a.view, mode, &date, &l, a.raw)
         };
@@ -544,7 +540,7 @@ mod tests {
         let lo = line(View::Memory, MonMode::Smcr, &old, &old, 1.0);
         assert_eq!(lo.bufs_source, Some("sockets"));
         assert_eq!(lo.rx_bufs, Some(want));
-        let j = line_json(MonMode::Smcr, "d", 1.0, &l);
+        let j = serde_json::to_value(line_json(MonMode::Smcr, "d", 1.0, &l)).unwrap();
         assert_eq!(j["conns"], 4);
         assert_eq!(j["rx_bufs_bytes"], want);
         assert_eq!(j["bufs_source"], "kernel");

@@ -71,6 +71,15 @@ fn user_name(uid: Option<u32>) -> String {
         .unwrap_or_else(|| uid.to_string())
 }
 
+/// `ps --all --json`: the processes under smcrun, the other processes with SMC sockets (null
+/// when they could not be listed) and BPF mode's scopes.
+#[derive(Serialize)]
+struct PsAllView<'a, O: Serialize> {
+    processes: &'a [PsEntry],
+    smc_processes: &'a Option<O>,
+    bpf_scopes: smcrun_views::json::procs::BpfScopesView<'a>,
+}
+
 #[derive(Serialize)]
 struct PsEntry {
     pid: u32,
@@ -193,11 +202,11 @@ pub fn ps(a: &PsArgs) -> ExitCode {
     let mut out = io::stdout().lock();
     if a.json {
         let text = if a.all {
-            serde_json::to_string_pretty(&serde_json::json!({
-                "processes": entries,
-                "smc_processes": others,
-                "bpf_scopes": smcrun_views::json::procs::BpfScopesView::new(&scopes),
-            }))
+            serde_json::to_string_pretty(&PsAllView {
+                processes: &entries,
+                smc_processes: &others,
+                bpf_scopes: smcrun_views::json::procs::BpfScopesView::new(&scopes),
+            })
         } else {
             serde_json::to_string_pretty(&entries)
         }

@@ -1,8 +1,9 @@
 //! The JSON the operator's views print, as typed structs: `stats`, `ss`, `linkgroup`, `link`,
-//! `device`, `info`, `rdma`, `doctor`, BPF mode's `attach`/`detach`/`attach --list`/`policy
-//! check --bpf`, and `ps --all`'s `bpf_scopes` print one of these, built from the telemetry
-//! types (`StatsView::new(&sample, interval)`, ...) and serialized with serde. (`monitor --json`
-//! and `ps --json`'s process entries are still built in the launcher.) The keys are the README's
+//! `device`, `info`, `rdma`, `monitor`, `doctor`, BPF mode's `attach`/`detach`/`attach
+//! --list`/`policy check --bpf`, and `ps --all`'s `bpf_scopes` print one of these, built from
+//! the telemetry types (`StatsView::new(&sample, interval)`, ...) and serialized with serde.
+//! (`ps --json`'s process entries are the launcher's `PsEntry`, from the runtime's reports.) The
+//! keys are the README's
 //! ("JSON of the views"): snake_case and stable (new ones may be added, none renamed), and a
 //! value the kernel does not report is `null`.
 //!
@@ -17,6 +18,7 @@
 pub mod bpf;
 pub mod doctor;
 pub mod linkgroup;
+pub mod monitor;
 pub mod procs;
 pub mod rdma;
 pub mod reason;
