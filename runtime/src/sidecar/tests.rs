@@ -306,3 +306,23 @@ fn a_full_detail_queue_drops_and_counts_instead_of_spinning() {
     assert_eq!(r.recent.len(), smcrun_report::RECENT_CONNECTIONS);
     assert_eq!(record::pop(), None);
 }
+
+/// Looks repeat after twenty times what they cost, within 10 to 100 ms.
+#[test]
+fn looks_wait_twenty_times_their_cost_within_bounds() {
+    use std::time::Duration;
+    assert_eq!(nap_after(Duration::ZERO), Duration::from_millis(10));
+    assert_eq!(
+        nap_after(Duration::from_micros(200)),
+        Duration::from_millis(10)
+    );
+    assert_eq!(
+        nap_after(Duration::from_millis(2)),
+        Duration::from_millis(40)
+    );
+    assert_eq!(
+        nap_after(Duration::from_millis(30)),
+        Duration::from_millis(100)
+    );
+    assert_eq!(nap_after(Duration::MAX), Duration::from_millis(100));
+}

@@ -576,3 +576,53 @@ fn a_run_directory_swapped_for_a_symlink_never_redirects_a_report() {
     );
     let _ = std::fs::remove_dir_all(base);
 }
+
+/// A Java server (HotSpot blocks SIGQUIT in every Java thread, so no thread of the JVM ever has
+/// the start-up signal mask): its runtime still starts and `ps` shows its connections while it
+/// runs, not only after it exits.
+#[test]
+fn a_java_server_is_counted_while_it_runs() {
+    let dir = xdg("java");
+    let port = free_port();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("java/Echo.java");
+    let mut server = in_xdg(smcrun(), &dir)
+        .arg("java")
+        .arg(&src)
+        .args(["server", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("java (installed by tests/deps)");
+    let pid = server.id();
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "the Java server did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The probe above was one connection; two more with an echo.
+    for _ in 0..2 {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(b"ping").unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut back = Vec::new();
+        s.read_to_end(&mut back).unwrap();
+        assert_eq!(back, b"ping");
+    }
+    let list = ps_until(
+        &dir,
+        "the running Java server with its 3 connections",
+        |l| {
+            l.iter()
+                .any(|e| e["pid"] == pid && e["state"] == "running" && total(e) == 3)
+        },
+    );
+    let e = list.iter().find(|e| e["pid"] == pid).unwrap();
+    assert_eq!(e["program"], "java");
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
