@@ -1,7 +1,7 @@
-// `java Echo.java server PORT` / `java Echo.java client PORT CONNECTIONS BYTES`: a Java echo server
-// and client on java.net sockets, which the JDK makes AF_INET6 (dual-stack) on a host with IPv6:
-// the server listens on the wildcard address, the client connects to 127.0.0.1 (as ::ffff:127.0.0.1)
-// and to ::1, CONNECTIONS at once each way, each sending BYTES of a known pattern and checking the
+// `java Echo.java server PORT` / `java Echo.java client PORT CONNECTIONS BYTES [HOST,...]`: a Java
+// echo server and client on java.net sockets, which the JDK makes AF_INET6 (dual-stack) on a host with
+// IPv6: the server listens on the wildcard address, the client connects to 127.0.0.1 (as
+// ::ffff:127.0.0.1) and to ::1 (or to the HOSTs given), CONNECTIONS at once each way, each sending BYTES of a known pattern and checking the
 // echo. Run from source (the JDK's source launcher), so the tests need only a JRE.
 import java.io.*;
 import java.net.*;
@@ -43,13 +43,19 @@ public class Echo {
                     s.getOutputStream().write(data);
                     s.shutdownOutput();
                 } catch (IOException e) {
-                    // seen as a short echo below
+                    // seen as a short echo below; said, so that a failure can be told apart
+                    System.err.println("connection " + conn + " to " + host + ": write failed: " + e);
                 }
             });
             w.start();
             byte[] back = s.getInputStream().readAllBytes();
             w.join();
-            return Arrays.equals(back, data);
+            if (!Arrays.equals(back, data)) {
+                System.err.println("connection " + conn + " to " + host + ": " + back.length + " of "
+                        + len + " bytes echoed" + (back.length == len ? ", not the same" : ""));
+                return false;
+            }
+            return true;
         }
     }
 
@@ -58,14 +64,15 @@ public class Echo {
             serve(Integer.parseInt(a[1]));
             return;
         }
-        if (a.length != 4 || !a[0].equals("client")) {
-            System.err.println("usage: java Echo.java server PORT | client PORT CONNECTIONS BYTES");
+        if (a.length < 4 || a.length > 5 || !a[0].equals("client")) {
+            System.err.println("usage: java Echo.java server PORT | client PORT CONNECTIONS BYTES [HOST,...]");
             System.exit(2);
         }
         int port = Integer.parseInt(a[1]), n = Integer.parseInt(a[2]), len = Integer.parseInt(a[3]);
         ExecutorService pool = Executors.newFixedThreadPool(n);
         boolean allGood = true;
-        for (String host : new String[] {"127.0.0.1", "::1"}) {
+        String[] hosts = a.length == 5 ? a[4].split(",") : new String[] {"127.0.0.1", "::1"};
+        for (String host : hosts) {
             List<Future<Boolean>> fs = new ArrayList<>();
             for (int c = 0; c < n; c++) {
                 final int conn = c;
