@@ -106,14 +106,16 @@ fn hammer(addr: &str, n: u32, threads: u32) {
 #[test]
 fn pre_fork_workers_report_the_connections_they_accepted_with_their_listeners_story() {
     let dir = xdg("prefork");
-    let mut server = in_xdg(smcrun(), &dir)
-        .env("SMCRUN_REPORT", "1")
-        .arg(bin("shapes"))
-        .args(["prefork", "0", "4", "5"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut server = reaped(
+        in_xdg(smcrun(), &dir)
+            .env("SMCRUN_REPORT", "1")
+            .arg(bin("shapes"))
+            .args(["prefork", "0", "4", "5"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let (addr, _) = wait_for(&mut server, "listening");
     let (_, lines) = wait_for(&mut server, "ready");
     let children: Vec<String> = lines
@@ -159,12 +161,14 @@ fn a_server_that_drops_root_stays_in_roots_list_with_its_own_numbers() {
         return;
     }
     let dir = xdg("dropuid");
-    let mut server = in_xdg(smcrun(), &dir)
-        .arg(bin("shapes"))
-        .args(["drop-root", "0", "65534", "3"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut server = reaped(
+        in_xdg(smcrun(), &dir)
+            .arg(bin("shapes"))
+            .args(["drop-root", "0", "65534", "3"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let pid = server.id();
     let (setuid, _) = wait_for(&mut server, "setuid");
     assert_eq!(setuid, "0 uid=65534");
@@ -293,18 +297,20 @@ fn memcached_dropping_to_nobody_is_in_roots_list() {
     }
     let dir = xdg("memcached");
     let port = free_port();
-    let mut server = in_xdg(smcrun(), &dir)
-        .args([
-            "memcached",
-            "-u",
-            "nobody",
-            "-l",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-        ])
-        .spawn()
-        .expect("memcached (installed by tests/deps)");
+    let mut server = reaped(
+        in_xdg(smcrun(), &dir)
+            .args([
+                "memcached",
+                "-u",
+                "nobody",
+                "-l",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+            ])
+            .spawn()
+            .expect("memcached (installed by tests/deps)"),
+    );
     let pid = server.id();
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -338,14 +344,16 @@ fn memcached_dropping_to_nobody_is_in_roots_list() {
 fn twenty_thousand_short_connections_are_counted_exactly_on_both_sides() {
     const N: u32 = 20_000;
     let dir = xdg("count");
-    let mut server = in_xdg(smcrun(), &dir)
-        .env("SMCRUN_REPORT", "1")
-        .arg(bin("shapes"))
-        .args(["serve-n", "0", &N.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut server = reaped(
+        in_xdg(smcrun(), &dir)
+            .env("SMCRUN_REPORT", "1")
+            .arg(bin("shapes"))
+            .args(["serve-n", "0", &N.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let (addr, _) = wait_for(&mut server, "listening");
     let mut c = in_xdg(smcrun(), &dir);
     c.env("SMCRUN_REPORT", "1")
@@ -443,19 +451,21 @@ fn dd_prints_one_summary_per_process_that_touched_tcp_with_its_own_numbers() {
 fn the_report_line_comes_after_the_programs_own_output() {
     let dir = xdg("order");
     let port = free_port();
-    let mut server = Command::new("python3")
-        .args([
-            "-m",
-            "http.server",
-            "--bind",
-            "127.0.0.1",
-            &port.to_string(),
-        ])
-        .current_dir(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut server = reaped(
+        Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                "--bind",
+                "127.0.0.1",
+                &port.to_string(),
+            ])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -543,19 +553,21 @@ fn a_run_directory_swapped_for_a_symlink_never_redirects_a_report() {
         t = theirs.display(),
         v = victim.display()
     );
-    let mut attacker = Command::new("setpriv")
-        .args([
-            "--reuid",
-            "nobody",
-            "--regid",
-            "nogroup",
-            "--clear-groups",
-            "sh",
-            "-c",
-            &script,
-        ])
-        .spawn()
-        .unwrap();
+    let mut attacker = reaped(
+        Command::new("setpriv")
+            .args([
+                "--reuid",
+                "nobody",
+                "--regid",
+                "nogroup",
+                "--clear-groups",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .spawn()
+            .unwrap(),
+    );
     for _ in 0..20 {
         let mut c = smcrun();
         c.env("XDG_RUNTIME_DIR", &theirs)
@@ -585,14 +597,16 @@ fn a_java_server_is_counted_while_it_runs() {
     let dir = xdg("java");
     let port = free_port();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("java/Echo.java");
-    let mut server = in_xdg(smcrun(), &dir)
-        .arg("java")
-        .arg(&src)
-        .args(["server", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("java (installed by tests/deps)");
+    let mut server = reaped(
+        in_xdg(smcrun(), &dir)
+            .arg("java")
+            .arg(&src)
+            .args(["server", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("java (installed by tests/deps)"),
+    );
     let pid = server.id();
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {

@@ -202,3 +202,43 @@ pub fn bin_for_anyone(name: &str) -> PathBuf {
     });
     dir.join(name)
 }
+
+/// A child process that is killed and reaped when dropped, so that a test failing half-way
+/// leaves no server running behind it.
+pub struct Reaped(Option<std::process::Child>);
+
+/// Wraps `child` (see [`Reaped`]).
+pub fn reaped(child: std::process::Child) -> Reaped {
+    Reaped(Some(child))
+}
+
+impl Reaped {
+    /// Waits for the child's end and its output, as `Child::wait_with_output`.
+    pub fn wait_with_output(mut self) -> std::io::Result<std::process::Output> {
+        self.0.take().expect("a child").wait_with_output()
+    }
+}
+
+impl std::ops::Deref for Reaped {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        self.0.as_ref().expect("a child")
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        self.0.as_mut().expect("a child")
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            if let Ok(None) = c.try_wait() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
