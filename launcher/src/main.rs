@@ -184,10 +184,16 @@ fn main() -> ExitCode {
     // tree of every subcommand (most of what clap costs smcrun's start-up): parsed with the run
     // options alone. Anything else, an error included, goes through the whole tree below.
     if let Some(line) = RunLine::for_program(&head, forced.is_some()) {
-        let cmd = forced.unwrap_or(line.command);
-        if let Some(code) = run::suggest::before_run(&cmd, SUBCOMMANDS) {
-            return code;
-        }
+        // `smcrun -- NAME` is the way to say NAME is meant: no "did you mean".
+        let cmd = match forced {
+            Some(cmd) => cmd,
+            None => {
+                if let Some(code) = run::suggest::before_run(&line.command, SUBCOMMANDS) {
+                    return code;
+                }
+                line.command
+            }
+        };
         return match run::config::resolve(&line.run) {
             Ok(opts) => run_program(&opts, cmd),
             Err(f) => not_started(f),
