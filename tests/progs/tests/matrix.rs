@@ -47,9 +47,12 @@ fn start(mut c: Command) -> Bg {
         .unwrap_or_else(|e| panic!("cannot start {c:?}: {e} (tests/deps installs the programs)")))
 }
 
+/// Waits until something listens on `addr`: exactly one connection once it does (the reports'
+/// counts include it). A refused attempt makes none; the timeout is long so that an attempt is
+/// never given up while the kernel completes it (a loaded host once made that two connections).
 fn wait_for(addr: SocketAddr) {
     let start = Instant::now();
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+    while TcpStream::connect_timeout(&addr, Duration::from_secs(10)).is_err() {
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "nothing listens on {addr}"
