@@ -72,36 +72,15 @@ fn one(ctx: &Ctx, side: usize, calls: u32, ops: &[&str]) -> Result<HashMap<Strin
 fn instructions(ctx: &Ctx, side: usize, calls: u32, op: &str) -> Result<f64, String> {
     let c = command(ctx, side);
     let prog = c.get_program().to_owned();
-    let mut v = Command::new("valgrind");
-    v.args([
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        "--toggle-collect=*time_op",
-    ])
-    .arg(prog)
-    .arg(calls.to_string())
-    .arg(op);
+    let mut v = crate::proc::callgrind_command("*time_op");
+    v.arg(prog).arg(calls.to_string()).arg(op);
     for (k, val) in c.get_envs() {
         match val {
             Some(val) => v.env(k, val),
             None => v.env_remove(k),
         };
     }
-    let out = v
-        .output()
-        .map_err(|e| format!("cannot run valgrind: {e}"))?;
-    let err = String::from_utf8_lossy(&out.stderr);
-    err.lines()
-        .find_map(|l| {
-            l.split_once("Collected :")
-                .and_then(|(_, n)| n.trim().parse().ok())
-        })
-        .ok_or_else(|| {
-            format!(
-                "callgrind counted nothing for {op}: {}",
-                err.lines().last().unwrap_or("")
-            )
-        })
+    crate::proc::callgrind(op, v)
 }
 
 pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {

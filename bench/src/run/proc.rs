@@ -126,3 +126,35 @@ pub fn stop(mut child: Child) {
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
     let _ = child.wait();
 }
+
+/// Runs `valgrind --tool=callgrind` (`v` holds the program and its arguments after the tool's
+/// options, see [`callgrind_command`]) and returns the instructions it collected; `what` names the
+/// measurement in an error.
+pub fn callgrind(what: &str, mut v: Command) -> Result<f64, String> {
+    let out = v
+        .output()
+        .map_err(|e| format!("cannot run valgrind: {e}"))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.lines()
+        .find_map(|l| {
+            l.split_once("Collected :")
+                .and_then(|(_, n)| n.trim().parse().ok())
+        })
+        .ok_or_else(|| {
+            format!(
+                "callgrind counted nothing for {what}: {}",
+                err.lines().last().unwrap_or("")
+            )
+        })
+}
+
+/// `valgrind --tool=callgrind` collecting inside `collect` only, the program still to add.
+pub fn callgrind_command(collect: &str) -> Command {
+    let mut v = Command::new("valgrind");
+    v.args([
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        &format!("--toggle-collect={collect}"),
+    ]);
+    v
+}

@@ -115,26 +115,14 @@ fn idle(ctx: &Ctx) -> Result<Row, String> {
 /// they call included) per connection: socket, connect, close.
 fn per_event(ctx: &Ctx) -> Result<Row, String> {
     let count = |n: u32| -> Result<f64, String> {
-        let out = Command::new("valgrind")
-            .args([
-                "--tool=callgrind",
-                "--callgrind-out-file=/dev/null",
-                "--toggle-collect=smcrun_runtime::track::*",
-            ])
-            .arg(ctx.bin.join("hook-loop"))
+        let collect = "smcrun_runtime::track::*";
+        let mut v = crate::proc::callgrind_command(collect);
+        v.arg(ctx.bin.join("hook-loop"))
             .arg(n.to_string())
             .arg("tcp_connect_close")
             .env("LD_PRELOAD", &ctx.shim)
-            .env("XDG_RUNTIME_DIR", &ctx.work)
-            .output()
-            .map_err(|e| format!("cannot run valgrind: {e}"))?;
-        let err = String::from_utf8_lossy(&out.stderr);
-        err.lines()
-            .find_map(|l| {
-                l.split_once("Collected :")
-                    .and_then(|(_, n)| n.trim().parse().ok())
-            })
-            .ok_or_else(|| "callgrind counted nothing".to_string())
+            .env("XDG_RUNTIME_DIR", &ctx.work);
+        crate::proc::callgrind(collect, v)
     };
     let (n1, n2) = if ctx.quick {
         (200, 600)
