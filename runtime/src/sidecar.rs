@@ -703,6 +703,28 @@ fn run(sc: &'static Sidecar) {
     }
 }
 
+/// Waits, for at most `limit`, until no connection of this process waits to be classified (nor
+/// any connect is still running); returns how many still do. For a program that wants its own
+/// connections in its report however short they are: `smcrun demo` calls it (through the shim's
+/// `smcrun_settle`) before it closes them. The sidecar looks within one nap; with no sidecar
+/// (never started, or not startable from here) it returns at once.
+pub fn settle(limit: Duration) -> usize {
+    let start = Instant::now();
+    loop {
+        let mut waiting = 0;
+        crate::fdtable::scan(&[Phase::Connecting, Phase::Pending], |_, _| waiting += 1);
+        if waiting == 0 || start.elapsed() >= limit {
+            return waiting;
+        }
+        maybe_start();
+        if STARTED.load(Ordering::Acquire) != 1 || EXITING.load(Ordering::Acquire) {
+            return waiting;
+        }
+        wake_now();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// The exit handler's part: classifies what is still waiting, writes the final report, and
 /// returns it (for the summary line) when the program touched a TCP socket.
 pub fn at_exit() -> Option<ProcessReport> {

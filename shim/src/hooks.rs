@@ -301,3 +301,21 @@ pub extern "C" fn setreuid(ruid: libc::uid_t, euid: libc::uid_t) -> c_int {
 pub extern "C" fn setresuid(ruid: libc::uid_t, euid: libc::uid_t, suid: libc::uid_t) -> c_int {
     uid_change(SetUid::Resuid(ruid, euid, suid))
 }
+
+/// Not a hook: lets a program that knows it runs under smcrun wait, for at most `limit_ms`
+/// milliseconds, until the runtime classified its open connections (see
+/// `smcrun_runtime::sidecar::settle`); returns how many still wait. `smcrun demo` calls it through
+/// dlsym, so that its exit report counts its short connections with their mode.
+#[no_mangle]
+pub extern "C" fn smcrun_settle(limit_ms: libc::c_uint) -> c_int {
+    hook(
+        || 0,
+        |_| {
+            let e = errno();
+            let n =
+                smcrun_runtime::sidecar::settle(std::time::Duration::from_millis(limit_ms.into()));
+            set_errno(e);
+            c_int::try_from(n).unwrap_or(c_int::MAX)
+        },
+    )
+}

@@ -21,7 +21,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// `smcrun demo` options.
 #[derive(Args, Debug, Clone)]
@@ -300,6 +300,21 @@ fn classify(conn: u16, side: &'static str, s: &TcpStream, kernel: &Kernel) -> So
     r
 }
 
+/// Waits until the shim's runtime classified this process's open connections (its
+/// `smcrun_settle`), for at most `limit`. A shim without it (another version) is not waited for.
+fn settle(limit: Duration) {
+    // SAFETY: dlsym with a NUL-terminated name; a non-null result is the shim's
+    // `extern "C" fn(c_uint) -> c_int`, which takes no pointer.
+    unsafe {
+        let f = libc::dlsym(libc::RTLD_DEFAULT, c"smcrun_settle".as_ptr());
+        if !f.is_null() {
+            let settle: extern "C" fn(libc::c_uint) -> libc::c_int = std::mem::transmute(f);
+            let ms = libc::c_uint::try_from(limit.as_millis()).unwrap_or(libc::c_uint::MAX);
+            settle(ms);
+        }
+    }
+}
+
 fn shim_loaded() -> bool {
     std::fs::read_to_string("/proc/self/maps")
         .map(|m| m.contains(crate::run::preload::SHIM_FILE))
@@ -368,6 +383,10 @@ fn work(args: &DemoArgs) -> Result<ExitCode, String> {
         sockets.push(classify(id, "client", c, &kernel));
         sockets.push(classify(id, "server", s, &kernel));
     }
+
+    // The connections are short: hold them until the runtime classified them too, so that the
+    // exit report counts each with its mode.
+    settle(Duration::from_secs(5));
 
     let started = Instant::now();
     let mut handles = Vec::new();

@@ -308,7 +308,7 @@ check_bpf_module() {
     grep -q '^smc ' /proc/modules || fail "smc is gone although rmmod failed"
     sleep 4
     nothing_attached
-    out=$(rmmod smc 2>&1) || fail "rmmod smc failed after the tree ended (something else holds it?): $out"
+    smc_unload || fail "rmmod smc kept failing for 20 s after the tree ended (something else holds it?): $(first "$(cat /tmp/smc.rmmod)")"
     grep -q '^smc ' /proc/modules && fail "smc still loaded after rmmod"
     out=$(smcrun --bpf -- sechod client 127.0.0.1 $p 1000 2>&1)
     rc=$?
@@ -322,8 +322,6 @@ check_bpf_module() {
     rc=$?
     echo "--bpf=auto without smc: rc=$rc $out"
     [ $rc = 0 ] && printf '%s\n' "$out" | grep -q '^ok 65536 proto=6$' || fail "--bpf=auto without smc: rc=$rc $out"
-    insmod /vm/lib/modules/smc.ko || fail "insmod smc failed"
-    insmod /vm/lib/modules/smc_diag.ko || fail "insmod smc_diag failed"
-    ueid_restore
+    out=$(smc_reload) || fail "loading smc again: $out"
     ok
 }

@@ -258,27 +258,13 @@ check_ops_reload() {
     [ "$(mval /tmp/rl.m0 smc_up)" = 1 ] || fail "smc_up is not 1 before the unload"
     before=$(mval /tmp/rl.m0 'smc_connections_total{technology="smcr",role="client",version="v2"}')
     [ "$before" -gt 0 ] || fail "no SMC-R connections counted before the unload, after a demo"
-    i=0
-    while ! { rmmod smc_diag 2> /dev/null || ! grep -q '^smc_diag ' /proc/modules; } || ! rmmod smc 2> /tmp/rl.rmmod; do
-        i=$((i + 1))
-        [ $i -gt 100 ] && fail "rmmod smc kept failing for 20 s: $(first "$(cat /tmp/rl.rmmod)") ($(grep '^smc' /proc/modules | tr '\n' ' '))"
-        sleep 0.2
-    done
+    smc_unload || fail "rmmod smc kept failing for 20 s: $(first "$(cat /tmp/smc.rmmod)")"
     scrape /tmp/rl.m1 $port
     [ "$(mval /tmp/rl.m1 smc_up)" = 0 ] || fail "smc_up is $(mval /tmp/rl.m1 smc_up) with smc unloaded"
     grep -q '^smc_bytes_total' /tmp/rl.m1 && fail "SMC counters are still served with smc unloaded (stale)"
     [ "$(mval /tmp/rl.m1 smcrun_scrape_errors_total)" = 0 ] || fail "an unloaded module counted as a scrape error"
     kill -0 "$epid" 2> /dev/null || fail "the exporter died when smc was unloaded"
-    insmod /vm/lib/modules/smc.ko || fail "insmod smc.ko failed"
-    insmod /vm/lib/modules/smc_diag.ko || fail "insmod smc_diag.ko failed"
-    ueid_restore
-    # The new smc finds the RDMA device again (its port state is read asynchronously).
-    i=0
-    until smcrun device --json 2> /dev/null | jq -e --arg d "$RXE" '[.smcr_devices[] | select(.ib_dev == $d) | .ports[0].state] | index("ACTIVE") != null' > /dev/null; do
-        i=$((i + 1))
-        [ $i -gt 50 ] && fail "after the reload smc does not see $RXE active: $(smcrun device 2>&1 | tr '\n' ' ')"
-        sleep 0.2
-    done
+    out=$(smc_reload) || fail "loading smc again: $out"
     scrape /tmp/rl.m2 $port
     [ "$(mval /tmp/rl.m2 smc_up)" = 1 ] || fail "smc_up is $(mval /tmp/rl.m2 smc_up) after loading smc again"
     after=$(mval /tmp/rl.m2 'smc_connections_total{technology="smcr",role="client",version="v2"}')

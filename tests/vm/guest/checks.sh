@@ -46,6 +46,7 @@ run_check() {
     kill "$wpid" 2>/dev/null
     wait "$wpid" 2>/dev/null
     cleanup_procs
+    modules_back >> "/tmp/$name.log"
     echo "($name took $(($(date +%s) - t0))s)" >> "/tmp/$name.log"
     sed "s/^/@@LOG $name: /" "/tmp/$name.log" >&3
     if [ "$rc" = 0 ]; then
@@ -127,6 +128,44 @@ ueid_restore() {
     local o
     [ "$BREAK" = no-ueid ] && return 0
     o=$(smcrun ueid add SMCRUN-TEST 2>&1) || fail "smcrun ueid add SMCRUN-TEST (restoring it) failed: $(first "$o")"
+}
+# smc_unload: unloads smc_diag and smc, trying for up to 20 s: after their owners exit, closing SMC
+# sockets and released BPF links still hold the module for a moment. On failure (1) the last error
+# is in /tmp/smc.rmmod.
+smc_unload() {
+    local i=0
+    while ! { rmmod smc_diag 2> /dev/null || ! grep -q '^smc_diag ' /proc/modules; } || ! rmmod smc 2> /tmp/smc.rmmod; do
+        i=$((i + 1))
+        [ $i -gt 100 ] && { echo "($(grep '^smc' /proc/modules | tr '\n' ' '))" >> /tmp/smc.rmmod; return 1; }
+        sleep 0.2
+    done
+}
+# smc_reload: loads whichever of smc and smc_diag is missing, puts the set-up's UEID back and waits
+# until smc sees the soft-RoCE device active (it reads the port state asynchronously). Never exits:
+# on failure (1) it prints why, so that run_check can use it between checks as well.
+smc_reload() {
+    local m i=0
+    for m in smc smc_diag; do
+        grep -q "^$m " /proc/modules && continue
+        insmod "/vm/lib/modules/$m.ko" 2> /tmp/smc.insmod || { echo "insmod $m: $(first "$(cat /tmp/smc.insmod)")"; return 1; }
+    done
+    if [ "$BREAK" != no-ueid ] && ! smcrun ueid show 2> /dev/null | grep -q SMCRUN-TEST; then
+        smcrun ueid add SMCRUN-TEST > /tmp/smc.insmod 2>&1 || { echo "smcrun ueid add SMCRUN-TEST: $(first "$(cat /tmp/smc.insmod)")"; return 1; }
+    fi
+    [ -n "$RXE" ] || return 0
+    until smcrun device --json 2> /dev/null | jq -e --arg d "$RXE" '[.smcr_devices[] | select(.ib_dev == $d) | .ports[0].state] | index("ACTIVE") != null' > /dev/null; do
+        i=$((i + 1))
+        [ $i -gt 50 ] && { echo "smc does not see $RXE active: $(smcrun device 2>&1 | tr '\n' ' ')"; return 1; }
+        sleep 0.2
+    done
+}
+# modules_back: after a check, loads smc and smc_diag again if the check left them unloaded (a
+# check that unloads them and then fails must not fail every later check with it).
+modules_back() {
+    local out
+    [ -e /vm/lib/modules/smc.ko ] || return 0
+    grep -q '^smc ' /proc/modules && grep -q '^smc_diag ' /proc/modules && return 0
+    out=$(smc_reload) && echo "(smc or smc_diag was left unloaded: loaded again)" || echo "(loading smc again after the check failed: $out)"
 }
 # without_ueid CMD...: CMD in a subshell with the set-up's UEID removed, then the UEID put back; the
 # check fails (with CMD's reason) when CMD did.
