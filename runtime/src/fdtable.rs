@@ -1,26 +1,29 @@
 //! What the runtime knows about each of the program's fds: one atomic word per fd, written by the
-//! hooks (no lock, no allocation: a store, a swap or a compare-and-swap) and read by the sidecar.
+//! hooks (no lock, no allocation: a load and a compare-and-swap) and read by the sidecar.
 //!
 //! A word says whether the fd holds a TCP socket the shim handled, whether it was made as an SMC
 //! socket or stayed TCP (and why), and where its connection stands: open, listening, connecting,
 //! established and waiting to be classified, or counted. Whoever moves a connection to "counted"
 //! with a compare-and-swap counts it, so each connection is counted exactly once, however the hooks
-//! and the sidecar race.
+//! and the sidecar race. Each word also holds the fd's generation, bumped whenever a new socket
+//! takes the fd: a compare-and-swap made from what was read before the fd was closed and reused
+//! (the sidecar's look against a server's accept loop) fails, although the new connection's story
+//! may read the same.
 //!
 //! The table is process memory, so a forked child inherits it: a listener's story (SMC, or TCP and
 //! why) stays known to the pre-fork workers that accept on it. Each process has an epoch, bumped in
 //! a forked child: an entry of an older epoch belongs to an ancestor's connection, which the child
 //! does not count (the story of an inherited listener still holds).
 //!
-//! The table covers fds below [`LIMIT`] (Linux's default `fs.nr_open`); its 4 MiB are zero pages
+//! The table covers fds below [`LIMIT`] (Linux's default `fs.nr_open`); its 8 MiB are zero pages
 //! until an fd is used.
 
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Fds below this are tracked.
 pub const LIMIT: usize = 1 << 20;
 
-static TABLE: [AtomicU32; LIMIT] = [const { AtomicU32::new(0) }; LIMIT];
+static TABLE: [AtomicU64; LIMIT] = [const { AtomicU64::new(0) }; LIMIT];
 /// One more than the highest fd ever written, so the sidecar's scan stops there.
 static HIGH: AtomicUsize = AtomicUsize::new(0);
 /// This process's epoch (never 0, so that a used word is never 0).
@@ -79,6 +82,8 @@ pub struct Entry {
     pub server: bool,
     /// The epoch of the process that wrote it.
     pub epoch: u16,
+    /// Which socket on this fd it is: given by [`set`] (0 in an entry not stored yet).
+    pub generation: u32,
 }
 
 impl Entry {
@@ -89,6 +94,7 @@ impl Entry {
             phase,
             server,
             epoch: epoch(),
+            generation: 0,
         }
     }
 
@@ -102,7 +108,7 @@ impl Entry {
         Entry { phase, ..self }
     }
 
-    fn encode(self) -> u32 {
+    fn encode(self) -> u64 {
         let (kind, why) = match self.kind {
             Kind::Tcp(w) => (1u32, u32::from(w)),
             Kind::Smc => (2, 0),
@@ -114,10 +120,15 @@ impl Entry {
             Phase::Pending => 3,
             Phase::Done => 4,
         };
-        why | kind << 8 | phase << 10 | u32::from(self.server) << 13 | u32::from(self.epoch) << 16
+        let story = why
+            | kind << 8
+            | phase << 10
+            | u32::from(self.server) << 13
+            | u32::from(self.epoch) << 16;
+        u64::from(story) | u64::from(self.generation) << 32
     }
 
-    fn decode(w: u32) -> Option<Entry> {
+    fn decode(w: u64) -> Option<Entry> {
         let kind = match (w >> 8) & 3 {
             1 => Kind::Tcp((w & 0xff) as u8),
             2 => Kind::Smc,
@@ -135,11 +146,17 @@ impl Entry {
             phase,
             server: w & 1 << 13 != 0,
             epoch: (w >> 16) as u16,
+            generation: (w >> 32) as u32,
         })
     }
 }
 
-fn slot(fd: i32) -> Option<&'static AtomicU32> {
+/// A word with no entry, keeping the fd's generation.
+fn empty(w: u64) -> u64 {
+    w & !u64::from(u32::MAX)
+}
+
+fn slot(fd: i32) -> Option<&'static AtomicU64> {
     TABLE.get(usize::try_from(fd).ok()?)
 }
 
@@ -179,38 +196,54 @@ pub fn get(fd: i32) -> Option<Entry> {
     Entry::decode(slot(fd)?.load(Ordering::Acquire))
 }
 
-/// Records `entry` for `fd` and returns what was there before. False when `fd` is beyond the table.
-pub fn set(fd: i32, entry: Entry) -> (bool, Option<Entry>) {
+/// Records `entry` for a new socket on `fd`, in the fd's next generation: returns the entry as
+/// stored (None when `fd` is beyond the table) and what was there before.
+pub fn set(fd: i32, entry: Entry) -> (Option<Entry>, Option<Entry>) {
     let Some(s) = slot(fd) else {
-        return (false, None);
+        return (None, None);
     };
     HIGH.fetch_max(fd as usize + 1, Ordering::Relaxed);
-    (
-        true,
-        Entry::decode(s.swap(entry.encode(), Ordering::AcqRel)),
-    )
+    let mut old = s.load(Ordering::Acquire);
+    loop {
+        let new = Entry {
+            generation: ((old >> 32) as u32).wrapping_add(1),
+            ..entry
+        };
+        match s.compare_exchange_weak(old, new.encode(), Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return (Some(new), Entry::decode(old)),
+            Err(now) => old = now,
+        }
+    }
 }
 
 /// Forgets `fd` (closed, or reused for something that is not a TCP socket); returns what was there.
 pub fn clear(fd: i32) -> Option<Entry> {
     let s = slot(fd)?;
-    if s.load(Ordering::Relaxed) == 0 {
-        return None;
+    let mut old = s.load(Ordering::Acquire);
+    loop {
+        Entry::decode(old)?;
+        match s.compare_exchange_weak(old, empty(old), Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Entry::decode(old),
+            Err(now) => old = now,
+        }
     }
-    Entry::decode(s.swap(0, Ordering::AcqRel))
 }
 
-/// Replaces `from` by `to` (None: forget the fd) if `fd` still holds exactly `from`. The one who
-/// succeeds owns the transition (and counts what it means).
+/// Replaces `from` by `to` (None: forget the fd) if `fd` still holds exactly `from`, in the same
+/// generation (`to` keeps `from`'s). The one who succeeds owns the transition (and counts what it
+/// means).
 pub fn transition(fd: i32, from: Entry, to: Option<Entry>) -> bool {
     let Some(s) = slot(fd) else { return false };
-    s.compare_exchange(
-        from.encode(),
-        to.map_or(0, Entry::encode),
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    )
-    .is_ok()
+    let w = from.encode();
+    let to = to.map_or(empty(w), |t| {
+        Entry {
+            generation: from.generation,
+            ..t
+        }
+        .encode()
+    });
+    s.compare_exchange(w, to, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
 }
 
 /// Calls `f` for every fd with an entry of this process's epoch in one of `phases`.
@@ -219,7 +252,7 @@ pub fn scan(phases: &[Phase], mut f: impl FnMut(i32, Entry)) {
     let now = epoch();
     for (fd, s) in TABLE[..high].iter().enumerate() {
         let w = s.load(Ordering::Acquire);
-        if w == 0 {
+        if w as u32 == 0 {
             continue;
         }
         if let Some(e) = Entry::decode(w) {
@@ -266,6 +299,7 @@ mod tests {
                         phase,
                         server,
                         epoch: 0xbeef,
+                        generation: 0xdead_beef,
                     };
                     assert_ne!(e.encode(), 0);
                     assert_eq!(Entry::decode(e.encode()), Some(e));
@@ -273,6 +307,11 @@ mod tests {
             }
         }
         assert_eq!(Entry::decode(0), None);
+        assert_eq!(
+            Entry::decode(7 << 32),
+            None,
+            "an empty word keeps its generation only"
+        );
         assert_eq!(why_errno(97), 97);
         assert_eq!(why_errno(0), WHY_UNRECORDED);
         assert_eq!(why_errno(4000), WHY_UNRECORDED);
@@ -281,8 +320,9 @@ mod tests {
     #[test]
     fn set_transition_clear_and_scan() {
         let fd = 900_000;
-        let open = Entry::new(Kind::Smc, Phase::Open, false);
-        assert_eq!(set(fd, open), (true, None));
+        let (stored, before) = set(fd, Entry::new(Kind::Smc, Phase::Open, false));
+        let open = stored.unwrap();
+        assert_eq!(before, None);
         let pending = open.with(Phase::Pending);
         assert!(transition(fd, open, Some(pending)));
         assert!(!transition(fd, open, Some(pending)), "only one wins");
@@ -291,7 +331,28 @@ mod tests {
         assert!(seen.contains(&(fd, pending)));
         assert_eq!(clear(fd), Some(pending));
         assert_eq!(get(fd), None);
-        assert_eq!(set(LIMIT as i32, open), (false, None));
+        assert_eq!(clear(fd), None);
+        assert_eq!(set(LIMIT as i32, open), (None, None));
         assert_eq!(get(-1), None);
+    }
+
+    #[test]
+    fn a_new_socket_on_a_reused_fd_is_not_the_old_one() {
+        let fd = 900_001;
+        let (first, _) = set(fd, Entry::new(Kind::Smc, Phase::Open, true));
+        let first = first.unwrap().with(Phase::Pending);
+        assert!(transition(fd, first.with(Phase::Open), Some(first)));
+        // Closed and reused for a new connection whose story reads the same.
+        assert!(transition(fd, first, None));
+        let (second, _) = set(fd, Entry::new(Kind::Smc, Phase::Open, true));
+        let second = second.unwrap().with(Phase::Pending);
+        assert!(transition(fd, second.with(Phase::Open), Some(second)));
+        assert_ne!(first.generation, second.generation);
+        assert!(
+            !transition(fd, first, Some(first.with(Phase::Done))),
+            "a look at the first connection decides nothing for the second"
+        );
+        assert_eq!(get(fd), Some(second));
+        clear(fd);
     }
 }

@@ -229,14 +229,13 @@ pub fn accepted(listener: i32, fd: i32, remote: Option<SocketAddr>) {
         },
     };
     bump(&COUNTS.accepts);
-    let entry = Entry::new(kind, Phase::Open, true);
-    let (tracked, old) = fdtable::set(fd, entry);
+    let (stored, old) = fdtable::set(fd, Entry::new(kind, Phase::Open, true));
     retire(old);
     touch();
-    if !tracked {
+    let Some(entry) = stored else {
         untracked_connection(fd);
         return;
-    }
+    };
     let local = match kind {
         Kind::Tcp(_) => keep(|| sock::local_addr(fd)).ok().flatten(),
         Kind::Smc => None, // the sidecar reads it from smc_diag
