@@ -7,7 +7,8 @@
 //! connections to the [`sidecar`], the thread that classifies SMC connections with the kernel's
 //! smc_diag and writes the report; [`classify`] is the one classifier (also used by `smcrun
 //! demo`); [`rundir`] is where reports are written and read; [`exit`] the summaries printed when
-//! the program ends; [`log`] one-line messages that never allocate.
+//! the program ends; [`log`] one-line messages that never allocate; [`sigmask`] tells a hook in a
+//! signal handler from the program's normal code (the sidecar is never started from a handler).
 //!
 //! How a process is followed: a forked child starts its own counts and its own report file at
 //! fork time (while it still has its parent's rights), and keeps the knowledge of inherited
@@ -26,4 +27,5 @@ pub mod log;
 pub mod record;
 pub mod rundir;
 pub mod sidecar;
+pub mod sigmask;
 pub mod track;

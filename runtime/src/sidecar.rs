@@ -513,13 +513,6 @@ const TIMED: u32 = 2;
 /// Set by the exit handler: the final report is written, the sidecar writes no more.
 static EXITING: AtomicBool = AtomicBool::new(false);
 
-/// The program's signal mask at start-up (taken by the library constructor).
-struct Mask(std::cell::UnsafeCell<libc::sigset_t>);
-// SAFETY: written once by `init` in the constructor, before any hook reads it; read-only after.
-unsafe impl Sync for Mask {}
-// SAFETY: an all-zero sigset_t is the empty set.
-static NORMAL_MASK: Mask = Mask(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }));
-
 /// Called once by the library constructor, before the program runs, with the program's
 /// argv\[0\] (None when the C library passed no argv). No allocation, two system calls (the
 /// process id, the signal mask): every program started under the shim pays for this, sockets or not.
@@ -532,36 +525,7 @@ pub fn init(argv0: Option<&[u8]>) {
         unsafe { (&mut *PROGRAM.name.get())[..a.len()].copy_from_slice(a) };
         PROGRAM.len.store(a.len(), Ordering::Release);
     }
-    // SAFETY: the constructor is the only writer, before any reader; pthread_sigmask with a null
-    // new set only reads the calling thread's mask into ours.
-    unsafe {
-        libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), NORMAL_MASK.0.get());
-    }
-}
-
-/// Whether the calling thread may start a thread now: its signal mask blocks nothing that the
-/// program's start-up mask did not (a signal handler runs with its own signal blocked), or, in a
-/// Java VM, nothing more than SIGQUIT: HotSpot blocks SIGQUIT in every Java thread (one thread of
-/// its own takes the thread-dump requests), so no Java thread ever has the start-up mask and a
-/// JVM's sidecar would never start; its SIGQUIT handler only wakes that thread and makes no socket.
-fn normal_context() -> bool {
-    // SAFETY: reads the calling thread's mask into a local set; NORMAL_MASK is read-only now.
-    unsafe {
-        let mut cur: libc::sigset_t = std::mem::zeroed();
-        if libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut cur) != 0 {
-            return false;
-        }
-        let normal = &*NORMAL_MASK.0.get();
-        let extra = |s| libc::sigismember(&cur, s) == 1 && libc::sigismember(normal, s) != 1;
-        (1..=64).all(|s| !extra(s) || s == libc::SIGQUIT && started_as(b"java"))
-    }
-}
-
-/// Whether the program was started under this name (argv\[0\]'s base name); no allocation.
-fn started_as(name: &[u8]) -> bool {
-    let len = PROGRAM.len.load(Ordering::Acquire);
-    // SAFETY: published by `init` before `len` (see StartedAs).
-    len == name.len() && unsafe { &(&*PROGRAM.name.get())[..len] } == name
+    crate::sigmask::take_startup();
 }
 
 /// Starts the sidecar if it does not run yet and the calling context allows it.
@@ -576,7 +540,7 @@ pub fn maybe_start() {
         DEFERRED.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    if !smcrun_sys::errno::keep(|| normal_context() && crate::fdtable::owned()) {
+    if !smcrun_sys::errno::keep(|| crate::sigmask::normal() && crate::fdtable::owned()) {
         DEFERRED.fetch_add(1, Ordering::Relaxed);
         return;
     }

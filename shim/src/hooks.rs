@@ -302,6 +302,57 @@ pub extern "C" fn setresuid(ruid: libc::uid_t, euid: libc::uid_t, suid: libc::ui
     uid_change(SetUid::Resuid(ruid, euid, suid))
 }
 
+/// The signal-mask calls: the real call, then, when the program set a new mask, the runtime
+/// records it (one system call), so that a thread whose normal mask blocks signals (a daemon that
+/// leaves them to a signal thread) is not taken for a signal handler (`smcrun_runtime::sigmask`).
+fn sigmask(
+    call: real::MaskCall,
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
+    hook(
+        // SAFETY: the caller's arguments, passed on unchanged.
+        || unsafe { real::sigmask(call, how, set, old) },
+        |out| {
+            // SAFETY: as above.
+            let r = out.record(unsafe { real::sigmask(call, how, set, old) });
+            if r == 0 && !set.is_null() {
+                let e = errno();
+                smcrun_runtime::sigmask::program_set();
+                set_errno(e);
+            }
+            r
+        },
+    )
+}
+
+/// pthread_sigmask(3); see [`sigmask`].
+///
+/// # Safety
+/// Called by C code exactly as pthread_sigmask(3).
+#[no_mangle]
+pub unsafe extern "C" fn pthread_sigmask(
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
+    sigmask(real::MaskCall::Pthread, how, set, old)
+}
+
+/// sigprocmask(2); see [`sigmask`].
+///
+/// # Safety
+/// Called by C code exactly as sigprocmask(2).
+#[no_mangle]
+pub unsafe extern "C" fn sigprocmask(
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
+    sigmask(real::MaskCall::Proc, how, set, old)
+}
+
 /// Not a hook: lets a program that knows it runs under smcrun wait, for at most `limit_ms`
 /// milliseconds, until the runtime classified its open connections (see
 /// `smcrun_runtime::sidecar::settle`); returns how many still wait. `smcrun demo` calls it through

@@ -50,6 +50,8 @@ static SETUID: Symbol = Symbol::new(b"setuid\0");
 static SETEUID: Symbol = Symbol::new(b"seteuid\0");
 static SETREUID: Symbol = Symbol::new(b"setreuid\0");
 static SETRESUID: Symbol = Symbol::new(b"setresuid\0");
+static PTHREAD_SIGMASK: Symbol = Symbol::new(b"pthread_sigmask\0");
+static SIGPROCMASK: Symbol = Symbol::new(b"sigprocmask\0");
 
 /// Resolves every symbol now (called from the library constructor).
 pub fn resolve_all() {
@@ -66,6 +68,8 @@ pub fn resolve_all() {
         &SETEUID,
         &SETREUID,
         &SETRESUID,
+        &PTHREAD_SIGMASK,
+        &SIGPROCMASK,
     ] {
         s.get();
     }
@@ -229,6 +233,49 @@ pub fn close(fd: c_int) -> c_int {
             let f: unsafe extern "C" fn(c_int) -> c_int = std::mem::transmute(p);
             f(fd)
         }
+    }
+}
+
+/// The signal-mask calls the shim passes through (and then records what the program set).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum MaskCall {
+    /// pthread_sigmask(3): returns an error number.
+    Pthread,
+    /// sigprocmask(2): returns -1 and sets errno.
+    Proc,
+}
+
+/// The real pthread_sigmask or sigprocmask. There is no system call to fall back on: the C
+/// library's versions keep its own signals (thread cancellation, set*id) unblocked and the raw
+/// call would not, so if the symbol cannot be found the call fails with ENOSYS.
+///
+/// # Safety
+/// `set` and `old` as for sigprocmask(2); they are passed on unchanged.
+pub unsafe fn sigmask(
+    call: MaskCall,
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
+    let p = match call {
+        MaskCall::Pthread => &PTHREAD_SIGMASK,
+        MaskCall::Proc => &SIGPROCMASK,
+    }
+    .get();
+    if p.is_null() {
+        return match call {
+            MaskCall::Pthread => libc::ENOSYS,
+            MaskCall::Proc => {
+                smcrun_sys::Errno(libc::ENOSYS).set();
+                -1
+            }
+        };
+    }
+    // SAFETY: both symbols have this C signature; the caller vouches for the arguments.
+    unsafe {
+        let f: unsafe extern "C" fn(c_int, *const libc::sigset_t, *mut libc::sigset_t) -> c_int =
+            std::mem::transmute(p);
+        f(how, set, old)
     }
 }
 

@@ -589,9 +589,45 @@ fn a_run_directory_swapped_for_a_symlink_never_redirects_a_report() {
     let _ = std::fs::remove_dir_all(base);
 }
 
-/// A Java server (HotSpot blocks SIGQUIT in every Java thread, so no thread of the JVM ever has
-/// the start-up signal mask): its runtime still starts and `ps` shows its connections while it
-/// runs, not only after it exits.
+#[test]
+fn a_daemon_whose_threads_block_signals_is_counted_while_it_runs() {
+    // MariaDB's shape: the main thread blocks SIGHUP, SIGTERM and SIGALRM before anything else and
+    // a signal thread waits for them, so no thread ever has the start-up mask. Seen with mariadbd
+    // under smcrun: `smcrun ps` said 0 connections while it served (the sidecar never started).
+    let dir = xdg("sigthread");
+    let mut server = reaped(
+        in_xdg(smcrun(), &dir)
+            .arg(bin("shapes"))
+            .arg("signal-thread")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = server.id();
+    let (addr, _) = wait_for(&mut server, "listening");
+    hammer(&addr, 6, 2);
+    let list = ps_until(&dir, "the running daemon with its 6 connections", |l| {
+        l.iter()
+            .any(|e| e["pid"] == pid && e["state"] == "running" && total(e) == 6)
+    });
+    let e = list.iter().find(|e| e["pid"] == pid).unwrap();
+    assert_eq!(e["report"]["connections"]["pending"], 0, "{e}");
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGTERM) }, 0);
+    let out = server.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("terminated"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A Java server (HotSpot blocks SIGQUIT in every Java thread with pthread_sigmask, so no thread
+/// of the JVM ever has the start-up signal mask): its runtime still starts and `ps` shows its
+/// connections while it runs, not only after it exits.
 #[test]
 fn a_java_server_is_counted_while_it_runs() {
     let dir = xdg("java");
