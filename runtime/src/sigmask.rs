@@ -10,9 +10,14 @@
 //! created after it inherit). Daemons that block the signals their signal thread waits for
 //! (MariaDB's main thread blocks SIGHUP, SIGTERM, SIGALRM, ... before it creates any other) are
 //! then in their normal context. A mask changed behind glibc's back (a raw system call) is not
-//! recorded: that thread is then only ever refused, never wrongly allowed.
+//! recorded: that thread is then only ever refused, never wrongly allowed. Not told apart: a
+//! handler installed with SA_NODEFER and an empty sa_mask, a handler that sets the mask itself
+//! (its mask is then recorded as the thread's), and a handler whose mask happens to equal the
+//! main thread's recorded one; each matters only if the program's first TCP socket is made there.
 //!
-//! Masks are the 64 bits of signals 1 to 64, as the kernel reads them: no allocation, no lock.
+//! Masks are the 64 bits of signals 1 to 64, as the kernel reads them: no allocation, no lock. The
+//! thread-locals are const-initialised without destructors, in the static TLS block of a preloaded
+//! library: reaching them never allocates, in a signal handler or during thread exit.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
