@@ -85,7 +85,10 @@ http {
   access_log off;
   client_body_temp_path /tmp/ngx/t1; proxy_temp_path /tmp/ngx/t2; fastcgi_temp_path /tmp/ngx/t3;
   uwsgi_temp_path /tmp/ngx/t4; scgi_temp_path /tmp/ngx/t5;
-  server { listen 127.0.0.1:7004; listen [::1]:7004; root /tmp/ngx/www; }
+  server {
+    listen 127.0.0.1:7004; listen [::1]:7004; root /tmp/ngx/www;
+    location /slow/ { alias /tmp/ngx/www/; limit_rate 512k; }
+  }
 }
 EOF
     out=$(smcrun nginx -c /tmp/ngx/nginx.conf -e /tmp/ngx/error.log -p /tmp/ngx 2>&1) || fail "smcrun nginx: $(first "$out") $(lastl "$(cat /tmp/ngx/error.log 2> /dev/null)")"
@@ -107,8 +110,10 @@ EOF
     done
     stats_snap /tmp/mx.s5
     smc_only /tmp/mx.s4 /tmp/mx.s5 "nginx over 127.0.0.1" 4
-    # (at 256 KiB/s, so that the sidecar reads the fallback's reason before curl closes)
-    SMCRUN_REPORT=1 smcrun curl -sS -g --limit-rate 256k -o /tmp/ngx/got6 'http://[::1]:7004/f.bin' 2> /tmp/curl6.err || fail "curl over ::1: $(first "$(cat /tmp/curl6.err)")"
+    # (sent at 512 KiB/s by nginx, so that curl holds the connection for about 2 s and the sidecar
+    # reads the fallback's reason before it closes: curl's own --limit-rate let 1 MiB through in
+    # 10 ms at times)
+    SMCRUN_REPORT=1 smcrun curl -sS -g -o /tmp/ngx/got6 'http://[::1]:7004/slow/f.bin' 2> /tmp/curl6.err || fail "curl over ::1: $(first "$(cat /tmp/curl6.err)")"
     [ "$(sha256sum < /tmp/ngx/got6)" = "$want" ] || fail "nginx over ::1: different bytes"
     s=$(summary /tmp/curl6.err curl)
     echo "curl over ::1: $s"
