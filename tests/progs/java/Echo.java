@@ -1,8 +1,9 @@
 // `java Echo.java server PORT` / `java Echo.java client PORT CONNECTIONS BYTES [HOST,...]`: a Java
-// echo server and client on java.net sockets, which the JDK makes AF_INET6 (dual-stack) on a host with
-// IPv6: the server listens on the wildcard address, the client connects to 127.0.0.1 (as
-// ::ffff:127.0.0.1) and to ::1 (or to the HOSTs given), CONNECTIONS at once each way, each sending BYTES of a known pattern and checking the
-// echo. Run from source (the JDK's source launcher), so the tests need only a JRE.
+// echo server and client on java.net sockets, which the JDK makes AF_INET6 (dual-stack) on a host
+// with IPv6: the server listens on the wildcard address, the client connects to 127.0.0.1 (as
+// ::ffff:127.0.0.1) and to ::1 (or to the HOSTs given), CONNECTIONS at once each way, each sending
+// BYTES of a known pattern and checking the echo. The host tests run it from source (the JDK's
+// source launcher); the VM's java check compiles it with javac.
 import java.io.*;
 import java.net.*;
 import java.util.*;

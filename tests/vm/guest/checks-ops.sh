@@ -245,7 +245,7 @@ check_ops_scale() {
     ok
 }
 
-# 13. ops-reload (last: it unloads smc): a running exporter sees smc unloaded (smc_up 0, no SMC
+# 13. ops-reload (it unloads smc; run_check loads it again if a failure leaves it out): a running exporter sees smc unloaded (smc_up 0, no SMC
 #     series, no error, still serving) and loaded again (smc_up 1, counters from zero: nothing
 #     stale), then SMC-R works again (the UEID restored).
 check_ops_reload() {
