@@ -263,14 +263,24 @@ impl State {
         }
         look.cost = start.elapsed();
         // The details queued by hooks, and by the connections settled just now.
+        self.take_queued();
+        look
+    }
+
+    /// Takes the details the hooks queued into the recent list and the endpoint totals.
+    fn take_queued(&mut self) {
         while let Some(r) = record::pop() {
             self.note(r);
         }
-        look
     }
 
     /// The report, from the exact counts and what the sidecar kept.
     pub fn report(&mut self) -> ProcessReport {
+        // The details queued since the last look first, then the counts: a hook counts a
+        // connection before it queues its details, so the report's list then lacks at most the
+        // connections a hook is counting at this very moment (they are in the next write), not
+        // every connection made since the last look (seen: `why` listing 2 of 4 connections).
+        self.take_queued();
         let c = &COUNTS;
         let tcp = load(&c.fallback) + load(&c.fallback_unseen) + c.tcp_from_start_total();
         let (smc_r, smc_d, smc_unknown) = (load(&c.smc_r), load(&c.smc_d), load(&c.smc_unknown));

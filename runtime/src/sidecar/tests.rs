@@ -195,6 +195,22 @@ fn a_socket_gone_or_a_kernel_without_smc_diag_is_unclassified_never_guessed() {
 }
 
 #[test]
+fn a_report_lists_the_connections_it_counts_even_between_looks() {
+    // Seen in CI: `why` listed 2 of the 4 connections its report counted. Two connections came
+    // after the sidecar's look and before its write: counted, their details still queued.
+    let _g = fresh();
+    let mut st = State::default();
+    st.look(&Fake::default(), false);
+    for fd in [800_040, 800_041] {
+        let e = fdtable::set(fd, Entry::new(Kind::Tcp(97), Phase::Open, true)).0;
+        track::established(fd, e.expect("a tracked fd"), None, None);
+    }
+    let r = st.report();
+    assert_eq!(r.connections.total, 2);
+    assert_eq!(r.recent.len(), 2, "every counted connection is listed");
+}
+
+#[test]
 fn nonblocking_connects_count_once_connected_and_failures_are_not_connections() {
     let _g = fresh();
     let mut k = Fake::default();
