@@ -63,6 +63,8 @@ fn demo_moves_data_intact_and_says_why_each_socket_ran_as_it_did() {
 
 #[test]
 fn python_sees_af_inet() {
+    need("python3");
+
     let mut c = smcrun();
     c.args([
         "python3",
@@ -87,6 +89,9 @@ fn wait_for_port(port: u16, within: Duration) -> bool {
 
 #[test]
 fn redis_server_and_benchmark_both_under_smcrun() {
+    need("redis-server");
+    need("redis-benchmark");
+
     let port = free_port().to_string();
     let mut server = smcrun()
         .args([

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 /// `unshare` into fresh namespaces running `script` (sh), with lo up first, as containers have.
 fn container(script: &str) -> Command {
+    need("unshare");
     let mut c = Command::new("unshare");
     c.args([
         "--pid",
@@ -142,7 +143,10 @@ fn a_program_without_a_sigterm_handler_needs_tini_in_front() {
     let tini = ["/usr/bin/tini", "/sbin/tini", "/usr/local/bin/tini"]
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
-        .expect("tini is needed for this test (tests/deps installs it)");
+        .unwrap_or_else(|| {
+            need("tini");
+            "tini"
+        });
     let mut c = container(&format!(
         "exec {tini} -- \"$SMCRUN\" -- \"$SOCKCHECK\" wait"
     ));

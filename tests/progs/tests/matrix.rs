@@ -26,6 +26,7 @@ impl Drop for Bg {
 /// One side of a case: the program, plain or under smcrun (with the exit summary on), with its
 /// reports in `xdg`.
 fn side(under: bool, xdg: &Path, program: &str) -> Command {
+    common::need(program);
     let mut c = if under {
         let mut c = smcrun();
         c.env("SMCRUN_REPORT", "1").arg(program);

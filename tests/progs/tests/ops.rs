@@ -28,13 +28,7 @@ fn fixtures(phase: &str) -> PathBuf {
 }
 
 fn tool(name: &str) -> Command {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{name} is missing: tests/deps installs it (apt-get install prometheus systemd)"
-    );
+    common::need(name);
     Command::new(name)
 }
 

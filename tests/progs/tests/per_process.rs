@@ -203,6 +203,9 @@ fn a_server_that_drops_root_stays_in_roots_list_with_its_own_numbers() {
 /// fork): every process is in root's `smcrun ps`, and the workers' connections add up.
 #[test]
 fn nginx_with_workers_and_daemon_on_is_listed_whole() {
+    need("nginx");
+    need("curl");
+
     if !is_root() {
         eprintln!("skipped: needs root (CI runs as root)");
         return;
@@ -291,6 +294,8 @@ fn nginx_with_workers_and_daemon_on_is_listed_whole() {
 
 #[test]
 fn memcached_dropping_to_nobody_is_in_roots_list() {
+    need("memcached");
+
     if !is_root() {
         eprintln!("skipped: needs root (CI runs as root)");
         return;
@@ -387,6 +392,8 @@ fn twenty_thousand_short_connections_are_counted_exactly_on_both_sides() {
 
 #[test]
 fn a_refused_nonblocking_connect_is_not_a_connection() {
+    need("curl");
+
     let dir = xdg("refused");
     let mut c = in_xdg(smcrun(), &dir);
     c.args(["--report", "curl", "-s", "http://127.0.0.1:1/"]);
@@ -405,6 +412,9 @@ fn a_refused_nonblocking_connect_is_not_a_connection() {
 
 #[test]
 fn dd_prints_one_summary_per_process_that_touched_tcp_with_its_own_numbers() {
+    need("curl");
+    need("python3");
+
     let dir = xdg("dd");
     let mut c = in_xdg(smcrun(), &dir);
     c.args(["-dd", "bash", "-c", "(true); echo $(echo hi)"]);
@@ -449,6 +459,9 @@ fn dd_prints_one_summary_per_process_that_touched_tcp_with_its_own_numbers() {
 
 #[test]
 fn the_report_line_comes_after_the_programs_own_output() {
+    need("ab");
+    need("python3");
+
     let dir = xdg("order");
     let port = free_port();
     let mut server = reaped(
@@ -530,6 +543,8 @@ fn the_first_tcp_socket_made_in_a_signal_handler_never_corrupts_the_heap() {
 /// ever written anywhere but in root's own run directory.
 #[test]
 fn a_run_directory_swapped_for_a_symlink_never_redirects_a_report() {
+    need("setpriv");
+
     if !is_root() {
         eprintln!("skipped: needs root (CI runs as root)");
         return;
@@ -630,6 +645,8 @@ fn a_daemon_whose_threads_block_signals_is_counted_while_it_runs() {
 /// connections while it runs, not only after it exits.
 #[test]
 fn a_java_server_is_counted_while_it_runs() {
+    need("java");
+
     let dir = xdg("java");
     let port = free_port();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("java/Echo.java");

@@ -15,6 +15,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// `PROGRAM ARGS` as uid (and gid) `uid`, with the test's variables cleaned.
 fn as_user(uid: u32, program: &Path) -> Command {
+    need("setpriv");
     let mut c = Command::new("setpriv");
     c.args([
         "--reuid",

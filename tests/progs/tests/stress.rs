@@ -297,6 +297,7 @@ fn on_tmpfs(under: bool, options: &str, prepare: &str) -> (String, String, i32) 
     let script = format!(
         "mount -t tmpfs -o {options} tmpfs \"$D\" || exit 99; {prepare}; XDG_RUNTIME_DIR=$D exec {prog} conns 3"
     );
+    need("unshare");
     let mut c = Command::new("unshare");
     c.args(["--mount", "--propagation", "private", "sh", "-c", &script])
         .env("D", &d)
@@ -347,6 +348,7 @@ fn a_run_directory_the_user_cannot_write_costs_the_report_not_the_program() {
     std::os::unix::fs::chown(&d, Some(54321), Some(54321)).unwrap();
     std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o500)).unwrap();
     let run = |under: bool| {
+        need("setpriv");
         let mut c = Command::new("setpriv");
         c.args(["--reuid", "54321", "--regid", "54321", "--clear-groups"]);
         if under {

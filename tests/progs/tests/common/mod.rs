@@ -242,3 +242,50 @@ impl Drop for Reaped {
         }
     }
 }
+
+/// Fails the test at once, naming the Debian package to install, when `program` (a command on
+/// PATH, or an absolute path) is not on this machine: a missing program is a missing install step
+/// (tests/packages is the one list, and tests/deps installs it), never a "command not found" from
+/// deep inside a test.
+pub fn need(program: &str) {
+    let found = if program.starts_with('/') {
+        std::path::Path::new(program).exists()
+    } else {
+        std::env::var_os("PATH").is_some_and(|p| {
+            std::env::split_paths(&p).any(|d| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::metadata(d.join(program))
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+        })
+    };
+    if found {
+        return;
+    }
+    let list = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../packages");
+    let text = std::fs::read_to_string(&list).unwrap_or_else(|e| {
+        panic!(
+            "{program} is missing, and {} cannot be read: {e}",
+            list.display()
+        )
+    });
+    match package_of(&text, program) {
+        Some(pkg) => panic!(
+            "{program} is missing: install the Debian package {pkg} (apt-get install -y {pkg}; \
+             `bash tests/deps` installs everything the tests need)"
+        ),
+        None => panic!(
+            "{program} is missing, and tests/packages does not list it: add its Debian package \
+             there (the one list of what the tests need)"
+        ),
+    }
+}
+
+/// The package of tests/packages' `text` whose checks name `program`.
+pub fn package_of<'a>(text: &'a str, program: &str) -> Option<&'a str> {
+    text.lines().find_map(|l| {
+        let mut words = l.split('#').next().unwrap_or("").split_whitespace();
+        let pkg = words.next()?;
+        words.any(|w| w == program).then_some(pkg)
+    })
+}
