@@ -327,6 +327,12 @@ pub fn before_uid_change() {
     rundir::register(fdtable::epoch());
 }
 
+/// A call of the program's that makes a descriptor failed with EMFILE: the runtime gives up its
+/// own descriptors, if it holds any (true: the call is worth making again). errno is kept.
+pub fn out_of_fds() -> bool {
+    keep(rundir::give_up_fds)
+}
+
 /// In a forked child, right after fork (pthread_atfork's child handler): a new epoch, zero counts,
 /// no sidecar yet (threads do not survive fork), and a report file of its own.
 pub fn after_fork_in_child() {

@@ -22,8 +22,27 @@ use smcrun_sys::sock;
 pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
     hook(
         || real::socket(domain, ty, protocol),
-        |out| convert::socket(domain, ty, protocol, out),
+        |out| {
+            let entry = errno();
+            let fd = convert::socket(domain, ty, protocol, out);
+            again_with_our_fds(fd, entry, || convert::socket(domain, ty, protocol, out))
+        },
     )
+}
+
+/// When a call that makes a descriptor failed with EMFILE while the runtime holds descriptors of
+/// its own (the run directory, the report), those are given to the program (see
+/// `smcrun_runtime::rundir::give_up_fds`) and the call is made once more, with the caller's errno
+/// on entry: the program gets every descriptor its limit allows. Otherwise `ret` as it is.
+fn again_with_our_fds(ret: c_int, entry: i32, call: impl FnOnce() -> c_int) -> c_int {
+    if ret >= 0 || errno() != libc::EMFILE {
+        return ret;
+    }
+    if !track::out_of_fds() {
+        return ret;
+    }
+    set_errno(entry);
+    call()
 }
 
 /// Passes bind(2) through (a server's policy decision waits for listen(), when the program is
@@ -139,7 +158,12 @@ pub unsafe extern "C" fn accept(
         || unsafe { real::accept(fd, addr, len) },
         |out| {
             // SAFETY: the caller's arguments, passed on unchanged.
+            let entry = errno();
             let ret = out.record(unsafe { real::accept(fd, addr, len) });
+            // SAFETY: as above.
+            let ret = again_with_our_fds(ret, entry, || {
+                out.record(unsafe { real::accept(fd, addr, len) })
+            });
             accepted(fd, ret);
             ret
         },
@@ -162,7 +186,12 @@ pub unsafe extern "C" fn accept4(
         || unsafe { real::accept4_real(fd, addr, len, flags) },
         |out| {
             // SAFETY: the caller's arguments, passed on unchanged.
+            let entry = errno();
             let ret = out.record(unsafe { real::accept4_real(fd, addr, len, flags) });
+            let ret = again_with_our_fds(ret, entry, || {
+                // SAFETY: as above.
+                out.record(unsafe { real::accept4_real(fd, addr, len, flags) })
+            });
             accepted(fd, ret);
             ret
         },

@@ -346,6 +346,77 @@ fn a_worker_exec_d_with_a_listener_made_under_smcrun_gets_the_kernels_reason() {
     let _ = std::fs::remove_dir_all(xdg);
 }
 
+/// `shapes fd-limit` plain or under smcrun with RLIMIT_NOFILE set to `limit` (soft and hard, as
+/// `ulimit -n` does): stdout and stderr.
+fn under_fd_limit(under: bool, xdg: &Path, limit: u64) -> (String, String) {
+    use std::os::unix::process::CommandExt;
+    let mut c = if under {
+        let mut c = smcrun();
+        c.env("SMCRUN_REPORT", "1").arg(bin("shapes"));
+        c
+    } else {
+        Command::new(bin("shapes"))
+    };
+    c.env("XDG_RUNTIME_DIR", xdg).arg("fd-limit");
+    let lim = libc::rlimit {
+        rlim_cur: limit,
+        rlim_max: limit,
+    };
+    // SAFETY: setrlimit is async-signal-safe; it only lowers this child's limit.
+    unsafe {
+        c.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let (out, err, o) = run_within(c, LIMIT);
+    assert!(o.status.success(), "{out}\n{err}");
+    (out, err)
+}
+
+#[test]
+fn under_a_low_fd_limit_the_runtime_takes_no_descriptor_and_says_why() {
+    let xdg = private_xdg("fd-limit-16");
+    let (plain, _) = under_fd_limit(false, &xdg, 16);
+    assert!(
+        plain.ends_with(&format!(" errno={}\n", libc::EMFILE)),
+        "{plain}"
+    );
+    // It used to keep its run directory and report below the limit (12 sockets plain, 10 under
+    // smcrun), then warn that the program had closed or replaced the report's descriptor.
+    let (out, err) = under_fd_limit(true, &xdg, 16);
+    assert_eq!(out, plain, "{err}");
+    assert!(!err.contains("closed or replaced"), "{err}");
+    assert!(
+        err.contains("no per-process report")
+            && err.contains("the fd limit (16) leaves no descriptor"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+#[test]
+fn a_program_that_reaches_its_fd_limit_gets_the_runtimes_descriptors() {
+    let xdg = private_xdg("fd-limit-256");
+    let (plain, _) = under_fd_limit(false, &xdg, 256);
+    assert!(
+        plain.ends_with(&format!(" errno={}\n", libc::EMFILE)),
+        "{plain}"
+    );
+    let (out, err) = under_fd_limit(true, &xdg, 256);
+    assert_eq!(out, plain, "{err}");
+    assert!(
+        err.contains(
+            "the program reached its fd limit (256): the runtime closed the report's descriptors"
+        ),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
 #[test]
 fn a_connect_the_kernel_refuses_for_its_address_is_not_read_by_the_shim() {
     let xdg = private_xdg("connect-fault");

@@ -764,6 +764,28 @@ fn exec_listener(args: &[String]) {
     std::process::exit(1);
 }
 
+/// `fd-limit`: TCP sockets made until the fd limit refuses one (at most 100,000); prints how many
+/// and the errno that stopped them.
+fn fd_limit() {
+    let mut fds = Vec::with_capacity(1024);
+    let e = loop {
+        // SAFETY: a plain socket call; every fd is closed below.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            break errno();
+        }
+        fds.push(fd);
+        if fds.len() == 100_000 {
+            break 0;
+        }
+    };
+    say(format!("sockets={} errno={e}", fds.len()));
+    for fd in fds {
+        // SAFETY: closing our own fds.
+        unsafe { libc::close(fd) };
+    }
+}
+
 /// `spawn-storm N THREADS`: while THREADS threads loop on socket/connect/close to a port that
 /// refuses, the main thread starts `true` N times with posix_spawn and N times with vfork + exec.
 /// Prints how many children exited 0 and what the socket threads saw.
@@ -1017,11 +1039,12 @@ fn main() {
         "fork-many" => fork_many(rest),
         "exec-chain" => exec_chain(rest),
         "exec-listener" => exec_listener(rest),
+        "fd-limit" => fd_limit(),
         "spawn-storm" => spawn_storm(rest),
         "exit-race" => exit_race(rest),
         "epoll-clients" => epoll_clients(rest),
         _ => {
-            eprintln!("usage: shapes serve-n PORT N | hammer ADDR TOTAL THREADS | prefork PORT CHILDREN PER | drop-root PORT UID N | accept-short | accept-null null|guard | connect-fault | signal-storm MS [sockets] | churn THREADS CYCLES | masked-burst N | signal-thread | fork-many N PARALLEL | exec-chain N | exec-listener | spawn-storm N THREADS | exit-race THREADS MS | epoll-clients ADDR N BYTES");
+            eprintln!("usage: shapes serve-n PORT N | hammer ADDR TOTAL THREADS | prefork PORT CHILDREN PER | drop-root PORT UID N | accept-short | accept-null null|guard | connect-fault | signal-storm MS [sockets] | churn THREADS CYCLES | masked-burst N | signal-thread | fork-many N PARALLEL | exec-chain N | exec-listener | fd-limit | spawn-storm N THREADS | exit-race THREADS MS | epoll-clients ADDR N BYTES");
             std::process::exit(2);
         }
     }
