@@ -136,7 +136,7 @@ pub fn reason(o: Outcome) -> Option<ReasonCount> {
         Outcome::Tcp(WHY_NOT_OURS) => (
             None,
             None,
-            "accepted from a listening socket not created under smcrun (inherited, or socket activation)"
+            "accepted from a TCP listening socket this process did not make (inherited across exec, or socket activation) on a kernel that makes SMC sockets; why the listener is TCP is not known here"
                 .to_string(),
         ),
         Outcome::Tcp(WHY_UNRECORDED) => (

@@ -13,8 +13,10 @@
 //! while it still has its parent's rights. It then keeps writing through that descriptor (the
 //! report is rewritten in place), so a server that starts as root and runs as nobody, or a
 //! daemon's grandchild, still reports into the directory of the user who started it. Both
-//! descriptors sit at fd 100 or above, out of the program's way, and each is checked (device and
-//! inode) before use, so a program that closed or reused the number is never written to.
+//! descriptors sit at fd 100 or above, out of the program's way (never below: with a lower fd limit
+//! the process has no report; and they are given up when the program runs out of descriptors, see
+//! [`give_up_fds`]), and each is checked (device and inode) before use, so a program that closed
+//! or reused the number is never written to.
 //!
 //! The writer side runs inside other people's programs, in hooks and forked children: it makes
 //! raw system calls only (rustix) and never allocates.
@@ -46,6 +48,12 @@ pub enum Refusal {
     Mode(u32),
     /// A report path that is not a regular file of ours with one link.
     NotOurFile,
+    /// The fd limit (soft `RLIMIT_NOFILE`) leaves no number at or above [`HIGH_FD`]: the runtime
+    /// keeps no descriptor, since any it kept would be one the program could have had.
+    FdLimit(u32),
+    /// The program reached its fd limit (this one) while the runtime held descriptors: they were
+    /// closed so that the program could have them, and the report stopped there.
+    GaveUp(u32),
 }
 
 impl std::fmt::Display for Refusal {
@@ -64,6 +72,14 @@ impl std::fmt::Display for Refusal {
             Refusal::NotOurFile => {
                 f.write_str("the report path is not a regular file of ours; refusing to write it")
             }
+            Refusal::FdLimit(n) => write!(
+                f,
+                "the fd limit ({n}) leaves no descriptor at or above {HIGH_FD} for the report, and one below would be taken from the program; running without a report"
+            ),
+            Refusal::GaveUp(n) => write!(
+                f,
+                "the program reached its fd limit ({n}): the runtime closed the report's descriptors so that the program could have them; the report stops there"
+            ),
         }
     }
 }
@@ -125,6 +141,8 @@ impl Refusal {
             Refusal::Owner(uid) => (4, 0, u64::from(uid)),
             Refusal::Mode(m) => (5, 0, u64::from(m)),
             Refusal::NotOurFile => (6, 0, 0),
+            Refusal::FdLimit(n) => (7, 0, u64::from(n)),
+            Refusal::GaveUp(n) => (8, 0, u64::from(n)),
         };
         tag << 56 | a << 32 | b
     }
@@ -138,6 +156,8 @@ impl Refusal {
             4 => Refusal::Owner(b),
             5 => Refusal::Mode(b),
             6 => Refusal::NotOurFile,
+            7 => Refusal::FdLimit(b),
+            8 => Refusal::GaveUp(b),
             _ => return None,
         })
     }
@@ -242,17 +262,24 @@ pub fn report_name(pid: u32) -> PathBuf0 {
     p
 }
 
-/// Moves `fd` to a number at or above [`HIGH_FD`] (close-on-exec), closing the original.
+/// Moves `fd` to a number at or above [`HIGH_FD`] (close-on-exec), closing the original. Never
+/// keeps it below: with an fd limit at or under [`HIGH_FD`] (EINVAL) the runtime does without
+/// (a low number would be one the program could have had: `ulimit -n 16` left it 10 sockets of 12).
 fn high(fd: OwnedFd) -> Result<OwnedFd, Refusal> {
     if fd.as_raw_fd() >= HIGH_FD {
         return Ok(fd);
     }
     match rustix::io::fcntl_dupfd_cloexec(&fd, HIGH_FD) {
         Ok(h) => Ok(h),
-        // EINVAL: the fd limit is below HIGH_FD; keep the number we have.
-        Err(Errno::INVAL) => Ok(fd),
+        Err(Errno::INVAL) => Err(Refusal::FdLimit(fd_limit())),
         Err(e) => Err(Refusal::Io(Stage::MoveFd, e.raw_os_error())),
     }
+}
+
+/// The soft fd limit (`RLIMIT_NOFILE`), for messages.
+fn fd_limit() -> u32 {
+    let l = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    l.map_or(u32::MAX, |n| u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 fn euid() -> u32 {
@@ -373,16 +400,32 @@ impl Held {
         }
     }
 
-    /// A private duplicate of ours, if the number still holds the file we opened.
-    fn dup_checked(&self) -> Option<OwnedFd> {
-        let fd = self.get()?;
+    /// A private duplicate of ours, if the number still holds the file we opened; else what
+    /// happened, in words.
+    fn dup_checked(&self) -> Result<OwnedFd, String> {
+        let fd = self
+            .get()
+            .ok_or("the runtime has no report descriptor any more")?;
         // SAFETY: borrowed only to duplicate it; a stale number fails or fails the check below.
         let b = unsafe { BorrowedFd::borrow_raw(fd) };
-        let d = rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD).ok()?;
-        let st = fs::fstat(&d).ok()?;
-        (st.st_dev == self.dev.load(Ordering::Relaxed)
-            && st.st_ino == self.ino.load(Ordering::Relaxed))
-        .then_some(d)
+        let d = rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD).map_err(|e| match e {
+            Errno::BADF => format!("the report's descriptor (fd {fd}) was closed by the program"),
+            Errno::MFILE | Errno::INVAL => format!(
+                "no descriptor free at or above {HIGH_FD} within the fd limit ({}) to write the report through",
+                fd_limit()
+            ),
+            e => format!("cannot duplicate the report's descriptor (fd {fd}): {e}"),
+        })?;
+        let st = fs::fstat(&d).map_err(|e| format!("cannot stat the report: {e}"))?;
+        if st.st_dev == self.dev.load(Ordering::Relaxed)
+            && st.st_ino == self.ino.load(Ordering::Relaxed)
+        {
+            Ok(d)
+        } else {
+            Err(format!(
+                "fd {fd} no longer holds the report file (the program put another file there)"
+            ))
+        }
     }
 
     /// The program is closing `fd`: if it is ours, keep our file on another number first.
@@ -517,9 +560,7 @@ pub fn register_child(epoch: u16) {
 
 /// Rewrites this process's report with `bytes` (the sidecar, at most once a second).
 pub fn write_report(bytes: &[u8]) -> Result<(), String> {
-    let fd = REPORT.dup_checked().ok_or_else(|| {
-        "the report file's descriptor was closed or replaced by the program".to_string()
-    })?;
+    let fd = REPORT.dup_checked()?;
     let mut done = 0;
     while done < bytes.len() {
         match rustix::io::pwrite(&fd, &bytes[done..], done as u64) {
@@ -554,6 +595,20 @@ pub fn describe_dir() -> String {
     own_dir_path()
         .map(|p| String::from_utf8_lossy(p.as_bytes()).into_owned())
         .unwrap_or_else(|e| e.to_string())
+}
+
+/// The program ran out of descriptors (a call failed with EMFILE): if the runtime holds any, they
+/// are closed (the process reports no more, and says so once) and true is returned, so that the
+/// call can be made again with the numbers freed. No allocation; raw system calls.
+pub fn give_up_fds() -> bool {
+    // Not from a vfork child: the numbers it sees are its parent's memory, the fds its own copies.
+    if DIR.get().is_none() && REPORT.get().is_none() || !crate::fdtable::owned() {
+        return false;
+    }
+    DIR.drop_fd();
+    REPORT.drop_fd();
+    refuse(Refusal::GaveUp(fd_limit()));
+    true
 }
 
 /// The close hook's part: the program is closing `fd`; if it is one of ours, ours moves first.
@@ -698,6 +753,8 @@ mod tests {
             Refusal::Owner(1001),
             Refusal::Mode(0o755),
             Refusal::NotOurFile,
+            Refusal::FdLimit(16),
+            Refusal::GaveUp(1024),
         ] {
             assert_eq!(Refusal::unpack(r.pack()), Some(r));
         }

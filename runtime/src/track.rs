@@ -215,16 +215,20 @@ pub fn so_error_read(fd: i32, err: i32) {
     }
 }
 
-/// `accept()` returned connection `fd` from `listener`, from `remote` (read by the caller from the
-/// caller's buffer, within the length it gave).
-pub fn accepted(listener: i32, fd: i32, remote: Option<SocketAddr>) {
+/// `accept()` returned connection `fd` from `listener`. `refusal` tells, when asked, the errno
+/// with which this kernel refuses SMC sockets for good (None: it makes them, or it is not known).
+///
+/// The peer's address is read from the new socket into a buffer of the runtime's own (the
+/// program's buffer, if it gave one, is not read: see the shim's accept hook), so a server that
+/// accepts with no address buffer (libuv's `accept4(fd, NULL, NULL, ...)`) has its remotes too.
+pub fn accepted(listener: i32, fd: i32, refusal: impl FnOnce() -> Option<i32>) {
     let kind = match fdtable::get(listener) {
         Some(l) => l.kind,
         // A listener the shim never saw made (inherited across exec, socket activation): the new
         // socket itself says whether it is SMC.
-        None => match keep(|| sock::kind(fd)) {
-            Ok(k) if k.is_smc() => Kind::Smc,
-            Ok(SocketKind::Ip) => Kind::Tcp(WHY_NOT_OURS),
+        None => match keep(|| sock::identity(fd)).map(|(d, p)| (SocketKind::of(d, p), p)) {
+            Ok((k, _)) if k.is_smc() => Kind::Smc,
+            Ok((SocketKind::Ip, p)) => Kind::Tcp(inherited_tcp(p, refusal)),
             _ => return, // a UNIX listener, or gone
         },
     };
@@ -236,11 +240,26 @@ pub fn accepted(listener: i32, fd: i32, remote: Option<SocketAddr>) {
         untracked_connection(fd);
         return;
     };
-    let local = match kind {
-        Kind::Tcp(_) => keep(|| sock::local_addr(fd)).ok().flatten(),
-        Kind::Smc => None, // the sidecar reads it from smc_diag
+    let (remote, local) = match kind {
+        Kind::Tcp(_) => (
+            keep(|| sock::peer_addr(fd)).ok().flatten(),
+            keep(|| sock::local_addr(fd)).ok().flatten(),
+        ),
+        Kind::Smc => (None, None), // the sidecar reads them when it classifies the connection
     };
     established(fd, entry, remote, local);
+}
+
+/// Why a TCP connection accepted from a listener the shim never saw is TCP, with what can be
+/// known without the listener's story: a TCP socket (protocol `protocol`) on a kernel that refuses
+/// SMC sockets for good could not have been SMC whoever made the listener, so that refusal is the
+/// reason; otherwise (an SMC-capable kernel, MPTCP, a refusal that passes) only that the listener
+/// was not made under smcrun.
+fn inherited_tcp(protocol: i32, refusal: impl FnOnce() -> Option<i32>) -> fdtable::Why {
+    if protocol != libc::IPPROTO_TCP {
+        return WHY_NOT_OURS;
+    }
+    refusal().map_or(WHY_NOT_OURS, fdtable::why_errno)
 }
 
 /// The program is about to close `fd`.
@@ -306,6 +325,12 @@ fn close_settled(fd: i32) {
 /// it can still be made in the run directory of the user who started it.
 pub fn before_uid_change() {
     rundir::register(fdtable::epoch());
+}
+
+/// A call of the program's that makes a descriptor failed with EMFILE: the runtime gives up its
+/// own descriptors, if it holds any (true: the call is worth making again). errno is kept.
+pub fn out_of_fds() -> bool {
+    keep(rundir::give_up_fds)
 }
 
 /// In a forked child, right after fork (pthread_atfork's child handler): a new epoch, zero counts,

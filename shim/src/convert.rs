@@ -106,6 +106,30 @@ fn smc_socket(mode: Mode, domain: c_int, ty: c_int) -> Result<(c_int, SmcKind), 
     Err(last)
 }
 
+/// The errno with which this kernel refuses SMC sockets for good (EAFNOSUPPORT: no AF_SMC), or
+/// None when it makes them or the answer is not lasting. What this process learnt already, else
+/// learnt now with one SMC socket made and closed at once (an exec'd worker that only accepts on
+/// an inherited listener never made a socket of its own). Raw system calls and atomics only.
+pub fn lasting_refusal() -> Option<i32> {
+    if matches!(LEARNT.load(Ordering::Acquire), INET_WORKS | SMC_WORKS) {
+        return None;
+    }
+    let e = errno();
+    let got = match smc_socket(
+        config::get().mode,
+        libc::AF_INET,
+        libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+    ) {
+        Ok((fd, _)) => {
+            let _ = sock::close(fd);
+            None
+        }
+        Err(e) => Why::of(e).is_lasting().then_some(e),
+    };
+    set_errno(e);
+    got
+}
+
 fn family_name(domain: c_int) -> &'static str {
     if domain == libc::AF_INET6 {
         "AF_INET6"

@@ -22,8 +22,27 @@ use smcrun_sys::sock;
 pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
     hook(
         || real::socket(domain, ty, protocol),
-        |out| convert::socket(domain, ty, protocol, out),
+        |out| {
+            let entry = errno();
+            let fd = convert::socket(domain, ty, protocol, out);
+            again_with_our_fds(fd, entry, || convert::socket(domain, ty, protocol, out))
+        },
     )
+}
+
+/// When a call that makes a descriptor failed with EMFILE while the runtime holds descriptors of
+/// its own (the run directory, the report), those are given to the program (see
+/// `smcrun_runtime::rundir::give_up_fds`) and the call is made once more, with the caller's errno
+/// on entry: the program gets every descriptor its limit allows. Otherwise `ret` as it is.
+fn again_with_our_fds(ret: c_int, entry: i32, call: impl FnOnce() -> c_int) -> c_int {
+    if ret >= 0 || errno() != libc::EMFILE {
+        return ret;
+    }
+    if !track::out_of_fds() {
+        return ret;
+    }
+    set_errno(entry);
+    call()
 }
 
 /// Passes bind(2) through (a server's policy decision waits for listen(), when the program is
@@ -67,8 +86,13 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const libc::sockaddr, len: so
             let ret = out.record(unsafe { real::connect(fd, addr, len) });
             let after = errno();
             let e = if ret == 0 { 0 } else { after };
-            // SAFETY: the caller's `len` bytes at `addr`, read only.
-            let remote = unsafe { sock::to_std(addr, len) };
+            // Only once the kernel took the address (it read all `len` bytes of it): the remote
+            // matters only for an established connection, and a call the kernel refused (EFAULT,
+            // EINVAL for a length beyond sockaddr_storage) may have been given memory that is not
+            // there.
+            let took = ret == 0 || (after == libc::EISCONN);
+            // SAFETY: the kernel just read the caller's `len` bytes at `addr`.
+            let remote = took.then(|| unsafe { sock::to_std(addr, len) }).flatten();
             track::connect_returned(fd, ret, e, remote);
             if config::get().debug >= 2 {
                 bump(&COUNTS.connects);
@@ -104,47 +128,19 @@ pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
     )
 }
 
-/// After accept returned `fd` from `listener`: the peer address from the caller's buffer (never
-/// more of it than the caller gave: the kernel returns the address's full length even when it
-/// truncated it to a short buffer), and the news for the runtime.
-///
-/// # Safety
-/// `addr`/`len` are the caller's accept arguments; `given` is `*len` before the call.
-unsafe fn accepted(
-    listener: c_int,
-    fd: c_int,
-    addr: *mut libc::sockaddr,
-    len: *mut socklen_t,
-    given: socklen_t,
-) {
+/// After accept returned `fd` from `listener`: the news for the runtime, which reads the peer's
+/// address from the new socket itself when it needs it. The caller's `addr` and `addrlen` are never
+/// read: the kernel ignores `addrlen` when `addr` is null (a program may pass anything there), and
+/// reading `*addrlen` before the call would fault where the kernel returns EFAULT.
+fn accepted(listener: c_int, fd: c_int) {
     let e = errno();
     if fd >= 0 {
-        let remote = if len.is_null() {
-            None
-        } else {
-            // SAFETY: `len` is the caller's pointer, which accept just wrote through; at most
-            // `given` bytes of `addr` are the caller's, and no more are read.
-            unsafe { sock::to_std(addr, given.min(*len)) }
-        };
-        track::accepted(listener, fd, remote);
+        track::accepted(listener, fd, convert::lasting_refusal);
     }
     if config::get().debug >= 2 {
         line!("accept fd {listener}: {}", outcome(fd, e));
     }
     set_errno(e);
-}
-
-/// The caller's buffer length before accept, 0 without one.
-///
-/// # Safety
-/// `len` is null or the caller's readable pointer.
-unsafe fn given(len: *const socklen_t) -> socklen_t {
-    // SAFETY: as the caller guarantees.
-    if len.is_null() {
-        0
-    } else {
-        unsafe { *len }
-    }
 }
 
 /// accept(2), telling the runtime about each connection.
@@ -161,13 +157,15 @@ pub unsafe extern "C" fn accept(
         // SAFETY: the caller's arguments, passed on unchanged.
         || unsafe { real::accept(fd, addr, len) },
         |out| {
-            // SAFETY: the caller's arguments.
-            unsafe {
-                let before = given(len);
-                let ret = out.record(real::accept(fd, addr, len));
-                accepted(fd, ret, addr, len, before);
-                ret
-            }
+            // SAFETY: the caller's arguments, passed on unchanged.
+            let entry = errno();
+            let ret = out.record(unsafe { real::accept(fd, addr, len) });
+            // SAFETY: as above.
+            let ret = again_with_our_fds(ret, entry, || {
+                out.record(unsafe { real::accept(fd, addr, len) })
+            });
+            accepted(fd, ret);
+            ret
         },
     )
 }
@@ -187,13 +185,15 @@ pub unsafe extern "C" fn accept4(
         // SAFETY: the caller's arguments, passed on unchanged.
         || unsafe { real::accept4_real(fd, addr, len, flags) },
         |out| {
-            // SAFETY: the caller's arguments.
-            unsafe {
-                let before = given(len);
-                let ret = out.record(real::accept4_real(fd, addr, len, flags));
-                accepted(fd, ret, addr, len, before);
-                ret
-            }
+            // SAFETY: the caller's arguments, passed on unchanged.
+            let entry = errno();
+            let ret = out.record(unsafe { real::accept4_real(fd, addr, len, flags) });
+            let ret = again_with_our_fds(ret, entry, || {
+                // SAFETY: as above.
+                out.record(unsafe { real::accept4_real(fd, addr, len, flags) })
+            });
+            accepted(fd, ret);
+            ret
         },
     )
 }

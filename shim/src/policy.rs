@@ -38,7 +38,12 @@ pub unsafe fn at_connect(fd: c_int, addr: *const libc::sockaddr, len: socklen_t)
     if !is_fresh_smc(fd) {
         return;
     }
-    // SAFETY: the caller's connect arguments: `len` readable bytes at `addr`.
+    // The kernel refuses a longer address (EINVAL) without reading it: so is it not read here.
+    if len as usize > std::mem::size_of::<libc::sockaddr_storage>() {
+        return;
+    }
+    // SAFETY: the caller's connect arguments: `len` readable bytes at `addr`, as the kernel is
+    // about to read them (the policy must decide before the connect).
     let remote = unsafe { sock::to_std(addr, len) };
     if remote.is_none() {
         return; // AF_UNSPEC (disconnect) or a bad address: the kernel will answer

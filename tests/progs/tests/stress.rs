@@ -257,6 +257,185 @@ fn accept_with_short_address_buffers_before_a_guard_page() {
     let _ = std::fs::remove_dir_all(xdg);
 }
 
+/// The lines of `out` with their `client=` address left off (the ports differ from run to run).
+fn without_clients(out: &str) -> String {
+    out.lines()
+        .map(|l| l.split(" client=").next().unwrap_or(l).to_string() + "\n")
+        .collect()
+}
+
+#[test]
+fn accept_with_a_null_address_never_reads_addrlen() {
+    let xdg = private_xdg("accept-guard");
+    let (plain, _, code) = shapes(false, &xdg, &["accept-null", "guard"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        plain.matches(" accepted=true errno=0 ").count(),
+        2,
+        "{plain}"
+    );
+    // The shim used to read `*addrlen` although `addr` was null: SIGSEGV on the guard page.
+    let (out, err, code) = shapes(true, &xdg, &["accept-null", "guard"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(without_clients(&out), without_clients(&plain), "{err}");
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+#[test]
+fn a_server_that_accepts_without_an_address_buffer_still_has_its_remotes() {
+    let xdg = private_xdg("accept-null");
+    let (out, err, code) = shapes(true, &xdg, &["accept-null", "null"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches(" accepted=true errno=0 ").count(), 2, "{out}");
+    // With no buffer of the caller's, the runtime reads the peer from the new socket.
+    let (pid, n) = summary_of(summaries(&err)[0]);
+    assert_eq!(n, 4, "2 accepted, 2 connected: {err}");
+    let r = final_report(&xdg, pid);
+    let mut clients: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split(" client=").nth(1))
+        .collect();
+    clients.sort_unstable();
+    let mut servers: Vec<&str> = r["recent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["role"] == "server")
+        .map(|c| c["remote"].as_str().unwrap_or("null"))
+        .collect();
+    servers.sort_unstable();
+    assert_eq!(servers, clients, "{r}");
+    let server_endpoints: Vec<&serde_json::Value> = r["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["role"] == "server")
+        .collect();
+    assert_eq!(server_endpoints.len(), 1, "{r}");
+    assert_eq!(server_endpoints[0]["remote"], "127.0.0.1", "{r}");
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+#[test]
+fn a_worker_exec_d_with_a_listener_made_under_smcrun_gets_the_kernels_reason() {
+    let xdg = private_xdg("exec-listener");
+    let (out, err, code) = shapes(true, &xdg, &["exec-listener"]);
+    assert_eq!((out.as_str(), code), ("worker accepted=true\n", 0), "{err}");
+    // The exec'd worker's summary (the same pid; the program before the exec wrote none).
+    let sums = summaries(&err);
+    assert_eq!(sums.len(), 1, "{err}");
+    let r = final_report(&xdg, summary_of(sums[0]).0);
+    let rows = r["recent"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{r}");
+    let reason = &rows[0]["reason"];
+    // It used to say "accepted from a listening socket not created under smcrun", with no code.
+    assert!(
+        !reason["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not created under smcrun"),
+        "{r}"
+    );
+    if !kernel_has_af_smc() {
+        // The worker's kernel refuses SMC sockets for good: whoever made the listener, that is why
+        // the connection is TCP.
+        assert_eq!(rows[0]["mode"], "TCP", "{r}");
+        assert_eq!(reason["errno"], "EAFNOSUPPORT", "{r}");
+        assert_eq!(r["reasons"][0]["errno"], "EAFNOSUPPORT", "{r}");
+    }
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+/// `shapes fd-limit` plain or under smcrun with RLIMIT_NOFILE set to `limit` (soft and hard, as
+/// `ulimit -n` does): stdout and stderr.
+fn under_fd_limit(under: bool, xdg: &Path, limit: u64) -> (String, String) {
+    use std::os::unix::process::CommandExt;
+    let mut c = if under {
+        let mut c = smcrun();
+        c.env("SMCRUN_REPORT", "1").arg(bin("shapes"));
+        c
+    } else {
+        Command::new(bin("shapes"))
+    };
+    c.env("XDG_RUNTIME_DIR", xdg).arg("fd-limit");
+    let lim = libc::rlimit {
+        rlim_cur: limit,
+        rlim_max: limit,
+    };
+    // SAFETY: setrlimit is async-signal-safe; it only lowers this child's limit.
+    unsafe {
+        c.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let (out, err, o) = run_within(c, LIMIT);
+    assert!(o.status.success(), "{out}\n{err}");
+    (out, err)
+}
+
+#[test]
+fn under_a_low_fd_limit_the_runtime_takes_no_descriptor_and_says_why() {
+    let xdg = private_xdg("fd-limit-16");
+    let (plain, _) = under_fd_limit(false, &xdg, 16);
+    assert!(
+        plain.ends_with(&format!(" errno={}\n", libc::EMFILE)),
+        "{plain}"
+    );
+    // It used to keep its run directory and report below the limit (12 sockets plain, 10 under
+    // smcrun), then warn that the program had closed or replaced the report's descriptor.
+    let (out, err) = under_fd_limit(true, &xdg, 16);
+    assert_eq!(out, plain, "{err}");
+    assert!(!err.contains("closed or replaced"), "{err}");
+    assert!(
+        err.contains("no per-process report")
+            && err.contains("the fd limit (16) leaves no descriptor"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+#[test]
+fn a_program_that_reaches_its_fd_limit_gets_the_runtimes_descriptors() {
+    let xdg = private_xdg("fd-limit-256");
+    let (plain, _) = under_fd_limit(false, &xdg, 256);
+    assert!(
+        plain.ends_with(&format!(" errno={}\n", libc::EMFILE)),
+        "{plain}"
+    );
+    let (out, err) = under_fd_limit(true, &xdg, 256);
+    assert_eq!(out, plain, "{err}");
+    assert!(
+        err.contains(
+            "the program reached its fd limit (256): the runtime closed the report's descriptors"
+        ),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
+#[test]
+fn a_connect_the_kernel_refuses_for_its_address_is_not_read_by_the_shim() {
+    let xdg = private_xdg("connect-fault");
+    let (plain, _, code) = shapes(false, &xdg, &["connect-fault"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        plain,
+        format!(
+            "connect fault: ret=-1 errno={}\nconnect too_long: ret=-1 errno={}\n",
+            libc::EFAULT,
+            libc::EINVAL
+        )
+    );
+    // The shim used to read the address after the kernel refused it: SIGSEGV for EFAULT.
+    let (out, err, code) = shapes(true, &xdg, &["connect-fault"]);
+    assert_eq!((out.as_str(), code), (plain.as_str(), 0), "{err}");
+    let _ = std::fs::remove_dir_all(xdg);
+}
+
 #[test]
 fn a_full_detail_queue_drops_details_counts_them_and_the_program_goes_on() {
     let xdg = private_xdg("queue");

@@ -190,6 +190,88 @@ fn accept_short() {
     }
 }
 
+/// An anonymous page the process may not touch (PROT_NONE), for arguments the kernel ignores or
+/// refuses with EFAULT.
+fn untouchable_page() -> *mut u8 {
+    // SAFETY: a fresh anonymous mapping owned here, never unmapped.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    p.cast()
+}
+
+/// `accept-null null|guard`: two connections accepted without an address buffer, by accept4 and
+/// by accept: with `addr` and `addrlen` both null (libuv's way), or with a null `addr` and an
+/// `addrlen` pointing into a page that may not be touched (the kernel ignores `addrlen` when `addr`
+/// is null). Prints each client's own address (the server's remote) and whether accept worked.
+fn accept_null(args: &[String]) {
+    let len = match args.first().map(String::as_str) {
+        Some("null") => std::ptr::null_mut(),
+        Some("guard") => untouchable_page().cast::<socklen_t>(),
+        _ => {
+            eprintln!("shapes: accept-null needs null or guard");
+            std::process::exit(2)
+        }
+    };
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&l);
+    for use_accept4 in [true, false] {
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        // SAFETY: accept with no address buffer; `len` is never read by the kernel.
+        let a = unsafe {
+            if use_accept4 {
+                libc::accept4(fd, std::ptr::null_mut(), len, libc::SOCK_CLOEXEC)
+            } else {
+                libc::accept(fd, std::ptr::null_mut(), len)
+            }
+        };
+        let e = errno();
+        // SAFETY: closing the accepted fd.
+        unsafe { libc::close(a) };
+        say(format!(
+            "accept4={use_accept4} addrlen_null={} accepted={} errno={} client={}",
+            len.is_null(),
+            a >= 0,
+            if a >= 0 { 0 } else { e },
+            c.local_addr().unwrap()
+        ));
+    }
+}
+
+/// `connect-fault`: connect calls the kernel refuses without a connection: an address in a page
+/// that may not be touched (EFAULT), and a length beyond `sockaddr_storage` (EINVAL). Prints the
+/// errno of each.
+fn connect_fault() {
+    let bad = untouchable_page().cast::<libc::sockaddr>();
+    let (ss, _) = c_addr("127.0.0.1:9".parse().unwrap());
+    for (what, addr, len) in [
+        ("fault", bad.cast_const(), 16 as socklen_t),
+        (
+            "too_long",
+            (&ss as *const libc::sockaddr_storage).cast(),
+            std::mem::size_of::<libc::sockaddr_storage>() as socklen_t + 1,
+        ),
+    ] {
+        // SAFETY: a socket owned here; connect reads at most `len` bytes at `addr`, and fails.
+        let (r, e) = unsafe {
+            let s = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            let r = libc::connect(s, addr, len);
+            let e = errno();
+            libc::close(s);
+            (r, e)
+        };
+        say(format!("connect {what}: ret={r} errno={e}"));
+    }
+}
+
 static HANDLER_SOCKETS: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn on_alarm(_: c_int) {
@@ -644,6 +726,66 @@ fn exec_chain(args: &[String]) {
     std::process::exit(1);
 }
 
+/// `exec-listener`: a server that hands its listener to an exec'd worker (node's cluster with
+/// `NODE_CLUSTER_SCHED_POLICY=none`, a server that re-execs itself): makes a listener on
+/// 127.0.0.1, connects to it once (the connection waits in the backlog), and execs itself as
+/// `exec-listener FD`, keeping both fds. The worker only accepts, on the listener it inherited.
+fn exec_listener(args: &[String]) {
+    use std::os::fd::IntoRawFd;
+    if !args.is_empty() {
+        let fd: c_int = arg(args, 0, "a listener's fd");
+        // SAFETY: accept on the inherited listener, with no address buffer; the fd is closed.
+        let a = unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) };
+        say(format!("worker accepted={}", a >= 0));
+        // SAFETY: closing the accepted fd.
+        unsafe { libc::close(a) };
+        return;
+    }
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (l, c) = (l.into_raw_fd(), c.into_raw_fd());
+    // SAFETY: both fds are ours and stay open across exec on purpose.
+    unsafe {
+        libc::fcntl(l, libc::F_SETFD, 0);
+        libc::fcntl(c, libc::F_SETFD, 0);
+    }
+    let me = std::ffi::CString::new("/proc/self/exe").unwrap();
+    let argv: Vec<std::ffi::CString> = ["shapes", "exec-listener", &l.to_string()]
+        .iter()
+        .map(|a| std::ffi::CString::new(*a).unwrap())
+        .collect();
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    // SAFETY: execv with NUL-terminated strings and a NULL-terminated argv; on failure we exit.
+    unsafe {
+        libc::execv(me.as_ptr(), ptrs.as_ptr());
+    }
+    say(format!("exec_failed errno={}", errno()));
+    std::process::exit(1);
+}
+
+/// `fd-limit`: TCP sockets made until the fd limit refuses one (at most 100,000); prints how many
+/// and the errno that stopped them.
+fn fd_limit() {
+    let mut fds = Vec::with_capacity(1024);
+    let e = loop {
+        // SAFETY: a plain socket call; every fd is closed below.
+        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        if fd < 0 {
+            break errno();
+        }
+        fds.push(fd);
+        if fds.len() == 100_000 {
+            break 0;
+        }
+    };
+    say(format!("sockets={} errno={e}", fds.len()));
+    for fd in fds {
+        // SAFETY: closing our own fds.
+        unsafe { libc::close(fd) };
+    }
+}
+
 /// `spawn-storm N THREADS`: while THREADS threads loop on socket/connect/close to a port that
 /// refuses, the main thread starts `true` N times with posix_spawn and N times with vfork + exec.
 /// Prints how many children exited 0 and what the socket threads saw.
@@ -888,17 +1030,21 @@ fn main() {
         "prefork" => prefork(rest),
         "drop-root" => drop_root(rest),
         "accept-short" => accept_short(),
+        "accept-null" => accept_null(rest),
+        "connect-fault" => connect_fault(),
         "signal-storm" => signal_storm(rest),
         "churn" => churn(rest),
         "masked-burst" => masked_burst(rest),
         "signal-thread" => signal_thread(),
         "fork-many" => fork_many(rest),
         "exec-chain" => exec_chain(rest),
+        "exec-listener" => exec_listener(rest),
+        "fd-limit" => fd_limit(),
         "spawn-storm" => spawn_storm(rest),
         "exit-race" => exit_race(rest),
         "epoll-clients" => epoll_clients(rest),
         _ => {
-            eprintln!("usage: shapes serve-n PORT N | hammer ADDR TOTAL THREADS | prefork PORT CHILDREN PER | drop-root PORT UID N | accept-short | signal-storm MS [sockets] | churn THREADS CYCLES | masked-burst N | signal-thread | fork-many N PARALLEL | exec-chain N | spawn-storm N THREADS | exit-race THREADS MS | epoll-clients ADDR N BYTES");
+            eprintln!("usage: shapes serve-n PORT N | hammer ADDR TOTAL THREADS | prefork PORT CHILDREN PER | drop-root PORT UID N | accept-short | accept-null null|guard | connect-fault | signal-storm MS [sockets] | churn THREADS CYCLES | masked-burst N | signal-thread | fork-many N PARALLEL | exec-chain N | exec-listener | fd-limit | spawn-storm N THREADS | exit-race THREADS MS | epoll-clients ADDR N BYTES");
             std::process::exit(2);
         }
     }
