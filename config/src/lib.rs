@@ -530,23 +530,22 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
 /// The largest config file read (a policy of every port one by one fits many times over).
 pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
 
-/// Reads and parses the config file at `path` (at most [`MAX_CONFIG_BYTES`]: `--config
-/// /dev/zero` must not read forever).
+/// Reads and parses the config file at `path`: a regular file (a FIFO, a device or a directory is
+/// refused without being opened for blocking reads: `--config FIFO` must not hang), of at most
+/// [`MAX_CONFIG_BYTES`].
 pub fn load(path: &Path) -> Result<Config, String> {
-    use std::io::Read;
+    use smcrun_sys::file::{read_regular, NotRead};
     let name = path.display().to_string();
-    let f = std::fs::File::open(path)
-        .map_err(|e| format!("{name}: cannot read the config file: {e}"))?;
-    let mut bytes = Vec::new();
-    f.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{name}: cannot read the config file: {e}"))?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(format!(
+    let bytes = read_regular(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+        NotRead::TooBig(..) => format!(
             "{name}: the config file is larger than {} MiB; expected a TOML file of smcrun's settings",
             MAX_CONFIG_BYTES >> 20
-        ));
-    }
+        ),
+        NotRead::NotRegular(_) => format!(
+            "{name}: cannot read the config file: {e}; expected a TOML file of smcrun's settings"
+        ),
+        NotRead::Io(_) => format!("{name}: cannot read the config file: {e}"),
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         format!(
             "{name}: the config file is not UTF-8 text (at byte {}); expected a TOML file",

@@ -201,10 +201,12 @@ fn main() -> ExitCode {
     }
     let cli = match Cli::try_parse_from(head) {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(e) if e.use_stderr() => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return ExitCode::from(Exit::Usage);
         }
+        // --help, --version: their text is the output, and failing to write it is an error.
+        Err(e) => return views::format::stdout_result(e.print()),
     };
     match (cli.command, forced) {
         (None, Some(cmd)) => match run::config::resolve(&cli.run) {

@@ -11,6 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod text;
+
 /// Version of the report layout; bumped when a field changes meaning.
 pub const REPORT_VERSION: u32 = 2;
 /// Endpoints listed in a report.
@@ -196,7 +198,7 @@ impl ProcessReport {
         let mut s = format!(
             "smcrun: pid {} {}: {}, {} SMC-R",
             self.pid,
-            self.program,
+            text::safe(&self.program),
             count(c.total, "connection"),
             c.smc_r
         );
@@ -211,7 +213,7 @@ impl ProcessReport {
             let parts: Vec<String> = self
                 .reasons
                 .iter()
-                .map(|r| format!("{}: {}", r.label(), r.count))
+                .map(|r| format!("{}: {}", text::safe(&r.label()), r.count))
                 .collect();
             s += &format!(" ({})", parts.join("; "));
         }

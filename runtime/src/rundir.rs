@@ -288,12 +288,17 @@ fn euid() -> u32 {
 
 /// Checks an open directory: a directory of ours, closed to others.
 fn check_dir(fd: BorrowedFd<'_>) -> Result<fs::Stat, Refusal> {
+    check_dir_of(fd, euid())
+}
+
+/// Checks an open directory: a directory of user `owner`, closed to others.
+fn check_dir_of(fd: BorrowedFd<'_>, owner: u32) -> Result<fs::Stat, Refusal> {
     let st = fs::fstat(fd).map_err(|e| Refusal::Io(Stage::StatDir, e.raw_os_error()))?;
     let mode = st.st_mode as u32;
     if mode & libc::S_IFMT != libc::S_IFDIR {
         return Err(Refusal::NotDirectory);
     }
-    if st.st_uid != euid() {
+    if st.st_uid != owner {
         return Err(Refusal::Owner(st.st_uid));
     }
     if mode & 0o077 != 0 {
@@ -310,6 +315,12 @@ pub fn open_dir(path: &CStr, create: bool) -> Result<OwnedFd, Refusal> {
             Err(e) => return Err(Refusal::Io(Stage::CreateDir, e.raw_os_error())),
         }
     }
+    open_dir_of(path, euid())
+}
+
+/// Opens and checks the run directory of user `owner` at `path`. One that cannot be opened
+/// (EACCES: another user's, closed to us) is named by its owner when `lstat` can tell it.
+fn open_dir_of(path: &CStr, owner: u32) -> Result<OwnedFd, Refusal> {
     let fd = fs::open(
         path,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
@@ -318,9 +329,13 @@ pub fn open_dir(path: &CStr, create: bool) -> Result<OwnedFd, Refusal> {
     .map_err(|e| match e {
         // O_NOFOLLOW on a symlink, O_DIRECTORY on something else.
         Errno::LOOP | Errno::NOTDIR => Refusal::NotDirectory,
+        Errno::ACCESS => match fs::lstat(path) {
+            Ok(st) if st.st_uid != owner => Refusal::Owner(st.st_uid),
+            _ => Refusal::Io(Stage::OpenDir, e.raw_os_error()),
+        },
         e => Refusal::Io(Stage::OpenDir, e.raw_os_error()),
     })?;
-    check_dir(fd.as_fd())?;
+    check_dir_of(fd.as_fd(), owner)?;
     Ok(fd)
 }
 
@@ -622,11 +637,29 @@ pub mod read {
     use super::*;
     use smcrun_report::{ParseError, ProcessReport};
 
+    /// The largest report read. A real one is far smaller: at most [`RECENT_CONNECTIONS`]
+    /// connections and [`TOP_ENDPOINTS`] endpoints of a few hundred bytes each, and two paths of
+    /// at most 4 KiB, so under 200 KiB; a file larger than this was not written by smcrun's
+    /// runtime, and is not read (a 300 MB sparse file would otherwise be read whole).
+    ///
+    /// [`RECENT_CONNECTIONS`]: smcrun_report::RECENT_CONNECTIONS
+    /// [`TOP_ENDPOINTS`]: smcrun_report::TOP_ENDPOINTS
+    pub const MAX_REPORT_BYTES: u64 = 4 << 20;
+
     /// The run directory of the user running the tool.
     pub struct RunDir {
         fd: OwnedFd,
+        /// Whose it is: its reports must be this user's.
+        owner: u32,
         /// Its path, for messages.
         pub path: String,
+    }
+
+    /// The effective uid process `pid` runs as now (from `/proc/PID/status`).
+    pub fn euid_of(pid: u32) -> Option<u32> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let uids = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+        uids.split_whitespace().nth(1)?.parse().ok()
     }
 
     /// The current user's run directory, as the processes of this user write it.
@@ -648,7 +681,11 @@ pub mod read {
             let p = own_path()?;
             let path = String::from_utf8_lossy(p.as_bytes()).into_owned();
             match open_dir(p.as_cstr(), false) {
-                Ok(fd) => Ok(Some(RunDir { fd, path })),
+                Ok(fd) => Ok(Some(RunDir {
+                    fd,
+                    owner: euid(),
+                    path,
+                })),
                 Err(Refusal::Io(Stage::OpenDir, e)) if e == libc::ENOENT => Ok(None),
                 Err(e) => Err(format!("{path}: {e}")),
             }
@@ -678,8 +715,19 @@ pub mod read {
         }
 
         /// Reads process `pid`'s report: `Ok(None)` when it registered but wrote no numbers yet.
-        /// A report caught while being rewritten is read again (a few times).
+        /// A report caught while being rewritten is read again (a few times). A process that
+        /// registered here, switched uid and then exec'd (`runuser`, `setpriv`, `su -c`) writes its
+        /// numbers into its new uid's run directory instead: that report is read when this one is
+        /// empty (see [`RunDir::switched`]).
         pub fn report(&self, pid: u32) -> Result<Option<ProcessReport>, String> {
+            match self.own_report(pid)? {
+                Some(r) => Ok(Some(r)),
+                None => Ok(self.switched(pid)),
+            }
+        }
+
+        /// The report in this directory alone.
+        fn own_report(&self, pid: u32) -> Result<Option<ProcessReport>, String> {
             let name = report_name(pid);
             let shown = format!("{}/{pid}.json", self.path);
             let mut last = ParseError::Torn;
@@ -687,17 +735,7 @@ pub mod read {
                 if attempt > 0 {
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
-                let fd = fs::openat(
-                    &self.fd,
-                    name.as_cstr(),
-                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(|e| format!("{shown}: {e}"))?;
-                check_file(fd.as_fd()).map_err(|e| format!("{shown}: {e}"))?;
-                let mut bytes = Vec::new();
-                std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut bytes)
-                    .map_err(|e| format!("{shown}: {e}"))?;
+                let bytes = self.read_file(&name).map_err(|e| format!("{shown}: {e}"))?;
                 match smcrun_report::parse(&bytes) {
                     Ok(Some(r)) if r.pid != pid => {
                         return Err(format!("{shown}: it says it is pid {}; ignoring it", r.pid))
@@ -708,6 +746,63 @@ pub mod read {
                 }
             }
             Err(format!("{shown}: {last}"))
+        }
+
+        /// The bytes of the report file `name`: a regular file of the directory's owner with one
+        /// link, opened without following a symlink and without blocking (a FIFO planted under
+        /// the name is refused, never waited on), of at most [`MAX_REPORT_BYTES`].
+        fn read_file(&self, name: &PathBuf0) -> Result<Vec<u8>, String> {
+            use smcrun_sys::file::{kind, open_regular_at, read_bounded, NotRead};
+            let (file, st) = match open_regular_at(Some(self.fd.as_fd()), name.as_cstr(), false) {
+                Ok(f) => f,
+                Err(NotRead::Io(e)) if e.raw_os_error() == Some(libc::ELOOP) => {
+                    return Err("it is a symlink, not a report; not read".into())
+                }
+                Err(e) => return Err(format!("{e}; not read")),
+            };
+            if st.st_uid != self.owner || st.st_nlink != 1 {
+                return Err(format!(
+                    "it is {} of uid {} with {} links, not a report of uid {} with one; not read",
+                    kind(st.st_mode),
+                    st.st_uid,
+                    st.st_nlink,
+                    self.owner
+                ));
+            }
+            read_bounded(file, MAX_REPORT_BYTES).map_err(|e| match e {
+                NotRead::TooBig(..) => format!("{e}: not a report of smcrun's; not read"),
+                e => e.to_string(),
+            })
+        }
+
+        /// The report of process `pid`, which registered here but wrote no numbers, when it now
+        /// runs as another uid and wrote its numbers there: it switched uid and then exec'd, and
+        /// the new program (whose runtime starts afresh, as that uid) opened its own run
+        /// directory. That directory is found as the process's runtime found it (its uid and the
+        /// `XDG_RUNTIME_DIR` it was started with, if that one is trusted for its uid), checked as
+        /// that uid's, and its report is taken only for this very process (its pid and its start
+        /// time). Only a reader allowed into another user's directory (root) finds anything.
+        fn switched(&self, pid: u32) -> Option<ProcessReport> {
+            let uid = euid_of(pid)?;
+            if uid == self.owner {
+                return None;
+            }
+            let started = crate::sidecar::start_ticks(&format!("/proc/{pid}/stat"))?;
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+            let xdg = environ
+                .split(|b| *b == 0)
+                .find_map(|v| v.strip_prefix(b"XDG_RUNTIME_DIR="));
+            let p = dir_path(xdg, uid, xdg.is_some_and(|x| xdg_trusted(x, uid))).ok()?;
+            let other = RunDir {
+                fd: open_dir_of(p.as_cstr(), uid).ok()?,
+                owner: uid,
+                path: String::from_utf8_lossy(p.as_bytes()).into_owned(),
+            };
+            other
+                .own_report(pid)
+                .ok()
+                .flatten()
+                .filter(|r| r.start_ticks == started)
         }
 
         /// Removes process `pid`'s report (of a process that is gone).

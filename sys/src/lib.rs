@@ -12,6 +12,8 @@
 #![warn(missing_docs)]
 
 pub mod errno;
+#[cfg(feature = "std")]
+pub mod file;
 pub mod smc;
 pub mod sock;
 

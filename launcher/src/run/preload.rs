@@ -3,7 +3,6 @@
 use object::{Object, ReadRef};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// The shim's file name, as cargo builds it and as installed.
@@ -26,9 +25,9 @@ const SYSTEM_DIRS: &[&str] = &[
 pub fn find_shim() -> Result<PathBuf, String> {
     if let Some(explicit) = std::env::var_os("SMCRUN_SHIM") {
         let p = PathBuf::from(&explicit);
-        if !p.is_file() {
+        if let Some(why) = not_a_shim(&p) {
             return Err(format!(
-                "SMCRUN_SHIM={} is not a file: expected the path of {SHIM_FILE}",
+                "SMCRUN_SHIM={}: {why}; expected the path of {SHIM_FILE}",
                 p.display()
             ));
         }
@@ -53,6 +52,45 @@ pub fn find_shim() -> Result<PathBuf, String> {
                 .join(", ")
         )),
     }
+}
+
+/// Why the loader could not preload `path` as smcrun's shim, if it could not: it is not a readable
+/// regular file (opened without blocking: a FIFO cannot hang smcrun), not an ELF shared object, or
+/// one of another class or machine than smcrun's own (the loader would skip it with a warning in
+/// every program, and the programs would run without the shim).
+fn not_a_shim(path: &Path) -> Option<String> {
+    use object::Object as _;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let (file, _) = match smcrun_sys::file::open_regular_at(None, &c, true) {
+        Ok(f) => f,
+        Err(e) => return Some(format!("cannot read it: {e}")),
+    };
+    let cache = object::ReadCache::new(file);
+    let Ok(elf) = object::File::parse(&cache) else {
+        return Some("not an ELF file".into());
+    };
+    if elf.kind() != object::ObjectKind::Dynamic {
+        return Some("not an ELF shared object".into());
+    }
+    let host = if cfg!(target_arch = "x86_64") {
+        object::Architecture::X86_64
+    } else if cfg!(target_arch = "aarch64") {
+        object::Architecture::Aarch64
+    } else if cfg!(target_arch = "s390x") {
+        object::Architecture::S390x
+    } else if cfg!(target_arch = "powerpc64") {
+        object::Architecture::PowerPc64
+    } else {
+        elf.architecture()
+    };
+    if elf.is_64() != cfg!(target_pointer_width = "64") || elf.architecture() != host {
+        return Some(format!(
+            "a shared object for {:?} ({}-bit), not for this machine's {host:?} programs",
+            elf.architecture(),
+            if elf.is_64() { 64 } else { 32 }
+        ));
+    }
+    None
 }
 
 /// Makes the path absolute and checks that LD_PRELOAD can carry it (it splits on ':' and ' ').
@@ -103,13 +141,15 @@ pub enum NotFound {
 
 /// Where `program` is, as execvp looks: itself when it holds a '/', else the first executable
 /// regular file of that name in `$PATH` (an empty entry is the current directory). An empty name
-/// is found nowhere.
+/// is found nowhere. A directory met in `$PATH` (as `.` and `..` always are) is not the program,
+/// as for a shell: such a name is not found, rather than "not executable" with a folder's path.
 pub fn find_program(program: &OsStr) -> Result<PathBuf, NotFound> {
     if program.is_empty() {
         return Err(NotFound::Missing);
     }
     let name = Path::new(program);
-    let candidates: Vec<PathBuf> = if program.as_bytes().contains(&b'/') {
+    let searched = !program.as_bytes().contains(&b'/');
+    let candidates: Vec<PathBuf> = if !searched {
         vec![name.to_path_buf()]
     } else {
         let path =
@@ -134,6 +174,7 @@ pub fn find_program(program: &OsStr) -> Result<PathBuf, NotFound> {
             {
                 return Ok(c)
             }
+            Ok(m) if searched && m.is_dir() => {}
             Ok(_) => unexecutable = unexecutable.or(Some(c)),
             Err(_) => {}
         }
@@ -162,16 +203,24 @@ pub fn has_file_capabilities(path: &Path) -> bool {
 /// Why LD_PRELOAD will not reach this program, if it will not: statically linked, setuid or
 /// setgid or with file capabilities for this user (the loader ignores LD_PRELOAD in secure mode),
 /// or Go (its net package makes system calls itself, not through the C library).
+/// A path that is not a regular file (a FIFO, a device) is opened without blocking and named as
+/// such; one that cannot be read is given the benefit of the doubt (None).
 pub fn reach_problem(path: &Path) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).ok()?;
-    let mode = meta.permissions().mode();
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let (file, st) = match smcrun_sys::file::open_regular_at(None, &c, true) {
+        Ok(f) => f,
+        Err(e @ smcrun_sys::file::NotRead::NotRegular(_)) => {
+            return Some(format!("cannot be run: {e}"))
+        }
+        Err(_) => return None,
+    };
+    let mode = st.st_mode;
     // The loader ignores LD_PRELOAD in secure mode: when exec changes the ids (a setuid file of
     // another owner, a setgid file of another group) or grants file capabilities. Root running a
     // setuid-root program keeps its ids: LD_PRELOAD applies.
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
-    if mode & 0o4000 != 0 && meta.uid() != uid || mode & 0o2000 != 0 && meta.gid() != gid {
+    if mode & 0o4000 != 0 && st.st_uid != uid || mode & 0o2000 != 0 && st.st_gid != gid {
         return Some(
             "is setuid/setgid, so the loader ignores LD_PRELOAD; run it without the setuid bit or as its owner"
                 .into(),
@@ -186,7 +235,7 @@ pub fn reach_problem(path: &Path) -> Option<String> {
     // Only the parts the parse asks for are read (the ELF header, the section headers and their
     // names), not the whole program: a 20 MB Go binary costs smcrun's start-up no more than
     // /bin/true does.
-    let cache = object::ReadCache::new(std::fs::File::open(path).ok()?);
+    let cache = object::ReadCache::new(file);
     if cache.read_bytes_at(0, 4).ok()? != b"\x7fELF" {
         return None; // a script: its interpreter is what gets preloaded
     }
@@ -231,6 +280,59 @@ mod tests {
     }
 
     #[test]
+    fn only_a_shared_object_of_this_machine_is_taken_for_the_shim() {
+        let why = |p: &str| not_a_shim(Path::new(p)).unwrap_or_default();
+        assert_eq!(why("/etc/passwd"), "not an ELF file");
+        assert_eq!(
+            why("/tmp"),
+            "cannot read it: it is a directory, not a regular file"
+        );
+        assert!(why("/no/such/file").starts_with("cannot read it: "));
+        let fifo = std::env::temp_dir().join(format!("smcrun-shim-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert_eq!(
+            not_a_shim(&fifo).unwrap_or_default(),
+            "cannot read it: it is a FIFO, not a regular file"
+        );
+        std::fs::remove_file(&fifo).unwrap();
+        // The C library is a shared object of this machine's kind.
+        let libc = [
+            "/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib/aarch64-linux-gnu/libc.so.6",
+        ]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("the C library");
+        assert_eq!(not_a_shim(Path::new(libc)), None);
+        // The same bytes as an executable, and as a shared object of another machine.
+        let bytes = std::fs::read(libc).unwrap();
+        let patched = std::env::temp_dir().join(format!("smcrun-shim-elf-{}", std::process::id()));
+        let mut exec = bytes.clone();
+        exec[16] = 2; // e_type ET_EXEC
+        std::fs::write(&patched, &exec).unwrap();
+        assert_eq!(
+            not_a_shim(&patched).unwrap_or_default(),
+            "not an ELF shared object"
+        );
+        let mut other = bytes;
+        other[18] = if cfg!(target_arch = "aarch64") {
+            62
+        } else {
+            183
+        }; // e_machine
+        std::fs::write(&patched, &other).unwrap();
+        assert!(
+            not_a_shim(&patched)
+                .unwrap_or_default()
+                .contains("not for this machine's"),
+            "{:?}",
+            not_a_shim(&patched)
+        );
+        std::fs::remove_file(&patched).unwrap();
+    }
+
+    #[test]
     fn dynamic_programs_are_reachable() {
         assert_eq!(reach_problem(Path::new("/bin/sh")), None);
         assert!(!has_file_capabilities(Path::new("/bin/sh")));
@@ -249,6 +351,13 @@ mod tests {
             Err(NotFound::Missing)
         );
         assert_eq!(find_program(OsStr::new("")), Err(NotFound::Missing));
+        // `.` and `..` are folders in every PATH entry, never the program.
+        assert_eq!(find_program(OsStr::new(".")), Err(NotFound::Missing));
+        assert_eq!(find_program(OsStr::new("..")), Err(NotFound::Missing));
+        assert_eq!(
+            find_program(OsStr::new("/tmp")),
+            Err(NotFound::NotExecutable(PathBuf::from("/tmp")))
+        );
         assert_eq!(
             find_program(OsStr::new("/etc/passwd")),
             Err(NotFound::NotExecutable(PathBuf::from("/etc/passwd")))

@@ -32,16 +32,35 @@ pub struct DoctorArgs {
 /// How much of a script is read to find the programs it runs.
 const SCRIPT_READ_LIMIT: u64 = 64 * 1024;
 
-/// The programs a shell script runs that LD_PRELOAD cannot reach: the words after `exec`, and
-/// absolute paths of executables, with the reason for each.
-fn script_problems(script: &Path) -> Vec<(PathBuf, String)> {
+/// The first [`SCRIPT_READ_LIMIT`] bytes of `path` as text (lossy), when it is a readable regular
+/// file (opened without blocking: a FIFO named as the program cannot hang doctor).
+fn script_text(path: &Path) -> Option<String> {
     use std::io::Read;
-    let mut text = String::new();
-    let Ok(f) = std::fs::File::open(script) else {
-        return Vec::new();
-    };
-    let _ = f.take(SCRIPT_READ_LIMIT).read_to_string(&mut text);
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let (f, _) = smcrun_sys::file::open_regular_at(None, &c, true).ok()?;
+    let mut bytes = Vec::new();
+    f.take(SCRIPT_READ_LIMIT).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The programs a script runs that LD_PRELOAD cannot reach, with the reason for each: its `#!`
+/// interpreter (which the kernel runs, and which must be a program the preload reaches), the words
+/// after `exec`, and absolute paths of executables.
+fn script_problems(text: &str) -> Vec<(PathBuf, String)> {
     let mut out: Vec<(PathBuf, String)> = Vec::new();
+    let interpreter = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("#!"))
+        .and_then(|l| l.split_whitespace().next());
+    if let Some(i) = interpreter {
+        let p = PathBuf::from(i);
+        match preload::reach_problem(&p) {
+            Some(why) => out.push((p, why)),
+            None if !p.exists() => out.push((p, "does not exist".into())),
+            None => {}
+        }
+    }
     for line in text.lines().skip(1) {
         let line = line.split('#').next().unwrap_or("");
         let words: Vec<&str> = line
@@ -106,12 +125,9 @@ fn program_check(cmd: &[OsString], release: &str) -> Vec<Check> {
             over_tcp,
         ));
     } else {
-        let is_script = std::fs::read(&path).is_ok_and(|b| b.starts_with(b"#!"));
-        let hidden = if is_script {
-            script_problems(&path)
-        } else {
-            Vec::new()
-        };
+        let script = script_text(&path).filter(|t| t.starts_with("#!"));
+        let is_script = script.is_some();
+        let hidden = script.as_deref().map(script_problems).unwrap_or_default();
         if hidden.is_empty() {
             out.push(Check::new(
                 "program",
@@ -207,9 +223,18 @@ fn text(v: &DoctorView) -> Vec<String> {
             Status::Warn => "WARN",
             Status::Fail => "FAIL",
         };
-        out.push(format!("{status}  {:<width$}  {}", c.id, c.detail));
+        // Details name paths and programs the user or another user chose.
+        out.push(format!(
+            "{status}  {:<width$}  {}",
+            c.id,
+            format::safe(&c.detail)
+        ));
         if !c.advice.is_empty() {
-            out.push(format!("      {:<width$}  -> {}", "", c.advice));
+            out.push(format!(
+                "      {:<width$}  -> {}",
+                "",
+                format::safe(&c.advice)
+            ));
         }
     }
     out.push(format!(
@@ -288,6 +313,37 @@ mod tests {
         assert!(c[0].detail.contains("statically linked"), "{c:?}");
         std::fs::write(&s, "#!/bin/sh\nexec sh -c true\n").unwrap();
         assert_eq!(program_check(&[s.into()], "6.12.0")[0].status, Status::Pass);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_script_whose_interpreter_is_a_fifo_or_missing_fails_without_hanging() {
+        let d = tmp("fifo-interpreter");
+        let fifo = d.join("interp");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let s = d.join("start.sh");
+        std::fs::write(&s, format!("#!{} -e\necho hi\n", fifo.display())).unwrap();
+        std::fs::set_permissions(&s, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let c = program_check(&[s.clone().into()], "6.12.0");
+        assert_eq!(c[0].status, Status::Fail, "{c:?}");
+        assert_eq!(
+            c[0].detail,
+            format!(
+                "{} is a script that runs {} cannot be run: it is a FIFO, not a regular file",
+                s.display(),
+                fifo.display()
+            )
+        );
+        std::fs::write(&s, "#!/no/such/shell\necho hi\n").unwrap();
+        let c = program_check(&[s.clone().into()], "6.12.0");
+        assert_eq!(c[0].status, Status::Fail, "{c:?}");
+        assert!(
+            c[0].detail.ends_with("runs /no/such/shell does not exist"),
+            "{c:?}"
+        );
+        // The program itself a FIFO (say swapped in after the PATH search): never opened blocking.
+        assert!(preload::reach_problem(&fifo)
+            .is_some_and(|w| w.contains("it is a FIFO, not a regular file")));
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -11,6 +11,7 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use serde::Serialize;
+pub use smcrun_report::text::safe;
 use smcrun_telemetry::Error;
 
 /// Print the one-line refusal for `e` and return [`EXIT_KERNEL`].
@@ -181,9 +182,12 @@ impl Table {
         }
     }
 
-    /// Add a row (missing cells print empty, extra cells are kept).
+    /// Add a row (missing cells print empty, extra cells are kept). Each cell is shown with its
+    /// control characters escaped ([`safe`]): cells carry names the kernel, a program or another
+    /// user chose (devices, interfaces, EIDs, commands).
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+        self.rows
+            .push(cells.into_iter().map(|c| safe(&c).into_owned()).collect());
     }
 
     /// True when no row was added.

@@ -79,7 +79,10 @@ pub fn owners_text(list: &[Owner]) -> String {
     }
     let inner: Vec<String> = list
         .iter()
-        .map(|o| format!("(\"{}\",pid={},fd={})", o.name, o.pid, o.fd))
+        .map(|o| {
+            let name = smcrun_report::text::safe(&o.name);
+            format!("(\"{name}\",pid={},fd={})", o.pid, o.fd)
+        })
         .collect();
     format!("users:({})", inner.join(","))
 }

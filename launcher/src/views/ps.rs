@@ -9,6 +9,7 @@
 use crate::exit::Exit;
 use clap::Args;
 use serde::Serialize;
+use smcrun_report::text::safe;
 use smcrun_report::{count, ProcessReport};
 use smcrun_runtime::rundir::read::RunDir;
 use smcrun_runtime::sidecar::start_ticks;
@@ -53,13 +54,7 @@ fn state_of(pid: u32, r: Option<&ProcessReport>) -> &'static str {
 
 /// The uid a live process runs as now (effective, from /proc), else what its report says.
 fn uid_of(pid: u32, r: Option<&ProcessReport>) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok();
-    status
-        .as_deref()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Uid:")))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|u| u.parse().ok())
-        .or(r.map(|r| r.uid))
+    smcrun_runtime::rundir::read::euid_of(pid).or(r.map(|r| r.uid))
 }
 
 fn user_name(uid: Option<u32>) -> String {
@@ -99,7 +94,7 @@ fn top_reason(r: &ProcessReport) -> String {
         return "-".into();
     };
     let count = format!(" ({})", x.count);
-    let label = x.label();
+    let label = safe(&x.label()).into_owned();
     let room = WIDTH.saturating_sub(count.chars().count());
     if label.chars().count() <= room {
         return label + &count;
@@ -253,8 +248,8 @@ pub fn ps(a: &PsArgs) -> ExitCode {
             let line = format!(
                 "{:>7} {:<9} {:<16} {:<8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:<40} {}",
                 e.pid,
-                e.user,
-                e.program,
+                safe(&e.user),
+                safe(&e.program),
                 e.state,
                 c.total,
                 c.smc_r,
@@ -263,7 +258,7 @@ pub fn ps(a: &PsArgs) -> ExitCode {
                 c.tcp,
                 c.not_classified(),
                 reason,
-                e.exe
+                safe(&e.exe)
             );
             if let Err(err) = writeln!(out, "{line}").and_then(|()| out.flush()) {
                 // Only what was shown is removed.
@@ -308,15 +303,15 @@ fn others_text(
                 out,
                 "{:>7} {:<16} {:>6} {:>6} {:>8} {:>6}  {:<24} {}",
                 p.pid,
-                p.name,
+                safe(&p.name),
                 p.smcr,
                 p.smcd,
                 p.fallback,
                 p.listening,
-                p.bpf_scope.as_deref().unwrap_or("-"),
+                safe(p.bpf_scope.as_deref().unwrap_or("-")),
                 p.reasons
                     .first()
-                    .map(|(r, n)| format!("{r} ({n})"))
+                    .map(|(r, n)| format!("{} ({n})", safe(r)))
                     .unwrap_or_else(|| "-".into())
             )?;
         }
@@ -373,14 +368,18 @@ fn why_text(r: &ProcessReport, state: &str, user: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} ({state}, user {user}, {})",
+        "{} ({state}, user {}, {})",
         r.summary_line().trim_start_matches("smcrun: "),
-        r.exe
+        safe(user),
+        safe(&r.exe)
     );
     let _ = writeln!(
         s,
         "sockets: {} converted to SMC, {} TCP at socket(), {} untouched; mode {}",
-        r.sockets.converted, r.sockets.tcp_at_creation, r.sockets.untouched, r.mode
+        r.sockets.converted,
+        r.sockets.tcp_at_creation,
+        r.sockets.untouched,
+        safe(&r.mode)
     );
     if r.detail_dropped > 0 || r.errors > 0 {
         let _ = writeln!(
@@ -390,7 +389,7 @@ fn why_text(r: &ProcessReport, state: &str, user: &str) -> String {
             count(r.errors, "error"),
             r.last_error
                 .as_deref()
-                .map(|e| format!(" (last: {e})"))
+                .map(|e| format!(" (last: {})", safe(e)))
                 .unwrap_or_default()
         );
     }
@@ -408,17 +407,17 @@ fn why_text(r: &ProcessReport, state: &str, user: &str) -> String {
                     .as_deref()
                     .map(|p| format!(" (peer: {p})"))
                     .unwrap_or_default();
-                format!("{}{peer}", x.label())
+                safe(&format!("{}{peer}", x.label())).into_owned()
             }
             None => "-".into(),
         };
         let _ = writeln!(
             s,
             "{:<7} {:<22} {:<22} {:<6} {}",
-            c.role,
-            c.local.as_deref().unwrap_or("-"),
-            c.remote.as_deref().unwrap_or("-"),
-            c.mode,
+            safe(&c.role),
+            safe(c.local.as_deref().unwrap_or("-")),
+            safe(c.remote.as_deref().unwrap_or("-")),
+            safe(&c.mode),
             why
         );
     }
@@ -439,7 +438,12 @@ fn why_text(r: &ProcessReport, state: &str, user: &str) -> String {
         let _ = writeln!(
             s,
             "{:<40} {:<7} {:>6} {:>6} {:>6} {:>6}",
-            e.remote, e.role, e.smc_r, e.smc_d, e.smc_unknown, e.tcp
+            safe(&e.remote),
+            safe(&e.role),
+            e.smc_r,
+            e.smc_d,
+            e.smc_unknown,
+            e.tcp
         );
     }
     s

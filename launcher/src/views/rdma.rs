@@ -231,12 +231,14 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
         let mut out: Vec<String> = devices
             .iter()
             .zip(&limits)
-            .map(
-                |(d, l)| match shown.iter().find(|s| s.device_index == d.index) {
+            .map(|(d, l)| {
+                let line = match shown.iter().find(|s| s.device_index == d.index) {
                     Some(s) => format!("{}  ({})", summary_line(s, l.as_ref()), port_text(d)),
                     None => format!("{}: no resource summary  ({})", d.name, port_text(d)),
-                },
-            )
+                };
+                // Device and interface names are the kernel's (and whoever renamed them).
+                format::safe(&line).into_owned()
+            })
             .collect();
         out.push(if limits.iter().any(Option::is_none) {
             "(used/max; max unknown where the device's verbs interface (ib_uverbs) does not answer)"

@@ -126,13 +126,13 @@ pub fn scopes_text(s: &Scopes) -> Vec<String> {
     for c in &s.cgroups {
         out.push(format!(
             "cgroup {}: {} sockets made SMC, {} kept TCP{}",
-            c.path.display(),
+            crate::views::format::safe(&c.path.display().to_string()),
             c.counters.converted,
             c.counters.kept_tcp,
             if c.policy.is_empty() {
                 String::new()
             } else {
-                format!(" (policy: {})", c.policy)
+                format!(" (policy: {})", crate::views::format::safe(&c.policy))
             }
         ));
     }

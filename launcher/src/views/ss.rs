@@ -94,7 +94,7 @@ fn detail_columns(s: &SmcSocket, a: &SsArgs) -> String {
             Some(l) => out.push_str(&format!(
                 " {} {} {} {} {} {}",
                 reasons::role(l.role),
-                l.ibdev,
+                crate::views::format::safe(&l.ibdev),
                 l.ibport,
                 l.link_id,
                 l.gid,

@@ -208,6 +208,31 @@ fn static_programs_are_named_and_can_be_refused() {
 }
 
 #[test]
+fn help_and_version_that_cannot_be_written_fail_in_one_line() {
+    for args in [
+        &["--help"][..],
+        &["-v"],
+        &["--version"],
+        &["help"],
+        &["ps", "--help"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let mut c = smcrun();
+        c.args(args).stdout(full);
+        let (_, err, o) = run(c);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(
+            err.trim(),
+            "smcrun: cannot write to stdout: No space left on device (os error 28)",
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
 fn bad_input_is_refused_in_one_line_naming_the_value() {
     use std::os::unix::ffi::OsStrExt;
     let dir = std::env::temp_dir().join(format!("smcrun-badinput-{}", std::process::id()));
@@ -225,12 +250,42 @@ fn bad_input_is_refused_in_one_line_naming_the_value() {
         );
     };
     let os = |s: &str| std::ffi::OsString::from(s);
-    // A config file that never ends is not read forever.
+    // A config file that never ends is not read at all: not a regular file.
     one_line(
         &[&os("--config"), &os("/dev/zero"), &os("true")],
         2,
+        "/dev/zero: cannot read the config file: it is a character device, not a regular file",
+    );
+    // A regular one too big (sparse: its size alone refuses it).
+    let huge = dir.join("huge.toml");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(300 << 20)
+        .unwrap();
+    one_line(
+        &[&os("--config"), huge.as_os_str(), &os("true")],
+        2,
         "larger than 4 MiB",
     );
+    std::fs::remove_file(&huge).unwrap();
+    // A FIFO nobody writes: refused at once, never waited on.
+    let fifo = dir.join("fifo.toml");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut c = smcrun();
+    c.arg("--config").arg(&fifo).arg("true");
+    let (_, err, o) = run_within(c, std::time::Duration::from_secs(20));
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.trim(),
+        format!(
+            "smcrun: {}: cannot read the config file: it is a FIFO, not a regular file; \
+             expected a TOML file of smcrun's settings (nothing was started)",
+            fifo.display()
+        )
+    );
+    std::fs::remove_file(&fifo).unwrap();
     // A valid policy too big for one environment string: refused before exec, with the limit.
     let ports: Vec<String> = (0..200_000).map(|i| (i % 60_000 + 1).to_string()).collect();
     let big = dir.join("big.toml");

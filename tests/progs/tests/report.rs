@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A private run directory per test, through XDG_RUNTIME_DIR.
@@ -25,17 +25,6 @@ fn with_xdg(mut c: Command, dir: &Path) -> Command {
 /// depend on the set-up: the VM checks them).
 fn expected_reason() -> &'static str {
     "EAFNOSUPPORT the kernel has no AF_SMC"
-}
-
-fn read_line(child: &mut Child) -> String {
-    let mut line = String::new();
-    let out = child.stdout.as_mut().unwrap();
-    // One byte at a time, so that nothing after the line is swallowed by a buffer.
-    let mut byte = [0u8; 1];
-    while std::io::Read::read(out, &mut byte).unwrap() == 1 && byte[0] != b'\n' {
-        line.push(byte[0] as char);
-    }
-    line
 }
 
 #[test]

@@ -148,6 +148,29 @@ fn another_user_cannot_take_a_users_run_directory_first() {
 }
 
 #[test]
+fn a_planted_run_directory_closed_to_the_user_is_named_by_its_owner() {
+    let (victim, other) = (54308, 54309);
+    // The other user makes the victim's directory first, 0700: the victim cannot even open it.
+    let d = tmp_dir_of(victim);
+    std::fs::create_dir(&d).unwrap();
+    std::os::unix::fs::chown(&d, Some(other), Some(other)).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (out, err, o) = run_within(sockcheck_as(victim), LIMIT);
+    assert!(o.status.success(), "the program runs: {err}\n{out}");
+    assert!(
+        err.contains(&format!("belongs to uid {other}, not to this user")),
+        "{err}"
+    );
+    assert!(!err.contains("EACCES"), "{err}");
+    let mut c = as_user(victim, &bin_for_anyone("smcrun"));
+    c.args(["ps"]);
+    let (out, err, o) = run_within(c, LIMIT);
+    assert!(!o.status.success(), "{out}");
+    assert!(err.contains(&format!("belongs to uid {other}")), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn a_run_directory_of_another_user_cannot_be_written_into() {
     let (owner, other) = (54305, 54306);
     let d = tmp_dir_of(owner);

@@ -289,3 +289,15 @@ pub fn package_of<'a>(text: &'a str, program: &str) -> Option<&'a str> {
         words.any(|w| w == program).then_some(pkg)
     })
 }
+
+/// The next line of a child's piped stdout (without its newline), read one byte at a time so that
+/// nothing after the line is swallowed by a buffer.
+pub fn read_line(child: &mut std::process::Child) -> String {
+    let mut line = String::new();
+    let out = child.stdout.as_mut().unwrap();
+    let mut byte = [0u8; 1];
+    while std::io::Read::read(out, &mut byte).unwrap() == 1 && byte[0] != b'\n' {
+        line.push(byte[0] as char);
+    }
+    line
+}
