@@ -39,7 +39,13 @@ run_check() {
         "$fn"
     ) &
     cpid=$!
-    (sleep "$limit" && echo "timed out after ${limit}s" > /tmp/check.reason && kill -9 "$cpid") 2>/dev/null &
+    # (its sleep goes with it when the check ends in time: a stray sleep is no state to leave behind)
+    (
+        trap 'kill "$spid" 2> /dev/null; exit 0' TERM
+        sleep "$limit" &
+        spid=$!
+        wait "$spid" && echo "timed out after ${limit}s" > /tmp/check.reason && kill -9 "$cpid"
+    ) 2>/dev/null &
     wpid=$!
     wait "$cpid"
     rc=$?
@@ -47,6 +53,7 @@ run_check() {
     wait "$wpid" 2>/dev/null
     cleanup_procs
     modules_back >> "/tmp/$name.log"
+    reset_state >> "/tmp/$name.log"
     echo "($name took $(($(date +%s) - t0))s)" >> "/tmp/$name.log"
     sed "s/^/@@LOG $name: /" "/tmp/$name.log" >&3
     if [ "$rc" = 0 ]; then
@@ -72,6 +79,84 @@ cleanup_procs() {
     fi
     # no stray servers between checks
     killall -9 redis-server redis-benchmark redis-cli 2>/dev/null
+    return 0
+}
+
+# ------------------------------------------------------------------ a known state between checks
+# Every check starts from the state the set-up made and leaves it so (a check must not pass or fail
+# for what the one before it left behind): no process of its own alive, no SMC socket open, nothing
+# BPF attached, the set-up's UEID, soft-RoCE device and net.smc sysctls in place. state_mark (after
+# the set-up) records that state; reset_state (after each check) brings the guest back to it and
+# says on stdout, for the check's log, whatever it had to put right.
+state_mark() {
+    BASE_PIDS=" $(cd /proc && echo [0-9]*) "
+    BASE_SYSCTLS=
+    local f v
+    for f in /proc/sys/net/smc/*; do
+        [ -w "$f" ] && read -r v < "$f" && BASE_SYSCTLS="$BASE_SYSCTLS $f=$v"
+    done
+}
+# strays: the processes started since state_mark that are still alive (not kernel threads: those
+# have an empty command line), as "pid:name" words; no subshell, so none of them is this shell's.
+strays() {
+    local d p c name
+    STRAYS=
+    for d in /proc/[0-9]*; do
+        p=${d#/proc/}
+        case $BASE_PIDS in *" $p "*) continue ;; esac
+        [ "$p" = $$ ] && continue
+        c=
+        read -r c < "$d/cmdline" 2> /dev/null
+        [ -n "$c" ] || continue
+        name=
+        read -r name < "$d/comm" 2> /dev/null
+        STRAYS="$STRAYS $p:$name"
+    done
+}
+# smc_sockets: how many SMC sockets smc_diag lists (all states), or "?" when it cannot be read
+smc_sockets() {
+    smcrun ss -a --json 2> /dev/null | jq '.sockets | length' 2> /dev/null || echo "?"
+}
+# smc_drain [SECONDS]: waits (default 30 s) until no SMC socket is left; 1 when some still are
+smc_drain() {
+    local i=0 max=$((${1:-30} * 5))
+    grep -q '^smc_diag ' /proc/modules || return 0
+    while [ "$(smc_sockets)" != 0 ]; do
+        i=$((i + 1))
+        [ $i -ge $max ] && return 1
+        sleep 0.2
+    done
+}
+reset_state() {
+    local w p i=0 n f v
+    strays
+    if [ -n "$STRAYS" ]; then
+        echo "(state: processes left running, killed:$STRAYS)"
+        for w in $STRAYS; do kill -9 "${w%%:*}" 2> /dev/null; done
+        while strays && [ -n "$STRAYS" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+        [ -z "$STRAYS" ] || echo "(state: still alive after kill -9:$STRAYS)"
+    fi
+    if ! smc_drain 30; then
+        echo "(state: SMC sockets still open 30 s after the check's processes ended:" \
+            "$(smcrun ss -a 2>&1 | head -n 12 | tr '\n' ';'))"
+    fi
+    if command -v jq > /dev/null && [ -d /sys/fs/bpf ] && n=$(smcrun attach --list --json 2> /dev/null | jq '.scopes | length' 2> /dev/null) && [ "$n" != 0 ]; then
+        echo "(state: $n BPF scope(s) left attached: $(smcrun attach --list 2>&1 | tr '\n' ';'))"
+    fi
+    for f in $BASE_SYSCTLS; do
+        read -r v < "${f%%=*}" 2> /dev/null
+        [ "$v" = "${f#*=}" ] && continue
+        echo "(state: ${f%%=*} was left at $v: set back to ${f#*=})"
+        echo "${f#*=}" > "${f%%=*}"
+    done
+    if [ -n "$RXE" ] && [ -z "$SETUP_ERR" ] && [ ! -e "/sys/class/infiniband/$RXE" ]; then
+        echo "(state: the soft-RoCE device $RXE is gone)"
+    fi
+    if [ -z "$SETUP_ERR" ] && [ "$BREAK" != no-ueid ] && grep -q '^smc ' /proc/modules &&
+        ! smcrun ueid show 2> /dev/null | grep -q SMCRUN-TEST; then
+        echo "(state: the UEID SMCRUN-TEST was gone: added again)"
+        smcrun ueid add SMCRUN-TEST > /dev/null 2>&1
+    fi
     return 0
 }
 
@@ -134,9 +219,18 @@ ueid_restore() {
 # is in /tmp/smc.rmmod.
 smc_unload() {
     local i=0
+    # Each open SMC socket holds the module (a closing one too, until its close handshake ends):
+    # wait for them first, and say which are left if they do not go.
+    if ! smc_drain 30; then
+        echo "SMC sockets still open after 30 s: $(smcrun ss -a 2>&1 | head -n 8 | tr '\n' ';')" > /tmp/smc.rmmod
+        return 1
+    fi
     while ! { rmmod smc_diag 2> /dev/null || ! grep -q '^smc_diag ' /proc/modules; } || ! rmmod smc 2> /tmp/smc.rmmod; do
         i=$((i + 1))
-        [ $i -gt 100 ] && { echo "($(grep '^smc' /proc/modules | tr '\n' ' '))" >> /tmp/smc.rmmod; return 1; }
+        [ $i -gt 100 ] && {
+            echo "(no SMC socket open; $(grep '^smc' /proc/modules | tr '\n' ' '); refcnt $(cat /sys/module/smc/refcnt 2> /dev/null))" >> /tmp/smc.rmmod
+            return 1
+        }
         sleep 0.2
     done
 }
