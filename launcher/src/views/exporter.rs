@@ -238,37 +238,78 @@ fn errno_text(e: nix::errno::Errno) -> String {
     std::io::Error::from_raw_os_error(e as i32).to_string()
 }
 
-/// The textfile directory, opened once (a directory, not a symlink to one).
+/// The textfile directory, opened once: walked one component at a time from `/` (or the working
+/// directory), each opened with O_NOFOLLOW, so that no spelling of a path through a symlink
+/// (`LINK`, `LINK/`, `LINK/.`, `LINK/../x`, `x/LINK/y`) is followed.
 fn open_dir(dir: &Path) -> Result<OwnedFd, String> {
-    use nix::fcntl::{open, OFlag};
+    use nix::fcntl::{open, openat, OFlag};
     use nix::sys::stat::Mode;
-    let fd = open(
-        dir,
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| match e {
-        nix::errno::Errno::ENOTDIR | nix::errno::Errno::ELOOP => {
-            "not a directory (or a symlink to one); give the collector's directory itself".into()
-        }
-        e => errno_text(e),
-    })?;
-    // SAFETY: `open` returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    use std::path::Component;
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let own = |fd| {
+        // SAFETY: `open`/`openat` returned a new descriptor that nothing else owns.
+        unsafe { OwnedFd::from_raw_fd(fd) }
+    };
+    let start = if dir.is_absolute() { "/" } else { "." };
+    let mut fd = own(open(start, flags, Mode::empty()).map_err(errno_text)?);
+    let mut walked = PathBuf::new();
+    for c in dir.components() {
+        walked.push(c);
+        let name = match c {
+            Component::RootDir | Component::CurDir => continue,
+            Component::ParentDir => Path::new(".."),
+            Component::Normal(name) => Path::new(name),
+            Component::Prefix(_) => unreachable!("no prefixes on Unix"),
+        };
+        fd = match openat(Some(fd.as_raw_fd()), name, flags, Mode::empty()) {
+            Ok(next) => own(next),
+            Err(nix::errno::Errno::ENOTDIR | nix::errno::Errno::ELOOP) => {
+                return Err(format!(
+                    "{} is not a directory (or is a symlink); give the collector's directory \
+                     itself, by a path without symlinks",
+                    walked.display()
+                ))
+            }
+            Err(e) => return Err(format!("{}: {}", walked.display(), errno_text(e))),
+        };
+    }
+    Ok(fd)
 }
 
+/// A name for the temporary file beside `name` that another user cannot foresee (and so cannot
+/// plant): `.name.PID.RANDOM.tmp`, RANDOM being 64 bits from the kernel's random pool.
+fn temporary_name(name: &str) -> String {
+    let mut random = [0u8; 8];
+    // SAFETY: getrandom writes at most `random.len()` bytes into `random`.
+    let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    let random = if got == random.len() as isize {
+        u64::from_ne_bytes(random)
+    } else {
+        // No random pool (a kernel before 3.17): the clock's nanoseconds, still hard to foresee.
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    };
+    format!(".{name}.{}.{random:016x}.tmp", std::process::id())
+}
+
+/// Temporary names tried before a write gives up (each new and random, so only a directory
+/// filling with other files makes a second one needed).
+const TEMPORARY_TRIES: usize = 16;
+
 /// Replace `dir/name` with `bytes` atomically: a new file (O_EXCL, never following anything
-/// planted) named `.name.PID.N.tmp`, written and synced, then renamed over `name`. Readers see
-/// the old file or the new one, never a part.
+/// planted) with a random name (`temporary_name`), written and synced, then renamed over `name`
+/// (a rename replaces a planted symlink, it does not follow it). Readers see the old file or the
+/// new one, never a part.
 pub fn write_atomically(dir: &OwnedFd, name: &str, bytes: &[u8]) -> Result<(), String> {
     use nix::errno::Errno;
     use nix::fcntl::{openat, renameat, OFlag};
     use nix::sys::stat::Mode;
     use nix::unistd::{unlinkat, UnlinkatFlags};
     let dfd = dir.as_raw_fd();
-    let mut attempt = 0;
+    let mut tries = 1;
     let (tmp, fd) = loop {
-        let tmp = format!(".{name}.{}.{attempt}.tmp", std::process::id());
+        let tmp = temporary_name(name);
         match openat(
             Some(dfd),
             tmp.as_str(),
@@ -276,7 +317,7 @@ pub fn write_atomically(dir: &OwnedFd, name: &str, bytes: &[u8]) -> Result<(), S
             Mode::from_bits_truncate(0o644),
         ) {
             Ok(fd) => break (tmp, fd),
-            Err(Errno::EEXIST) if attempt < 16 => attempt += 1,
+            Err(Errno::EEXIST) if tries < TEMPORARY_TRIES => tries += 1,
             Err(e) => return Err(format!("creating {tmp}: {}", errno_text(e))),
         }
     };
@@ -322,27 +363,47 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
     }
 
+    /// Issue 19: names a counter would reach, planted (as symlinks, to be followed), neither stop
+    /// the write nor are followed.
     #[test]
-    fn a_planted_temp_name_is_skipped_not_followed() {
+    fn planted_temp_names_are_skipped_not_followed() {
         let d = tmpdir("b");
         let target = d.join("victim");
         std::fs::write(&target, b"keep").unwrap();
-        let planted = d.join(format!(".{TEXTFILE}.{}.0.tmp", std::process::id()));
-        std::os::unix::fs::symlink(&target, &planted).unwrap();
+        for n in 0..=TEMPORARY_TRIES {
+            let planted = d.join(format!(".{TEXTFILE}.{}.{n}.tmp", std::process::id()));
+            std::os::unix::fs::symlink(&target, &planted).unwrap();
+        }
         let fd = open_dir(&d).unwrap();
-        write_atomically(&fd, TEXTFILE, b"smc_up 0\n").unwrap();
+        for n in 0..3 {
+            write_atomically(&fd, TEXTFILE, format!("smc_up {n}\n").as_bytes()).unwrap();
+        }
         assert_eq!(std::fs::read(&target).unwrap(), b"keep");
-        assert_eq!(std::fs::read(d.join(TEXTFILE)).unwrap(), b"smc_up 0\n");
+        assert_eq!(std::fs::read(d.join(TEXTFILE)).unwrap(), b"smc_up 2\n");
+        assert_ne!(temporary_name(TEXTFILE), temporary_name(TEXTFILE));
         let _ = std::fs::remove_dir_all(&d);
     }
 
+    /// Issue 19: `LINK/` and the like were followed where `LINK` was refused.
     #[test]
     fn the_textfile_directory_must_be_a_directory() {
         let d = tmpdir("c");
+        std::fs::create_dir(d.join("sub")).unwrap();
         let link = d.join("link");
         std::os::unix::fs::symlink(&d, &link).unwrap();
-        assert!(open_dir(&link).unwrap_err().contains("not a directory"));
+        for spelling in [
+            "link",
+            "link/",
+            "link/.",
+            "link//",
+            "sub/../link",
+            "link/sub",
+        ] {
+            let err = open_dir(&d.join(spelling)).unwrap_err();
+            assert!(err.contains("link is not a directory"), "{spelling}: {err}");
+        }
         assert!(open_dir(&d.join("missing")).is_err());
+        assert!(open_dir(&d.join("sub/../sub/.")).is_ok());
         let _ = std::fs::remove_dir_all(&d);
     }
 

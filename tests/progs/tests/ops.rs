@@ -412,6 +412,80 @@ fn the_textfile_is_written_whole_for_node_exporter() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Issue 19: `--textfile LINK` was refused but `--textfile LINK/` wrote through the symlink. No
+/// spelling of a path through a symlink is written through.
+#[test]
+fn the_textfile_is_never_written_through_a_symlink() {
+    let dir = std::env::temp_dir().join(format!("smcrun-textlink-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let target = dir.join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let d = dir.to_str().unwrap();
+    for spelling in [
+        format!("{d}/link/"),
+        format!("{d}/link/."),
+        format!("{d}/link//"),
+        format!("{d}/sub/../link/"),
+        format!("{d}/link/../target"),
+    ] {
+        let mut c = smcrun();
+        c.args(["exporter", "--textfile", &spelling, "--once"]);
+        let (_, err, o) = run(c);
+        assert_eq!(o.status.code(), Some(1), "--textfile {spelling}: {err}");
+        assert!(err.contains("symlink"), "--textfile {spelling}: {err}");
+        assert_eq!(
+            std::fs::read_dir(&target).unwrap().count(),
+            0,
+            "--textfile {spelling} wrote through the symlink"
+        );
+    }
+    // The real directory, however spelled, is written.
+    let mut c = smcrun();
+    c.args([
+        "exporter",
+        "--textfile",
+        &format!("{d}/sub/../target/."),
+        "--once",
+    ]);
+    let (_, err, o) = run(c);
+    assert!(o.status.success(), "{err}");
+    assert!(target.join("smcrun.prom").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 19: another user who made the temporary names the exporter would use stopped every
+/// later write (EEXIST on the same names); the exporter picks names that cannot be foreseen.
+#[test]
+fn planted_temporary_names_do_not_stop_the_textfile() {
+    let dir = std::env::temp_dir().join(format!("smcrun-textplant-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = smcrun();
+    c.args(["exporter", "--textfile"])
+        .arg(&dir)
+        .args(["--interval", "0.1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let exporter = Killed(c.spawn().unwrap());
+    let pid = exporter.0.id();
+    // Every name of the form `.smcrun.prom.PID.N.tmp` a counter from 0 would reach, planted.
+    for n in 0..64 {
+        std::fs::write(dir.join(format!(".smcrun.prom.{pid}.{n}.tmp")), b"planted").unwrap();
+    }
+    let prom = dir.join("smcrun.prom");
+    wait_for("the first textfile", 20, || prom.is_file().then_some(()));
+    std::fs::remove_file(&prom).unwrap();
+    wait_for("the textfile to be written again", 10, || {
+        prom.is_file().then_some(())
+    });
+    assert!(std::fs::read_to_string(&prom).unwrap().contains("smc_up"));
+    drop(exporter);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn doctor_on_this_host() {
     let mut c = smcrun();
