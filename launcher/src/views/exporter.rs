@@ -4,22 +4,34 @@
 //!
 //! - `smcrun exporter [--listen ADDR:PORT]` serves `/metrics` on 127.0.0.1:9609 unless told
 //!   otherwise (9609: in the 9000–9999 span firewalls open for exporters, and none of node_exporter's
-//!   9100 or the RDMA exporters' 9879, 9315 and 9101). Scrapes are served by a few threads at once,
-//!   each reading the kernel afresh.
+//!   9100 or the RDMA exporters' 9879, 9315 and 9101). Each scrape reads the kernel afresh. A
+//!   client, or many, can make it hold only so much (it may face the network): one thread for
+//!   every connection (HTTP/1 by hyper, one request each) and at most `SCRAPE_THREADS` more
+//!   reading the kernel; at most `MAX_HEADER_BYTES` of a request header (431 beyond); at most
+//!   `MAX_CONNECTIONS` connections, a new one closing the oldest that has not sent its header
+//!   yet; `HEADER_TIMEOUT` from a connection's start to its whole header and `CONNECTION_TIMEOUT`
+//!   to its end.
 //! - `smcrun exporter --textfile DIR [--interval SEC] [--once]` writes `DIR/smcrun.prom` every SEC
 //!   seconds (default 15): a new file created with O_EXCL beside it, then renamed over the old one,
 //!   so node_exporter never reads half a file and nothing planted there is followed.
 //! - `smcrun metrics` prints one scrape.
 
 use crate::exit::Exit;
+use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{header, Method, Request, Response, StatusCode};
+use tokio::sync::{Notify, Semaphore};
 
 use clap::Args;
 use smcrun_views::metrics::{self, ScrapeMeta};
@@ -33,8 +45,32 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9609";
 /// The textfile's name in `--textfile DIR`.
 pub const TEXTFILE: &str = "smcrun.prom";
 
-/// Threads serving scrapes at once.
-const WORKERS: usize = 4;
+/// Threads reading the kernel for scrapes at once (more scrapes wait their turn).
+const SCRAPE_THREADS: usize = 4;
+
+/// The most of a request header the exporter buffers (hyper's smallest buffer); a longer header
+/// is answered 431 and the connection closed.
+const MAX_HEADER_BYTES: usize = 8192;
+
+/// The most connections open at once (fewer if RLIMIT_NOFILE is low, `RESERVED_FDS` kept).
+const MAX_CONNECTIONS: usize = 512;
+
+/// Descriptors kept for scrapes (netlink sockets, /proc files) when RLIMIT_NOFILE bounds the
+/// connections.
+const RESERVED_FDS: u64 = 64;
+
+/// From a connection's start to its whole request header (a scraper sends it at once).
+const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// From a connection's start to its end: the header, the scrape and the answer taken.
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connections the kernel completes before the exporter takes them (up to net.core.somaxconn):
+/// a burst of new ones waits there rather than being refused.
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// The pause after accept(2) failed (out of descriptors, say) before the next accept.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 /// `smcrun exporter` arguments.
 #[derive(Args, Debug)]
@@ -134,69 +170,223 @@ pub fn exporter(a: &ExporterArgs) -> ExitCode {
 }
 
 fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
-    let server = match tiny_http::Server::http(addr) {
-        Ok(s) => Arc::new(s),
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .max_blocking_threads(SCRAPE_THREADS)
+        .build()
+    {
+        Ok(r) => r,
         Err(e) => {
-            eprintln!("smcrun exporter: cannot listen on {addr}: {e}");
+            eprintln!("smcrun exporter: cannot start the HTTP server: {e}");
             return ExitCode::from(Exit::Failed);
         }
     };
-    let scope = if addr.ip().is_loopback() {
-        "this host only"
-    } else {
-        "reachable from other hosts"
-    };
-    eprintln!("smcrun exporter: serving http://{addr}/metrics ({scope})");
-    let exporter = Arc::new(exporter);
-    let workers: Vec<_> = (0..WORKERS)
-        .map(|_| {
-            let (server, exporter) = (Arc::clone(&server), Arc::clone(&exporter));
-            std::thread::spawn(move || loop {
-                match server.recv() {
-                    Ok(req) => answer(&exporter, req),
-                    Err(e) => {
-                        eprintln!("smcrun exporter: {e}");
-                        return;
-                    }
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        let _ = w.join();
-    }
+    let server = Arc::new(Server {
+        exporter,
+        open: Mutex::new(BTreeMap::new()),
+        capacity: connection_capacity(),
+        scrapes: Arc::new(Semaphore::new(SCRAPE_THREADS)),
+    });
+    runtime.block_on(async {
+        let listener = match listen(addr) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("smcrun exporter: cannot listen on {addr}: {e}");
+                return;
+            }
+        };
+        let scope = if addr.ip().is_loopback() {
+            "this host only"
+        } else {
+            "reachable from other hosts"
+        };
+        eprintln!("smcrun exporter: serving http://{addr}/metrics ({scope})");
+        accept_loop(listener, server).await;
+    });
     ExitCode::from(Exit::Failed)
 }
 
-fn header(name: &str, value: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
-        .expect("a valid header name and value")
+/// A listening socket on `addr` with a backlog of `LISTEN_BACKLOG`.
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
-/// Answer one HTTP request: GET /metrics is a scrape, / a pointer to it, anything else 404/405.
-fn answer(exporter: &Exporter, req: tiny_http::Request) {
-    let path = req.url().split('?').next().unwrap_or("").to_string();
-    let get = matches!(
-        req.method(),
-        tiny_http::Method::Get | tiny_http::Method::Head
-    );
-    let response = match (get, path.as_str()) {
-        (true, "/metrics") => match exporter.scrape() {
-            Ok(text) => tiny_http::Response::from_string(text)
-                .with_header(header("Content-Type", metrics::CONTENT_TYPE)),
-            Err(e) => tiny_http::Response::from_string(format!("{e}\n")).with_status_code(500),
-        },
-        (true, "/") => {
-            tiny_http::Response::from_string("smcrun exporter: Linux SMC metrics at /metrics\n")
-        }
-        (true, _) => tiny_http::Response::from_string("not found; the metrics are at /metrics\n")
-            .with_status_code(404),
-        (false, _) => tiny_http::Response::from_string("only GET\n")
-            .with_status_code(405)
-            .with_header(header("Allow", "GET, HEAD")),
+/// `MAX_CONNECTIONS`, or fewer where RLIMIT_NOFILE would run out first.
+fn connection_capacity() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
     };
-    // A scraper that went away is its own business.
-    let _ = req.respond(response);
+    // SAFETY: getrlimit writes the one struct given.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    let fds = usize::try_from(limit.rlim_cur.saturating_sub(RESERVED_FDS)).unwrap_or(usize::MAX);
+    MAX_CONNECTIONS.min(fds).max(1)
+}
+
+/// What the HTTP server shares among its connections.
+struct Server {
+    exporter: Exporter,
+    /// The open connections by number, oldest first.
+    open: Mutex<BTreeMap<u64, Arc<Connection>>>,
+    /// The most connections open at once.
+    capacity: usize,
+    /// One permit per scrape thread.
+    scrapes: Arc<Semaphore>,
+}
+
+/// One open connection as the accept loop sees it.
+#[derive(Default)]
+struct Connection {
+    /// Its request header has come: it is being answered, and not closed for a newer one.
+    requested: AtomicBool,
+    /// Told to close, to make room for a newer connection.
+    evict: Notify,
+}
+
+impl Server {
+    /// Room for connection `id`: none if every open connection is being answered; else the
+    /// oldest one still waiting for its header is closed when the server is full.
+    fn admit(&self, id: u64) -> Option<Arc<Connection>> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if open.len() >= self.capacity {
+            let (&oldest, _) = open
+                .iter()
+                .find(|(_, c)| !c.requested.load(Ordering::Relaxed))?;
+            if let Some(c) = open.remove(&oldest) {
+                c.evict.notify_one();
+            }
+        }
+        let conn = Arc::new(Connection::default());
+        open.insert(id, Arc::clone(&conn));
+        Some(conn)
+    }
+
+    /// Connection `id` has ended.
+    fn leave(&self, id: u64) {
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&id);
+    }
+
+    /// One scrape on a scrape thread, when one is free.
+    async fn scrape(self: &Arc<Self>) -> Result<String, String> {
+        let permit = Arc::clone(&self.scrapes).acquire_owned().await;
+        let server = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            server.exporter.scrape()
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("the scrape failed: {e}")))
+    }
+
+    /// Answer one HTTP request: GET /metrics is a scrape, / a pointer to it, anything else
+    /// 404/405.
+    async fn answer(
+        self: &Arc<Self>,
+        req: Request<hyper::body::Incoming>,
+    ) -> Response<Full<Bytes>> {
+        let get = matches!(*req.method(), Method::GET | Method::HEAD);
+        let (status, text) = match (get, req.uri().path()) {
+            (true, "/metrics") => match self.scrape().await {
+                Ok(text) => {
+                    let mut r = Response::new(Full::new(Bytes::from(text)));
+                    r.headers_mut().insert(
+                        header::CONTENT_TYPE,
+                        header::HeaderValue::from_static(metrics::CONTENT_TYPE),
+                    );
+                    return r;
+                }
+                Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),
+            },
+            (true, "/") => (
+                StatusCode::OK,
+                "smcrun exporter: Linux SMC metrics at /metrics\n".into(),
+            ),
+            (true, _) => (
+                StatusCode::NOT_FOUND,
+                "not found; the metrics are at /metrics\n".into(),
+            ),
+            (false, _) => (StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into()),
+        };
+        let mut r = Response::new(Full::new(Bytes::from(text)));
+        *r.status_mut() = status;
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            r.headers_mut()
+                .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
+        }
+        r
+    }
+}
+
+/// Accept connections for ever, each served by a task of its own on this thread.
+async fn accept_loop(listener: tokio::net::TcpListener, server: Arc<Server>) {
+    let mut said = false;
+    for id in 0u64.. {
+        let stream = loop {
+            match listener.accept().await {
+                Ok((stream, _)) => break stream,
+                // Out of descriptors or memory, or a connection reset before it was taken: the
+                // pending ones wait in the listen backlog meanwhile.
+                Err(e) => {
+                    if !said {
+                        eprintln!("smcrun exporter: accepting a connection: {e} (retrying)");
+                        said = true;
+                    }
+                    tokio::time::sleep(ACCEPT_RETRY).await;
+                }
+            }
+        };
+        // Dropping the stream closes it: the server is full of connections being answered.
+        if let Some(conn) = server.admit(id) {
+            tokio::spawn(serve_connection(Arc::clone(&server), id, conn, stream));
+        }
+    }
+}
+
+/// Serve one connection: one request, within the header and connection timeouts, unless a newer
+/// connection needs its room first.
+async fn serve_connection(
+    server: Arc<Server>,
+    id: u64,
+    conn: Arc<Connection>,
+    stream: tokio::net::TcpStream,
+) {
+    let service = {
+        let (server, conn) = (Arc::clone(&server), Arc::clone(&conn));
+        hyper::service::service_fn(move |req| {
+            conn.requested.store(true, Ordering::Relaxed);
+            let server = Arc::clone(&server);
+            async move { Ok::<_, Infallible>(server.answer(req).await) }
+        })
+    };
+    let serving = hyper::server::conn::http1::Builder::new()
+        .keep_alive(false)
+        .max_buf_size(MAX_HEADER_BYTES)
+        .header_read_timeout(None)
+        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    let header_late = async {
+        tokio::time::sleep(HEADER_TIMEOUT).await;
+        if conn.requested.load(Ordering::Relaxed) {
+            std::future::pending::<()>().await;
+        }
+    };
+    // Whichever ends first ends the connection; a client that went away is its own business.
+    tokio::select! {
+        _ = serving => {}
+        () = header_late => {}
+        () = conn.evict.notified() => {}
+        () = tokio::time::sleep(CONNECTION_TIMEOUT) => {}
+    }
+    server.leave(id);
 }
 
 fn textfile_loop(exporter: Exporter, dir: &Path, interval: f64, once: bool) -> ExitCode {
@@ -238,37 +428,78 @@ fn errno_text(e: nix::errno::Errno) -> String {
     std::io::Error::from_raw_os_error(e as i32).to_string()
 }
 
-/// The textfile directory, opened once (a directory, not a symlink to one).
+/// The textfile directory, opened once: walked one component at a time from `/` (or the working
+/// directory), each opened with O_NOFOLLOW, so that no spelling of a path through a symlink
+/// (`LINK`, `LINK/`, `LINK/.`, `LINK/../x`, `x/LINK/y`) is followed.
 fn open_dir(dir: &Path) -> Result<OwnedFd, String> {
-    use nix::fcntl::{open, OFlag};
+    use nix::fcntl::{open, openat, OFlag};
     use nix::sys::stat::Mode;
-    let fd = open(
-        dir,
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| match e {
-        nix::errno::Errno::ENOTDIR | nix::errno::Errno::ELOOP => {
-            "not a directory (or a symlink to one); give the collector's directory itself".into()
-        }
-        e => errno_text(e),
-    })?;
-    // SAFETY: `open` returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    use std::path::Component;
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let own = |fd| {
+        // SAFETY: `open`/`openat` returned a new descriptor that nothing else owns.
+        unsafe { OwnedFd::from_raw_fd(fd) }
+    };
+    let start = if dir.is_absolute() { "/" } else { "." };
+    let mut fd = own(open(start, flags, Mode::empty()).map_err(errno_text)?);
+    let mut walked = PathBuf::new();
+    for c in dir.components() {
+        walked.push(c);
+        let name = match c {
+            Component::RootDir | Component::CurDir => continue,
+            Component::ParentDir => Path::new(".."),
+            Component::Normal(name) => Path::new(name),
+            Component::Prefix(_) => unreachable!("no prefixes on Unix"),
+        };
+        fd = match openat(Some(fd.as_raw_fd()), name, flags, Mode::empty()) {
+            Ok(next) => own(next),
+            Err(nix::errno::Errno::ENOTDIR | nix::errno::Errno::ELOOP) => {
+                return Err(format!(
+                    "{} is not a directory (or is a symlink); give the collector's directory \
+                     itself, by a path without symlinks",
+                    walked.display()
+                ))
+            }
+            Err(e) => return Err(format!("{}: {}", walked.display(), errno_text(e))),
+        };
+    }
+    Ok(fd)
 }
 
+/// A name for the temporary file beside `name` that another user cannot foresee (and so cannot
+/// plant): `.name.PID.RANDOM.tmp`, RANDOM being 64 bits from the kernel's random pool.
+fn temporary_name(name: &str) -> String {
+    let mut random = [0u8; 8];
+    // SAFETY: getrandom writes at most `random.len()` bytes into `random`.
+    let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
+    let random = if got == random.len() as isize {
+        u64::from_ne_bytes(random)
+    } else {
+        // No random pool (a kernel before 3.17): the clock's nanoseconds, still hard to foresee.
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    };
+    format!(".{name}.{}.{random:016x}.tmp", std::process::id())
+}
+
+/// Temporary names tried before a write gives up (each new and random, so only a directory
+/// filling with other files makes a second one needed).
+const TEMPORARY_TRIES: usize = 16;
+
 /// Replace `dir/name` with `bytes` atomically: a new file (O_EXCL, never following anything
-/// planted) named `.name.PID.N.tmp`, written and synced, then renamed over `name`. Readers see
-/// the old file or the new one, never a part.
+/// planted) with a random name (`temporary_name`), written and synced, then renamed over `name`
+/// (a rename replaces a planted symlink, it does not follow it). Readers see the old file or the
+/// new one, never a part.
 pub fn write_atomically(dir: &OwnedFd, name: &str, bytes: &[u8]) -> Result<(), String> {
     use nix::errno::Errno;
     use nix::fcntl::{openat, renameat, OFlag};
     use nix::sys::stat::Mode;
     use nix::unistd::{unlinkat, UnlinkatFlags};
     let dfd = dir.as_raw_fd();
-    let mut attempt = 0;
+    let mut tries = 1;
     let (tmp, fd) = loop {
-        let tmp = format!(".{name}.{}.{attempt}.tmp", std::process::id());
+        let tmp = temporary_name(name);
         match openat(
             Some(dfd),
             tmp.as_str(),
@@ -276,7 +507,7 @@ pub fn write_atomically(dir: &OwnedFd, name: &str, bytes: &[u8]) -> Result<(), S
             Mode::from_bits_truncate(0o644),
         ) {
             Ok(fd) => break (tmp, fd),
-            Err(Errno::EEXIST) if attempt < 16 => attempt += 1,
+            Err(Errno::EEXIST) if tries < TEMPORARY_TRIES => tries += 1,
             Err(e) => return Err(format!("creating {tmp}: {}", errno_text(e))),
         }
     };
@@ -322,27 +553,47 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
     }
 
+    /// Issue 19: names a counter would reach, planted (as symlinks, to be followed), neither stop
+    /// the write nor are followed.
     #[test]
-    fn a_planted_temp_name_is_skipped_not_followed() {
+    fn planted_temp_names_are_skipped_not_followed() {
         let d = tmpdir("b");
         let target = d.join("victim");
         std::fs::write(&target, b"keep").unwrap();
-        let planted = d.join(format!(".{TEXTFILE}.{}.0.tmp", std::process::id()));
-        std::os::unix::fs::symlink(&target, &planted).unwrap();
+        for n in 0..=TEMPORARY_TRIES {
+            let planted = d.join(format!(".{TEXTFILE}.{}.{n}.tmp", std::process::id()));
+            std::os::unix::fs::symlink(&target, &planted).unwrap();
+        }
         let fd = open_dir(&d).unwrap();
-        write_atomically(&fd, TEXTFILE, b"smc_up 0\n").unwrap();
+        for n in 0..3 {
+            write_atomically(&fd, TEXTFILE, format!("smc_up {n}\n").as_bytes()).unwrap();
+        }
         assert_eq!(std::fs::read(&target).unwrap(), b"keep");
-        assert_eq!(std::fs::read(d.join(TEXTFILE)).unwrap(), b"smc_up 0\n");
+        assert_eq!(std::fs::read(d.join(TEXTFILE)).unwrap(), b"smc_up 2\n");
+        assert_ne!(temporary_name(TEXTFILE), temporary_name(TEXTFILE));
         let _ = std::fs::remove_dir_all(&d);
     }
 
+    /// Issue 19: `LINK/` and the like were followed where `LINK` was refused.
     #[test]
     fn the_textfile_directory_must_be_a_directory() {
         let d = tmpdir("c");
+        std::fs::create_dir(d.join("sub")).unwrap();
         let link = d.join("link");
         std::os::unix::fs::symlink(&d, &link).unwrap();
-        assert!(open_dir(&link).unwrap_err().contains("not a directory"));
+        for spelling in [
+            "link",
+            "link/",
+            "link/.",
+            "link//",
+            "sub/../link",
+            "link/sub",
+        ] {
+            let err = open_dir(&d.join(spelling)).unwrap_err();
+            assert!(err.contains("link is not a directory"), "{spelling}: {err}");
+        }
         assert!(open_dir(&d.join("missing")).is_err());
+        assert!(open_dir(&d.join("sub/../sub/.")).is_ok());
         let _ = std::fs::remove_dir_all(&d);
     }
 

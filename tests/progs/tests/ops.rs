@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -404,6 +404,241 @@ fn the_textfile_is_written_whole_for_node_exporter() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("not a directory"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 19: `--textfile LINK` was refused but `--textfile LINK/` wrote through the symlink. No
+/// spelling of a path through a symlink is written through.
+#[test]
+fn the_textfile_is_never_written_through_a_symlink() {
+    let dir = std::env::temp_dir().join(format!("smcrun-textlink-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let target = dir.join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let d = dir.to_str().unwrap();
+    for spelling in [
+        format!("{d}/link/"),
+        format!("{d}/link/."),
+        format!("{d}/link//"),
+        format!("{d}/sub/../link/"),
+        format!("{d}/link/../target"),
+    ] {
+        let mut c = smcrun();
+        c.args(["exporter", "--textfile", &spelling, "--once"]);
+        let (_, err, o) = run(c);
+        assert_eq!(o.status.code(), Some(1), "--textfile {spelling}: {err}");
+        assert!(err.contains("symlink"), "--textfile {spelling}: {err}");
+        assert_eq!(
+            std::fs::read_dir(&target).unwrap().count(),
+            0,
+            "--textfile {spelling} wrote through the symlink"
+        );
+    }
+    // The real directory, however spelled, is written.
+    let mut c = smcrun();
+    c.args([
+        "exporter",
+        "--textfile",
+        &format!("{d}/sub/../target/."),
+        "--once",
+    ]);
+    let (_, err, o) = run(c);
+    assert!(o.status.success(), "{err}");
+    assert!(target.join("smcrun.prom").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 19: another user who made the temporary names the exporter would use stopped every
+/// later write (EEXIST on the same names); the exporter picks names that cannot be foreseen.
+#[test]
+fn planted_temporary_names_do_not_stop_the_textfile() {
+    let dir = std::env::temp_dir().join(format!("smcrun-textplant-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = smcrun();
+    c.args(["exporter", "--textfile"])
+        .arg(&dir)
+        .args(["--interval", "0.1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let exporter = Killed(c.spawn().unwrap());
+    let pid = exporter.0.id();
+    // Every name of the form `.smcrun.prom.PID.N.tmp` a counter from 0 would reach, planted.
+    for n in 0..64 {
+        std::fs::write(dir.join(format!(".smcrun.prom.{pid}.{n}.tmp")), b"planted").unwrap();
+    }
+    let prom = dir.join("smcrun.prom");
+    wait_for("the first textfile", 20, || prom.is_file().then_some(()));
+    std::fs::remove_file(&prom).unwrap();
+    wait_for("the textfile to be written again", 10, || {
+        prom.is_file().then_some(())
+    });
+    assert!(std::fs::read_to_string(&prom).unwrap().contains("smc_up"));
+    drop(exporter);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A field of /proc/PID/status (`VmHWM`, `Threads`...): its number (kB for sizes).
+fn proc_status(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status:\n{status}"))
+}
+
+/// Raises this process's open-file limit to its hard limit (children inherit it) and returns it.
+fn raise_nofile() -> u64 {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the one struct given.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut l), 0);
+        l.rlim_cur = l.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+    }
+    l.rlim_cur
+}
+
+/// Sends an unfinished request header, `chunk` after `chunk`, until the exporter cuts the
+/// connection or `limit` bytes went; returns the bytes sent and the status it answered (0: none).
+fn unfinished_header(port: u16, limit: usize) -> (usize, u16) {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return (0, 0);
+    };
+    let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let chunk = vec![b'a'; 64 << 10];
+    let mut sent = 0;
+    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Flood: ")
+        .is_ok()
+    {
+        while sent < limit && s.write_all(&chunk).is_ok() {
+            sent += chunk.len();
+        }
+    }
+    let mut answer = [0u8; 12];
+    let status = match s.read(&mut answer) {
+        Ok(12) => std::str::from_utf8(&answer[9..12])
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0),
+        _ => 0,
+    };
+    (sent, status)
+}
+
+/// Issue 19: a client could make the exporter buffer an endless request header, and each
+/// connection had a thread of its own. Under a flood of huge unfinished headers and thousands of
+/// idle connections, the exporter stays small and few-threaded, and still answers a scrape.
+#[test]
+fn the_exporter_stays_bounded_and_answers_during_a_flood() {
+    // Bounds: the exporter holds at most 512 connections with an 8 KiB header buffer each, and
+    // runs one thread plus at most 4 scraping; without bounds this flood takes ~240 MB and
+    // ~4,000 threads.
+    const MAX_RSS_KB: u64 = 64 << 10;
+    const MAX_THREADS: u64 = 8;
+    const FLOODERS: usize = 6;
+    const FLOOD_BYTES: usize = 40 << 20;
+    // 4,000 idle connections need ~4,100 descriptors here (and, unbounded, as many there).
+    let idle_count = 4000.min(raise_nofile().saturating_sub(200) as usize);
+    assert!(idle_count >= 1000, "RLIMIT_NOFILE is too low for the test");
+    let (exporter, port) = start_exporter();
+    let pid = exporter.0.id();
+    // A header over the limit is refused with 431 (or 400) at once.
+    let (_, status) = unfinished_header(port, 1 << 20);
+    assert!(
+        [400, 431].contains(&status),
+        "an oversized header got {status}"
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flooders: Vec<_> = (0..FLOODERS)
+        .map(|_| {
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut most = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && most < FLOOD_BYTES {
+                    most = most.max(unfinished_header(port, FLOOD_BYTES).0);
+                }
+                most
+            })
+        })
+        .collect();
+    let t_idle = Instant::now();
+    let mut idle = Vec::with_capacity(idle_count);
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    for _ in 0..idle_count {
+        if let Ok(s) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+            idle.push(s);
+        }
+    }
+    let threads = proc_status(pid, "Threads");
+    eprintln!(
+        "flood: {} connections opened in {:?}",
+        idle.len(),
+        t_idle.elapsed()
+    );
+    let mut slowest = Duration::ZERO;
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        let (status, body) = get(port, "/metrics").expect("a scrape during the flood");
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("\nsmc_up "), "{body}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "a scrape took {:?} during the flood",
+            t0.elapsed()
+        );
+        slowest = slowest.max(t0.elapsed());
+    }
+    let threads = threads.max(proc_status(pid, "Threads"));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let most = flooders.into_iter().map(|f| f.join().unwrap()).max();
+    let rss = proc_status(pid, "VmHWM");
+    drop(idle);
+    eprintln!(
+        "flood: {threads} threads, a peak of {rss} kB, the slowest scrape {slowest:?}, the \
+         longest header {most:?} bytes"
+    );
+    assert!(
+        threads <= MAX_THREADS && rss <= MAX_RSS_KB,
+        "with {idle_count} connections open and {FLOODERS} endless headers (one flooder sent \
+         {most:?} bytes), the exporter had {threads} threads (at most {MAX_THREADS} expected) \
+         and a peak resident memory of {rss} kB (at most {MAX_RSS_KB} kB expected)"
+    );
+}
+
+/// Issue 19: a client trickling its header one byte at a time held its connection for as long
+/// as it liked. The header must be whole within a bounded time from the connection's start.
+#[test]
+fn a_slow_header_is_cut_off_after_a_bounded_time() {
+    let (_exporter, port) = start_exporter();
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let t0 = Instant::now();
+    let header = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ".iter();
+    for b in header.chain(std::iter::repeat(&b'a')) {
+        if s.write_all(&[*b]).is_err() {
+            break;
+        }
+        // Waits 200 ms for the exporter to answer or close; a timeout means still connected.
+        match s.read(&mut [0u8; 512]) {
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            _ => break,
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "a client trickling its header was still connected after {:?}",
+            t0.elapsed()
+        );
+    }
 }
 
 #[test]
