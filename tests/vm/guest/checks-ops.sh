@@ -271,6 +271,16 @@ check_ops_reload() {
     [ "$after" = 0 ] || fail "smc_connections_total is $after right after the reload (was $before): a stale value"
     smcrun demo --json --connections 1 --bytes 64k > /tmp/rl.demo 2>&1 || fail "smcrun demo after the reload failed: $(lastl "$(cat /tmp/rl.demo)")"
     cat /tmp/rl.demo
+    # The first link group after a fresh load is made by this demo: on a loaded host, TCG can take
+    # longer than the kernel's wait for the first QP confirm link (seen once in a full suite with
+    # five other jobs on the machine: both sides fell back, server 0x02010000). That fallback is
+    # the kernel's, reported as such; the check says so and makes one more connection, which then
+    # has to be SMC-R (the counters below count SMC-R connections only).
+    if jq -e '[.sockets[] | select(.side == "server" and .fallback_reason == "0x02010000")] | length > 0' /tmp/rl.demo > /dev/null 2>&1; then
+        echo "ops-reload: the first link after the reload timed out confirming (0x02010000, the kernel's wait under TCG): one more demo"
+        smcrun demo --json --connections 1 --bytes 64k > /tmp/rl.demo 2>&1 || fail "smcrun demo after the reload failed: $(lastl "$(cat /tmp/rl.demo)")"
+        cat /tmp/rl.demo
+    fi
     jq -e '[.sockets[] | select(.transport == "SMC-R")] | length == 2' /tmp/rl.demo > /dev/null ||
         fail "the demo after the reload did not run over SMC-R: $(jq -r '[.sockets[] | "\(.side) \(.transport): \(.why)"][0]' /tmp/rl.demo 2>&1)"
     scrape /tmp/rl.m3 $port
