@@ -130,6 +130,9 @@ smc_drain() {
 reset_state() {
     local w p i=0 n f v
     strays
+    # (a moment for what is on its way out by itself: BPF mode's holder ends with its tree)
+    while [ -n "$STRAYS" ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i + 1)); strays; done
+    i=0
     if [ -n "$STRAYS" ]; then
         echo "(state: processes left running, killed:$STRAYS)"
         for w in $STRAYS; do kill -9 "${w%%:*}" 2> /dev/null; done
