@@ -231,7 +231,14 @@ smc_unload() {
     while ! { rmmod smc_diag 2> /dev/null || ! grep -q '^smc_diag ' /proc/modules; } || ! rmmod smc 2> /tmp/smc.rmmod; do
         i=$((i + 1))
         [ $i -gt 100 ] && {
-            echo "(no SMC socket open; $(grep '^smc' /proc/modules | tr '\n' ' '); refcnt $(cat /sys/module/smc/refcnt 2> /dev/null))" >> /tmp/smc.rmmod
+            # What still holds it, on the line the check's failure shows: the module's reference
+            # count, the SMC sockets the protocols still count (closing ones smc_diag no longer
+            # lists too) and the link groups.
+            echo "$(first "$(cat /tmp/smc.rmmod)"); smc_diag lists no socket; refcnt $(cat /sys/module/smc/refcnt 2> /dev/null);" \
+                "sockets counted by /proc/net/protocols: $(awk '$1 ~ /^SMC/ { printf "%s %s ", $1, $3 }' /proc/net/protocols);" \
+                "link groups: $(smcrun linkgroup 2>&1 | tail -n +2 | tr -s ' \n' ' ' | cut -c1-160)" > /tmp/smc.rmmod.why
+            mv /tmp/smc.rmmod.why /tmp/smc.rmmod
+            echo "smc_unload: $(cat /tmp/smc.rmmod)"
             return 1
         }
         sleep 0.2
