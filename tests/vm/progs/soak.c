@@ -3,7 +3,8 @@
 //
 //   soak server FAMILY ADDR PORT
 //   soak client FAMILY ADDR PORT [-s SEED] [-n TRANSFERS] [-w WORKERS] [-m MAXBYTES]
-//                               [-b [CASE:]BYTES,...] [-c CASE,...] [-d SECONDS] [-r BYTES/S] [-v]
+//                               [-b [CASE:]BYTES,...] [-c CASE,...] [-d SECONDS] [-r BYTES/S]
+//                               [-l SECONDS] [-v]
 //
 // FAMILY: `smc` (a native AF_SMC socket, AF_SMC=43 with protocol SMCPROTO_SMC and an AF_INET
 // address: SMC with no shim) or `inet` (a plain AF_INET socket, which `smcrun` or `smcrun --bpf`
@@ -23,15 +24,21 @@
 //           an ack (status, count), then closes; the client reads the ack, then EOF
 //   unread  the client writes BYTES; the server reads BYTES/2, acks and closes with the rest
 //           unread; the client must see EOF or an error (never a hang, never a wrong byte)
+//   slow    (only with -c or -b) the client writes BYTES and shutdown(SHUT_WR); the server waits
+//           SLOW_S seconds before it reads, then reads to EOF, checks, acks the count and closes;
+//           the client reads the ack (every byte must have arrived), then EOF. Linux's SMC waits
+//           at most 2 s in shutdown(SHUT_WR) for its send buffer to drain (see tests/vm/README.md)
 //
 // Deadline of a transfer: -d SECONDS (default 60) + its bytes (both ways) / -r BYTES/S (default
 // 65536). A transfer fails on any wrong byte, a short or long stream, an error (but in `unread`'s
 // reading and writing), or a missed deadline; each failure is one line
 //   soak: FAIL id=I case=C size=N sent=S got=G after=T s: WHAT
 // and the client ends with one summary line
-//   soak: family=F seed=S workers=W transfers=N bytes=B verified=V seconds=T failures=K (echo f/n down f/n sink f/n unread f/n)
+//   soak: family=F seed=S workers=W transfers=N bytes=B verified=V seconds=T failures=K (echo f/n ... slow f/n)
 // (bytes: the transfers' sizes added up, the same for any mover with the same options; verified:
 // the bytes the client checked, and those the server acked as right). With -v each transfer also prints `soak: ok ...`.
+// -l SECONDS sets SO_LINGER (on, SECONDS) on the client's sockets: SMC's shutdown(SHUT_WR) and
+// close() then wait that long, not 2 s, for the send buffer to drain.
 // The server prints "listening" when it accepts, serves each connection in a thread until it is
 // killed, and writes `soak server: FAIL ...` lines to stderr for what it saw go wrong.
 // Exit status: 0 every transfer intact, 1 a failure, 2 bad usage.
@@ -66,8 +73,10 @@
 #define HDR_MAGIC 0x4b414f53u /* "SOAK" */
 #define ACK_MAGIC 0x4b434153u /* "SACK" */
 
-enum kase { ECHO, DOWN, SINK, UNREAD, NCASES };
-static const char *const case_name[NCASES] = {"echo", "down", "sink", "unread"};
+enum kase { ECHO, DOWN, SINK, UNREAD, SLOW, NCASES };
+static const char *const case_name[NCASES] = {"echo", "down", "sink", "unread", "slow"};
+#define DEFAULT_CASES 4 // all but slow
+#define SLOW_S 3	// the slow reader's wait: longer than SMC's 2 s in shutdown(SHUT_WR)
 
 // What the client sends first on every connection.
 struct hdr {
@@ -311,6 +320,22 @@ static void serve_one(int fd)
 			serr(&h, "writing the ack: %s", strerror(errno ? errno : EPIPE));
 		break;
 	}
+	case SLOW:
+		sleep(SLOW_S);
+		got = serve_read(fd, &h, 0, 1, 0, deadline, &bad, &err, buf, scratch);
+		if (err) {
+			serr(&h, "%s after %llu bytes in", strerror(err), (unsigned long long)got);
+			break;
+		}
+		if (got != h.size)
+			serr(&h, "EOF after %llu of %llu bytes in", (unsigned long long)got, (unsigned long long)h.size);
+		a.status = bad >= 0;
+		a.count = bad >= 0 ? (uint64_t)bad : got;
+		if (bad >= 0)
+			serr(&h, "byte %lld came in wrong", bad);
+		if (io_full(fd, &a, sizeof(a), 1, deadline))
+			serr(&h, "writing the ack: %s", strerror(errno ? errno : EPIPE));
+		break;
 	}
 out:
 	free(buf);
@@ -354,7 +379,7 @@ static int server(void)
 // ------------------------------------------------------------------ client
 struct opts {
 	uint64_t seed, transfers, max, rate;
-	unsigned workers, deadline_s, verbose;
+	unsigned workers, deadline_s, verbose, linger_s;
 	unsigned ncases, cases[NCASES];
 	unsigned nbig;
 	uint64_t big[MAX_BIG];
@@ -428,9 +453,14 @@ static int transfer(const struct opts *o, struct xfer *x, unsigned char *out, un
 	int fd = new_socket();
 	x->t0 = now();
 	uint64_t both = x->kase == ECHO ? 2 * x->size : x->size;
-	x->deadline = x->t0 + deadline_of(o->deadline_s, both, o->rate);
+	x->deadline = x->t0 + deadline_of(o->deadline_s, both, o->rate) + (x->kase == SLOW ? SLOW_S : 0);
 	if (fd < 0)
 		return xfail(x, "socket: %s", strerror(errno));
+	struct linger lg = {.l_onoff = 1, .l_linger = (int)o->linger_s};
+	if (o->linger_s && setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg))) {
+		close(fd);
+		return xfail(x, "SO_LINGER: %s", strerror(errno));
+	}
 	// a blocking connect under an alarm (its deadline), then nonblocking I/O under poll
 	struct itimerval it = {.it_value = {.tv_sec = (time_t)(x->deadline - x->t0) + 1}};
 	setitimer(ITIMER_REAL, &it, NULL);
@@ -454,7 +484,7 @@ static int transfer(const struct opts *o, struct xfer *x, unsigned char *out, un
 			.key = x->key};
 	uint64_t to_send = x->kase == DOWN ? 0 : x->size;
 	// what comes back: the stream (echo, down) or the ack (sink, unread)
-	struct ack want_ack = {.magic = ACK_MAGIC, .status = 0, .count = x->kase == SINK ? x->size : x->size / 2};
+	struct ack want_ack = {.magic = ACK_MAGIC, .status = 0, .count = x->kase == UNREAD ? x->size / 2 : x->size};
 	int stream_back = x->kase == ECHO || x->kase == DOWN;
 	uint64_t expect = stream_back ? x->size : sizeof(struct ack);
 	size_t hdr_sent = 0;
@@ -502,8 +532,8 @@ static int transfer(const struct opts *o, struct xfer *x, unsigned char *out, un
 			}
 			if (writing && hdr_sent == sizeof(h) && x->sent == to_send) {
 				writing = 0;
-				// echo and unread end their stream; sink waits for the ack with the socket open
-				if ((x->kase == ECHO || x->kase == UNREAD) && shutdown(fd, SHUT_WR) && x->kase == ECHO) {
+				// echo, unread and slow end their stream; sink waits for the ack with the socket open
+				if (x->kase != SINK && x->kase != DOWN && shutdown(fd, SHUT_WR) && x->kase != UNREAD) {
 					res = xfail(x, "shutdown(SHUT_WR): %s", strerror(errno));
 					break;
 				}
@@ -592,7 +622,7 @@ static int usage(const char *fmt, const char *bad)
 	fprintf(stderr, "soak: ");
 	fprintf(stderr, fmt, bad);
 	fprintf(stderr, "\nusage: soak server smc|inet ADDR PORT | soak client smc|inet ADDR PORT [-s SEED] [-n TRANSFERS] "
-			"[-w WORKERS] [-m MAXBYTES] [-b [CASE:]BYTES,...] [-c CASE,...] [-d SECONDS] [-r BYTES/S] [-v]\n");
+			"[-w WORKERS] [-m MAXBYTES] [-b [CASE:]BYTES,...] [-c CASE,...] [-d SECONDS] [-r BYTES/S] [-l SECONDS] [-v]\n");
 	return 2;
 }
 // number: a decimal count, with an optional k/m/g (KiB, MiB, GiB) suffix; 0 if it is not one
@@ -628,11 +658,11 @@ static int case_of(const char *s, size_t n)
 static int client(int argc, char **argv)
 {
 	struct opts o = {.seed = 1, .transfers = 200, .max = 1 << 20, .rate = 65536, .workers = 4, .deadline_s = 60,
-			 .ncases = NCASES, .cases = {ECHO, DOWN, SINK, UNREAD}};
+			 .ncases = DEFAULT_CASES, .cases = {ECHO, DOWN, SINK, UNREAD}};
 	int opt;
 	uint64_t v;
 	opterr = 0; // usage() says what is wrong, in one line
-	while ((opt = getopt(argc, argv, "s:n:w:m:b:c:d:r:v")) != -1) {
+	while ((opt = getopt(argc, argv, "s:n:w:m:b:c:d:r:l:v")) != -1) {
 		switch (opt) {
 		case 's':
 			if (!number(optarg, 0, &o.seed))
@@ -663,13 +693,18 @@ static int client(int argc, char **argv)
 		case 'v':
 			o.verbose = 1;
 			break;
+		case 'l':
+			if (!number(optarg, 1, &v) || v > 3600)
+				return usage("-l %s: expected a linger time of 1 to 3600 seconds", optarg);
+			o.linger_s = (unsigned)v;
+			break;
 		case 'c': {
 			o.ncases = 0;
 			for (char *p = optarg; *p;) {
 				size_t n = strcspn(p, ",");
 				int k = case_of(p, n);
 				if (k < 0 || o.ncases == NCASES)
-					return usage("-c %s: expected cases from echo, down, sink, unread, comma-separated", optarg);
+					return usage("-c %s: expected cases from echo, down, sink, unread, slow, comma-separated", optarg);
 				o.cases[o.ncases++] = (unsigned)k;
 				p += n + (p[n] == ',');
 			}
@@ -686,7 +721,7 @@ static int client(int argc, char **argv)
 				if (cn < n) {
 					k = case_of(p, cn);
 					if (k < 0)
-						return usage("-b %s: expected [CASE:]BYTES,... with CASE echo, down, sink or unread", optarg);
+						return usage("-b %s: expected [CASE:]BYTES,... with CASE echo, down, sink, unread or slow", optarg);
 				}
 				const char *ns = cn < n ? p + cn + 1 : p;
 				size_t nl = (size_t)(p + n - ns);
@@ -746,13 +781,14 @@ static int client(int argc, char **argv)
 	for (int k = 0; k < NCASES; k++)
 		n += sum.transfers[k], f += sum.failures[k];
 	printf("soak: family=%s seed=%llu workers=%u transfers=%llu bytes=%llu verified=%llu seconds=%.1f failures=%llu "
-	       "(echo %llu/%llu down %llu/%llu sink %llu/%llu unread %llu/%llu)\n",
+	       "(echo %llu/%llu down %llu/%llu sink %llu/%llu unread %llu/%llu slow %llu/%llu)\n",
 	       family_smc ? "smc" : "inet", (unsigned long long)o.seed, o.workers, (unsigned long long)n,
 	       (unsigned long long)sum.bytes, (unsigned long long)sum.verified, now() - t0, (unsigned long long)f,
 	       (unsigned long long)sum.failures[ECHO], (unsigned long long)sum.transfers[ECHO],
 	       (unsigned long long)sum.failures[DOWN], (unsigned long long)sum.transfers[DOWN],
 	       (unsigned long long)sum.failures[SINK], (unsigned long long)sum.transfers[SINK],
-	       (unsigned long long)sum.failures[UNREAD], (unsigned long long)sum.transfers[UNREAD]);
+	       (unsigned long long)sum.failures[UNREAD], (unsigned long long)sum.transfers[UNREAD],
+	       (unsigned long long)sum.failures[SLOW], (unsigned long long)sum.transfers[SLOW]);
 	return f ? 1 : 0;
 }
 
