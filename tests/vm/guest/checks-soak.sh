@@ -1,0 +1,124 @@
+# shellcheck shell=dash
+# The integrity soak (sourced by checks.sh): tests/vm/progs/soak.c moves the same transfers (same
+# seed, so the same sizes, cases and bytes) by three movers, one after the other:
+#   native   `soak ... smc`: the program makes AF_SMC sockets itself, no shim: only the kernel
+#   preload  `smcrun soak ... inet`: AF_INET sockets the shim makes SMC
+#   bpf      `smcrun --bpf -- soak ... inet`: AF_INET sockets the kernel makes SMC (BPF mode)
+# Each mover must have every transfer intact, and the kernel's counters must show every connection
+# over the transport (SMC-R in `soak`, SMC-D in `smcd-soak`) and no fallback. The checks run every
+# mover even when one fails, and say which failed, so that a failure tells whose it is.
+# Knobs (tests/vm/run writes the host's SOAK_* into /vm/config): see tests/vm/README.md.
+#
+# shellcheck disable=SC2015,SC2086,SC2016,SC2154
+
+# (tests/vm/run always sets SOAK_LIMIT, and gives qemu as much more time)
+CHECK_LIMIT_soak=$SOAK_LIMIT
+CHECK_LIMIT_smcd_soak=$SOAK_LIMIT
+
+# soak_deltas BEFORE AFTER: DELTAS = "smcr_clnt smcr_srv smcd_clnt smcd_srv clnt_fback srv_fback
+#   smcr_tx smcd_tx", the growth between two stats snapshots (one jq; STATS_JQ's and SMCD_STATS_JQ's
+#   counters)
+soak_deltas() {
+    DELTAS=$(jq -n -r --slurpfile a "$1" --slurpfile b "$2" "$SMCD_STATS_JQ"'
+        def smcr: ('"$STATS_JQ"');
+        def row: [smcr.clnt_succ, smcr.srv_succ, smcd.clnt_succ, smcd.srv_succ, smcr.clnt_fback,
+            smcr.srv_fback, smcr.tx_bytes, smcd.tx_bytes];
+        ($a[0] | row) as $x | ($b[0] | row) as $y | [range(0; $x | length) | $y[.] - $x[.]] | map(tostring) | join(" ")' 2>&1) ||
+        fail "cannot read smcrun stats --json: $(first "$DELTAS")"
+}
+
+# soak_movers TRANSPORT PORT MAX BIG: the soak by each mover of SOAK_MOVERS over TRANSPORT (SMCR
+#   or SMCD), servers on PORT, PORT+1, ...; fails naming every mover that failed and why
+soak_movers() {
+    local transport=$1 port=$2 movers=${SOAK_MOVERS:-native preload bpf} m pre fam args rc sum bad= bytes0= b srvfail n spid
+    need_setup
+    need_prog soak
+    n=${SOAK_TRANSFERS:-200}
+    args="-s ${SOAK_SEED:-1} -n $n -w ${SOAK_WORKERS:-4} -m ${SOAK_MAX:-$3} -d ${SOAK_DEADLINE:-60} -r ${SOAK_RATE:-64k}"
+    # SO_LINGER: the kernel's 2 s limit in shutdown(SHUT_WR) (see soak_probe) is lifted, so that a
+    # failure here is not that known one; SOAK_LINGER=0 hunts it (the long runs in the README did)
+    [ "${SOAK_LINGER:-30}" != 0 ] && args="$args -l ${SOAK_LINGER:-30}"
+    [ -n "${SOAK_BIG-$4}" ] && args="$args -b ${SOAK_BIG-$4}"
+    [ -n "${SOAK_CASES:-}" ] && args="$args -c $SOAK_CASES"
+    for m in $movers; do
+        case $m in
+        native) pre= fam=smc ;;
+        preload) pre=smcrun fam=inet ;;
+        bpf) bpf_setup; pre="smcrun --bpf --" fam=inet ;;
+        *) fail "SOAK_MOVERS: unknown mover '$m' (expected native, preload, bpf)" ;;
+        esac
+        stats_snap /tmp/soak.$m.s0
+        bg $pre soak server $fam 127.0.0.1 $port > /tmp/soak.$m.srv 2>&1
+        spid=$(tail -n1 /tmp/check.pids)
+        wait_for /tmp/soak.$m.srv listening 600 || fail "$m: the soak server did not listen: $(first "$(cat /tmp/soak.$m.srv)")"
+        echo "$m: $pre soak client $fam 127.0.0.1 $port $args"
+        $pre soak client $fam 127.0.0.1 $port $args > /tmp/soak.$m.out 2>&1
+        rc=$?
+        stats_snap /tmp/soak.$m.s1
+        kill $spid 2> /dev/null
+        wait $spid 2> /dev/null
+        cat /tmp/soak.$m.out /tmp/soak.$m.srv
+        sum=$(grep '^soak: family=' /tmp/soak.$m.out)
+        soak_deltas /tmp/soak.$m.s0 /tmp/soak.$m.s1
+        set -- $DELTAS
+        echo "$m over $transport: rc=$rc $sum; kernel: SMC-R successes client +$1 server +$2, SMC-D +$3/+$4, fallbacks +$5/+$6, tx bytes SMC-R +$7 SMC-D +$8"
+        if [ -z "$sum" ]; then
+            bad="$bad; $m: no summary (rc $rc): $(lastl "$(cat /tmp/soak.$m.out)")"
+        elif [ "$rc" != 0 ]; then
+            bad="$bad; $m: ${sum#soak: }: $(grep -m1 '^soak: FAIL' /tmp/soak.$m.out | sed 's/^soak: //')"
+        fi
+        srvfail=$(grep -c '^soak server: FAIL' /tmp/soak.$m.srv)
+        [ "$srvfail" = 0 ] || bad="$bad; $m: the server saw $srvfail failures: $(grep -m1 '^soak server: FAIL' /tmp/soak.$m.srv | sed 's/^soak server: //')"
+        # every transfer is one connection: all over TRANSPORT, none fell back
+        if [ "$transport" = SMCR ]; then
+            [ "$1" = "$n" ] && [ "$2" = "$n" ] && [ "$3" = 0 ] && [ "$4" = 0 ] ||
+                bad="$bad; $m: the kernel counted SMC-R +$1/+$2 and SMC-D +$3/+$4 successes (client/server), expected SMC-R +$n/+$n"
+        else
+            [ "$3" = "$n" ] && [ "$4" = "$n" ] && [ "$1" = 0 ] && [ "$2" = 0 ] ||
+                bad="$bad; $m: the kernel counted SMC-D +$3/+$4 and SMC-R +$1/+$2 successes (client/server), expected SMC-D +$n/+$n"
+        fi
+        [ "$5" = 0 ] && [ "$6" = 0 ] || bad="$bad; $m: the kernel counted fallbacks (client +$5, server +$6)"
+        # the same seed and options: the same transfers and bytes for every mover
+        b=$(printf '%s\n' "$sum" | sed -n 's/.* bytes=\([0-9]*\) .*/\1/p')
+        [ -z "$bytes0" ] && bytes0=$b
+        [ -z "$b" ] || [ "$b" = "$bytes0" ] || bad="$bad; $m: moved bytes=$b, the first mover $bytes0 (not the same transfers)"
+        port=$((port + 1))
+    done
+    [ -z "$bad" ] || fail "${bad#; }"
+}
+
+# soak_probe PORT: the kernel's own data loss, with the native program (no shim): a reader that waits
+#   3 s before it reads, 64 and 96 KiB written and shutdown(SHUT_WR) (case slow). SMC's shutdown waits
+#   at most 2 s (SMC_MAX_STREAM_WAIT_TIMEOUT) for its send buffer to drain, then sends its close with
+#   the rest unsent: the reader gets a clean EOF, short. Reported as seen or not (it is a race, seen
+#   in most runs); with SO_LINGER 10 s the same transfers must be intact (else the check fails).
+soak_probe() {
+    local k l seen
+    bg soak server smc 127.0.0.1 $1 > /tmp/soak.probe.srv 2>&1
+    wait_for /tmp/soak.probe.srv listening 600 || fail "probe: the soak server did not listen: $(first "$(cat /tmp/soak.probe.srv)")"
+    soak client smc 127.0.0.1 $1 -w 1 -n 4 -c slow -b 64k,96k,64k,96k > /tmp/soak.probe.out 2>&1
+    soak client smc 127.0.0.1 $1 -w 1 -n 4 -c slow -b 64k,96k,64k,96k -l 10 > /tmp/soak.probe.linger 2>&1
+    cat /tmp/soak.probe.out /tmp/soak.probe.linger
+    k=$(sed -n 's/.* failures=\([0-9]*\) .*/\1/p' /tmp/soak.probe.out)
+    l=$(sed -n 's/.* failures=\([0-9]*\) .*/\1/p' /tmp/soak.probe.linger)
+    seen="not seen this time"
+    [ "${k:-0}" -gt 0 ] && seen=seen
+    echo "kernel probe: shutdown(SHUT_WR) with a reader 3 s late lost the tail in ${k:-?} of 4 transfers (the kernel's 2 s limit: $seen), with SO_LINGER 10 s in ${l:-?} of 4"
+    [ "$l" = 0 ] || fail "kernel probe: with SO_LINGER 10 s the slow reader still lost data: $(grep -m1 '^soak: FAIL' /tmp/soak.probe.linger | sed 's/^soak: //')"
+}
+
+# soak: the integrity soak over SMC-R (soft-RoCE on lo, about 1 MB/s under TCG): sizes up to 256 KiB
+#   and the Java echo's shape (4 concurrent echoes of 2 MiB)
+check_soak() {
+    soak_probe 7300
+    soak_movers SMCR 7301 256k echo:2m,echo:2m,echo:2m,echo:2m
+    ok
+}
+
+# smcd-soak: the same over SMC-D (loopback-ism): sizes up to 4 MiB, the Java echo's shape, and one
+#   64 MiB stream each way (down, sink)
+check_smcd_soak() {
+    soak_probe 7310
+    soak_movers SMCD 7311 4m echo:2m,echo:2m,echo:2m,echo:2m,down:64m,sink:64m
+    ok
+}
