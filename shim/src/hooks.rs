@@ -264,6 +264,22 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     )
 }
 
+/// shutdown(2). Before SHUT_WR or SHUT_RDWR on a socket that runs over SMC, waits until its send
+/// buffer has gone to the peer (see [`crate::drain`]): the kernel's SMC drops what is still there
+/// after 2 s, where TCP sends it all before its FIN.
+#[no_mangle]
+pub extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
+    hook(
+        || real::shutdown(fd, how),
+        |out| {
+            let e = errno();
+            crate::drain::before_shutdown(fd, how);
+            set_errno(e);
+            out.record(real::shutdown(fd, how))
+        },
+    )
+}
+
 /// The uid-changing calls: the runtime opens this process's report file first, while it can still
 /// create it in the run directory of the user who started the program; then the real call.
 fn uid_change(call: SetUid) -> c_int {

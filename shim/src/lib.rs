@@ -17,6 +17,7 @@
 mod config;
 mod convert;
 mod debug;
+mod drain;
 mod guard;
 mod hooks;
 mod policy;

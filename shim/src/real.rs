@@ -46,6 +46,7 @@ static ACCEPT: Symbol = Symbol::new(b"accept\0");
 static LISTEN: Symbol = Symbol::new(b"listen\0");
 static ACCEPT4: Symbol = Symbol::new(b"accept4\0");
 static CLOSE: Symbol = Symbol::new(b"close\0");
+static SHUTDOWN: Symbol = Symbol::new(b"shutdown\0");
 static SETUID: Symbol = Symbol::new(b"setuid\0");
 static SETEUID: Symbol = Symbol::new(b"seteuid\0");
 static SETREUID: Symbol = Symbol::new(b"setreuid\0");
@@ -64,6 +65,7 @@ pub fn resolve_all() {
         &ACCEPT4,
         &LISTEN,
         &CLOSE,
+        &SHUTDOWN,
         &SETUID,
         &SETEUID,
         &SETREUID,
@@ -232,6 +234,21 @@ pub fn close(fd: c_int) -> c_int {
         } else {
             let f: unsafe extern "C" fn(c_int) -> c_int = std::mem::transmute(p);
             f(fd)
+        }
+    }
+}
+
+/// The real `shutdown(2)`.
+pub fn shutdown(fd: c_int, how: c_int) -> c_int {
+    let p = SHUTDOWN.get();
+    // SAFETY: a non-null pointer from dlsym("shutdown") has shutdown's C signature; the fallback
+    // is the system call.
+    unsafe {
+        if p.is_null() {
+            libc::syscall(libc::SYS_shutdown, fd, how) as c_int
+        } else {
+            let f: unsafe extern "C" fn(c_int, c_int) -> c_int = std::mem::transmute(p);
+            f(fd, how)
         }
     }
 }

@@ -47,6 +47,18 @@ pub fn fcntl_get(fd: c_int, cmd: c_int) -> Result<c_int, Errno> {
     sys!(libc::SYS_fcntl, fd, cmd).map(|v| v as c_int)
 }
 
+/// `SIOCOUTQNSD` (linux/sockios.h): the ioctl that asks a stream socket how many written bytes
+/// it has not sent yet.
+pub const SIOCOUTQNSD: libc::c_ulong = 0x894B;
+
+/// How many bytes written to `fd` the kernel has not sent yet (`SIOCOUTQNSD`); for an SMC socket,
+/// what its send buffer still holds for the peer.
+pub fn unsent(fd: c_int) -> Result<c_int, Errno> {
+    let mut n: c_int = 0;
+    sys!(libc::SYS_ioctl, fd, SIOCOUTQNSD, &mut n as *mut c_int)?;
+    Ok(n)
+}
+
 /// `getsockopt(2)` of an int option.
 pub fn get_int(fd: c_int, level: c_int, name: c_int) -> Result<c_int, Errno> {
     let mut v: c_int = 0;

@@ -553,3 +553,24 @@ fn a_run_directory_the_user_cannot_write_costs_the_report_not_the_program() {
     assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// shutdown(2) is hooked (an SMC socket's half-close waits for its send buffer): on TCP a
+/// half-close under smcrun still delivers every byte and the reply after it, and the calls the
+/// kernel refuses return what they return without smcrun, with the same errno.
+#[test]
+fn shutdown_under_smcrun_answers_as_without_it() {
+    let xdg = private_xdg("half-close");
+    let (plain, _, rc) = shapes(false, &xdg, &["half-close"]);
+    assert_eq!(rc, 0, "{plain}");
+    assert!(
+        plain.contains("shutdown SHUT_WR: ret=0 errno=0 reply=read 1048576"),
+        "{plain}"
+    );
+    assert!(
+        plain.contains("shutdown closed-fd: ret=-1 errno=9"),
+        "{plain}"
+    );
+    let (under, err, rc) = shapes(true, &xdg, &["half-close"]);
+    assert_eq!(rc, 0, "{under}\n{err}");
+    assert_eq!(plain, under, "{err}");
+}

@@ -153,10 +153,11 @@ EOF
 #   client, 4 connections of 4 MiB each to 127.0.0.1 (which the JDK makes ::ffff:127.0.0.1) and to ::1, data
 #   intact; on this kernel (before 6.14) they fall back to TCP and the exit summary gives the kernel's
 #   reason; with -Djava.net.preferIPv4Stack=true (doctor's advice) the JDK makes AF_INET sockets and
-#   4 connections of 256 KiB to 127.0.0.1 are SMC-R in the kernel's counters. (Not 2 MiB: there 1 run
-#   in 3 lost the tail of one echo, 65536 bytes, to the kernel: SMC's shutdownOutput() waits at most
-#   2 s for its send buffer to drain, then closes with the rest unsent; the soak check's probe
-#   shows it without the shim, see tests/vm/README.md.)
+#   4 connections of 2 MiB to 127.0.0.1 are SMC-R in the kernel's counters, every byte echoed. (The
+#   kernel's SMC drops what its send buffer still holds 2 s into shutdown(SHUT_WR), the JDK's
+#   shutdownOutput(): before the shim's shutdown hook waited for the buffer, 1 run in 3 lost the
+#   tail of one echo here, 65536 bytes; the soak check's probe shows the kernel's loss without the
+#   shim and its absence under it, see tests/vm/README.md.)
 check_java() {
     need_setup
     [ -x /opt/java/runtime/bin/java ] ||
@@ -183,7 +184,7 @@ check_java() {
     bg smcrun $j Echo server 7012 > /tmp/java-s4.log 2>&1
     listen_wait 7012
     stats_snap /tmp/jv.s2
-    SMCRUN_REPORT=1 smcrun $j Echo client 7012 4 262144 127.0.0.1 > /tmp/java-c4.log 2>&1 ||
+    SMCRUN_REPORT=1 smcrun $j Echo client 7012 4 2097152 127.0.0.1 > /tmp/java-c4.log 2>&1 ||
         fail "the Java client (IPv4 stack) failed: $(tail -n 6 /tmp/java-c4.log | tr '\n' ' ')"
     stats_snap /tmp/jv.s3
     cat /tmp/java-c4.log

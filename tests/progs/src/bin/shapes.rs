@@ -272,6 +272,48 @@ fn connect_fault() {
     }
 }
 
+/// `half-close`: shutdown(2) as a program sees it: a client writes 1 MiB, half-closes with
+/// shutdown(SHUT_WR) and still reads the server's reply, which the server sends after it read the
+/// client's end of stream; then the calls the kernel refuses (a closed fd, a socket never
+/// connected, a bad `how`). Prints what each returned, with errno.
+fn half_close() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).unwrap();
+        s.write_all(format!("read {}", got.len()).as_bytes())
+            .unwrap();
+    });
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.write_all(&vec![7u8; 1 << 20]).unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&c);
+    // SAFETY: shutdown of a socket owned here.
+    let (r, e) = unsafe { (libc::shutdown(fd, libc::SHUT_WR), errno()) };
+    let mut reply = String::new();
+    c.read_to_string(&mut reply).unwrap();
+    server.join().unwrap();
+    say(format!(
+        "shutdown SHUT_WR: ret={r} errno={} reply={reply}",
+        if r == 0 { 0 } else { e }
+    ));
+    // SAFETY: the calls below are refused by the kernel; the socket is owned here.
+    unsafe {
+        let never = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        for (what, fd, how) in [
+            ("closed-fd", 1_000_000, libc::SHUT_WR),
+            ("not-connected", never, libc::SHUT_WR),
+            ("bad-how", never, 7),
+        ] {
+            *libc::__errno_location() = 0;
+            let r = libc::shutdown(fd, how);
+            say(format!("shutdown {what}: ret={r} errno={}", errno()));
+        }
+        libc::close(never);
+    }
+}
+
 static HANDLER_SOCKETS: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn on_alarm(_: c_int) {
@@ -1032,6 +1074,7 @@ fn main() {
         "accept-short" => accept_short(),
         "accept-null" => accept_null(rest),
         "connect-fault" => connect_fault(),
+        "half-close" => half_close(),
         "signal-storm" => signal_storm(rest),
         "churn" => churn(rest),
         "masked-burst" => masked_burst(rest),

@@ -1,0 +1,73 @@
+//! SMC's half-close can lose the end of a stream; TCP's cannot. The shim waits for the send
+//! buffer before it lets an SMC socket's `shutdown(SHUT_WR)` through.
+//!
+//! Linux's `smc_close_shutdown_write` (net/smc/smc_close.c, 6.12) waits for the send buffer to
+//! drain for at most `SMC_MAX_STREAM_WAIT_TIMEOUT` (2 s; the linger time with SO_LINGER), then
+//! cancels the send work and tells the peer "done writing" with the rest still unsent: the peer
+//! reads a clean EOF, short. TCP queues its FIN behind the data and sends all of it. A reader that
+//! is late by more than 2 s (a busy peer, an emulated host) loses data that a TCP program would
+//! have had: seen in the VM test bed with a native AF_SMC program and no shim (tests/vm/README.md,
+//! "The integrity soak"), and by the JDK's `shutdownOutput()` under smcrun.
+//!
+//! So before a `SHUT_WR` or `SHUT_RDWR` on a socket that still runs over SMC (its real
+//! `SO_DOMAIN`/`SO_PROTOCOL` say SMC; a fallen-back socket reads as TCP and is left alone), the
+//! shim waits while the kernel still holds unsent bytes for it (`SIOCOUTQNSD`), as long as they
+//! keep leaving: when none has left for [`STALL_MS`] the peer is taken to have stopped reading and
+//! the call goes through as it would have. The kernel blocks in this call too (its 2 s); the shim
+//! only makes that wait last until the data is out. System calls only: no lock, no allocation.
+
+use libc::c_int;
+use smcrun_sys::smc::SocketKind;
+use smcrun_sys::sock;
+
+/// How long the unsent bytes may stay the same before the shim stops waiting for them, in ms.
+pub const STALL_MS: u64 = 10_000;
+
+/// The longest nap between two looks at the send buffer, in ms.
+const MAX_NAP_MS: u64 = 20;
+
+/// Waits, before `shutdown(fd, how)`, until an SMC socket's send buffer is empty (or stalled for
+/// [`STALL_MS`]). Does nothing for other sockets, other `how`s, or when the kernel cannot say.
+pub fn before_shutdown(fd: c_int, how: c_int) {
+    if how != libc::SHUT_WR && how != libc::SHUT_RDWR {
+        return;
+    }
+    if !matches!(
+        sock::kind(fd),
+        Ok(SocketKind::AfSmc | SocketKind::IpprotoSmc)
+    ) {
+        return;
+    }
+    let mut last = match sock::unsent(fd) {
+        Ok(n) if n > 0 => n,
+        _ => return,
+    };
+    let (mut still_ms, mut nap) = (0, 1);
+    loop {
+        sleep_ms(nap);
+        let n = match sock::unsent(fd) {
+            Ok(n) if n > 0 => n,
+            _ => return,
+        };
+        if n < last {
+            (last, still_ms, nap) = (n, 0, 1);
+        } else {
+            still_ms += nap;
+            if still_ms >= STALL_MS {
+                return;
+            }
+            nap = (nap * 2).min(MAX_NAP_MS);
+        }
+    }
+}
+
+/// Sleeps about `ms` milliseconds (nanosleep: async-signal-safe; a signal cuts it short, which
+/// only makes the next look come sooner). errno is the caller's to keep.
+fn sleep_ms(ms: u64) {
+    let t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: (ms * 1_000_000) as libc::c_long,
+    };
+    // SAFETY: a valid timespec, and no remainder wanted.
+    unsafe { libc::nanosleep(&t, std::ptr::null_mut()) };
+}
