@@ -117,15 +117,25 @@ strays() {
 smc_sockets() {
     smcrun ss -a --json 2> /dev/null | jq '.sockets | length' 2> /dev/null || echo "?"
 }
-# smc_drain [SECONDS]: waits (default 30 s) until no SMC socket is left; 1 when some still are
+# lgr_conns: how many connections the link groups still count, or "?" when it cannot be read. A
+# closing SMC socket leaves smc_diag's list (and /proc/net/protocols' count) when it is unhashed,
+# but keeps its connection in its link group, and the smc module, until it is freed.
+lgr_conns() {
+    smcrun linkgroup --json 2> /dev/null |
+        jq '[.link_groups[]?.conns, .smcd_link_groups[]?.conns] | map(select(. != null)) | add // 0' 2> /dev/null || echo "?"
+}
+# smc_drain [SECONDS]: waits (default 30 s) until no SMC socket is left, neither listed by smc_diag
+# nor counted in a link group; 1 when some still are. DRAINED says how long it took.
 smc_drain() {
     local i=0 max=$((${1:-30} * 5))
-    grep -q '^smc_diag ' /proc/modules || return 0
-    while [ "$(smc_sockets)" != 0 ]; do
+    DRAINED=0
+    grep -q '^smc ' /proc/modules || return 0
+    while { grep -q '^smc_diag ' /proc/modules && [ "$(smc_sockets)" != 0 ]; } || [ "$(lgr_conns)" != 0 ]; do
         i=$((i + 1))
         [ $i -ge $max ] && return 1
         sleep 0.2
     done
+    DRAINED=$((i / 5))
 }
 reset_state() {
     local w p i=0 n f v
@@ -141,7 +151,9 @@ reset_state() {
     fi
     if ! smc_drain 30; then
         echo "(state: SMC sockets still open 30 s after the check's processes ended:" \
-            "$(smcrun ss -a 2>&1 | head -n 12 | tr '\n' ';'))"
+            "$(smcrun ss -a 2>&1 | head -n 12 | tr '\n' ';') link groups count $(lgr_conns) connections)"
+    elif [ "$DRAINED" -gt 0 ]; then
+        echo "(state: the check's SMC sockets took ${DRAINED} s to close)"
     fi
     if command -v jq > /dev/null && [ -d /sys/fs/bpf ] && n=$(smcrun attach --list --json 2> /dev/null | jq '.scopes | length' 2> /dev/null) && [ "$n" != 0 ]; then
         echo "(state: $n BPF scope(s) left attached: $(smcrun attach --list 2>&1 | tr '\n' ';'))"
@@ -224,8 +236,9 @@ smc_unload() {
     local i=0
     # Each open SMC socket holds the module (a closing one too, until its close handshake ends):
     # wait for them first, and say which are left if they do not go.
-    if ! smc_drain 30; then
-        echo "SMC sockets still open after 30 s: $(smcrun ss -a 2>&1 | head -n 8 | tr '\n' ';')" > /tmp/smc.rmmod
+    if ! smc_drain 60; then
+        echo "SMC sockets still open after 60 s: $(smcrun ss -a 2>&1 | head -n 8 | tr '\n' ';'); the link groups count $(lgr_conns) connections" > /tmp/smc.rmmod
+        echo "smc_unload: $(cat /tmp/smc.rmmod)"
         return 1
     fi
     while ! { rmmod smc_diag 2> /dev/null || ! grep -q '^smc_diag ' /proc/modules; } || ! rmmod smc 2> /tmp/smc.rmmod; do
@@ -235,6 +248,7 @@ smc_unload() {
             # count, the SMC sockets the protocols still count (closing ones smc_diag no longer
             # lists too) and the link groups.
             echo "$(first "$(cat /tmp/smc.rmmod)"); smc_diag lists no socket; refcnt $(cat /sys/module/smc/refcnt 2> /dev/null);" \
+                "$(grep '^smc' /proc/modules | cut -d' ' -f1,3,4 | tr '\n' ' ');" \
                 "sockets counted by /proc/net/protocols: $(awk '$1 ~ /^SMC/ { printf "%s %s ", $1, $3 }' /proc/net/protocols);" \
                 "link groups: $(smcrun linkgroup 2>&1 | tail -n +2 | tr -s ' \n' ' ' | cut -c1-160)" > /tmp/smc.rmmod.why
             mv /tmp/smc.rmmod.why /tmp/smc.rmmod
