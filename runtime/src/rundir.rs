@@ -25,7 +25,7 @@ use rustix::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd, RawFd
 use rustix::fs::{self, Mode, OFlags};
 use rustix::io::Errno;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 /// Our descriptors go at or above this number, out of the way of a program's own low fds.
 const HIGH_FD: RawFd = 100;
@@ -415,27 +415,36 @@ impl Held {
         }
     }
 
-    /// A private duplicate of ours, if the number still holds the file we opened; else what
-    /// happened, in words.
-    fn dup_checked(&self) -> Result<OwnedFd, String> {
-        let fd = self
-            .get()
-            .ok_or("the runtime has no report descriptor any more")?;
+    /// A private duplicate of ours, if the number still holds the file we opened; `Ok(None)`
+    /// while no number at or above [`HIGH_FD`] is free (the program holds them all for now: a
+    /// later write may find one, and a hooked call that fails with EMFILE gives the program ours,
+    /// see [`give_up_fds`]); else what happened, in words.
+    fn dup_checked(&self) -> Result<Option<OwnedFd>, String> {
+        // None: given up (give_up_fds); its refusal is said at the next write
+        let Some(fd) = self.get() else {
+            return Ok(None);
+        };
         // SAFETY: borrowed only to duplicate it; a stale number fails or fails the check below.
         let b = unsafe { BorrowedFd::borrow_raw(fd) };
-        let d = rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD).map_err(|e| match e {
-            Errno::BADF => format!("the report's descriptor (fd {fd}) was closed by the program"),
-            Errno::MFILE | Errno::INVAL => format!(
-                "no descriptor free at or above {HIGH_FD} within the fd limit ({}) to write the report through",
-                fd_limit()
-            ),
-            e => format!("cannot duplicate the report's descriptor (fd {fd}): {e}"),
-        })?;
+        let d = match rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD) {
+            Ok(d) => d,
+            Err(Errno::MFILE | Errno::INVAL) => return Ok(None),
+            Err(Errno::BADF) => {
+                return Err(format!(
+                    "the report's descriptor (fd {fd}) was closed by the program"
+                ))
+            }
+            Err(e) => {
+                return Err(format!(
+                    "cannot duplicate the report's descriptor (fd {fd}): {e}"
+                ))
+            }
+        };
         let st = fs::fstat(&d).map_err(|e| format!("cannot stat the report: {e}"))?;
         if st.st_dev == self.dev.load(Ordering::Relaxed)
             && st.st_ino == self.ino.load(Ordering::Relaxed)
         {
-            Ok(d)
+            Ok(Some(d))
         } else {
             Err(format!(
                 "fd {fd} no longer holds the report file (the program put another file there)"
@@ -466,6 +475,9 @@ static TRIED: AtomicU32 = AtomicU32::new(0);
 /// The first refusal (packed), kept to be reported once by a context that may print; the top bit
 /// marks it as reported.
 static REFUSAL: AtomicU64 = AtomicU64::new(0);
+/// The sidecar is writing the report (it may hold a duplicate of the report's descriptor): a
+/// give-up waits for it, so that the program's retry finds every number the runtime had.
+static WRITING: AtomicBool = AtomicBool::new(false);
 const REPORTED: u64 = 1 << 63;
 
 /// `XDG_RUNTIME_DIR` as the program had it at start-up, and the uid it started with.
@@ -573,9 +585,22 @@ pub fn register_child(epoch: u16) {
     }
 }
 
-/// Rewrites this process's report with `bytes` (the sidecar, at most once a second).
-pub fn write_report(bytes: &[u8]) -> Result<(), String> {
-    let fd = REPORT.dup_checked()?;
+/// Rewrites this process's report with `bytes` (the sidecar, at most once a second). `Ok(false)`:
+/// not written this time, because the program holds every descriptor the runtime could write
+/// through (a full table is the program's, not a reason to stop reporting); the caller tries
+/// again at its next write.
+pub fn write_report(bytes: &[u8]) -> Result<bool, String> {
+    WRITING.store(true, Ordering::SeqCst);
+    let r = write_report_now(bytes);
+    WRITING.store(false, Ordering::Release);
+    r
+}
+
+/// [`write_report`]'s work, while [`WRITING`] is set.
+fn write_report_now(bytes: &[u8]) -> Result<bool, String> {
+    let Some(fd) = REPORT.dup_checked()? else {
+        return Ok(false);
+    };
     let mut done = 0;
     while done < bytes.len() {
         match rustix::io::pwrite(&fd, &bytes[done..], done as u64) {
@@ -585,7 +610,9 @@ pub fn write_report(bytes: &[u8]) -> Result<(), String> {
             Err(e) => return Err(format!("cannot write the report: {e}")),
         }
     }
-    fs::ftruncate(&fd, bytes.len() as u64).map_err(|e| format!("cannot truncate the report: {e}"))
+    fs::ftruncate(&fd, bytes.len() as u64)
+        .map(|()| true)
+        .map_err(|e| format!("cannot truncate the report: {e}"))
 }
 
 /// Whether this process has a report file to write to.
@@ -623,6 +650,18 @@ pub fn give_up_fds() -> bool {
     DIR.drop_fd();
     REPORT.drop_fd();
     refuse(Refusal::GaveUp(fd_limit()));
+    // A write under way may hold a duplicate: it ends within a write's time (bounded: 20 ms).
+    for _ in 0..2000 {
+        if !WRITING.load(Ordering::SeqCst) {
+            break;
+        }
+        let t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 10_000,
+        };
+        // SAFETY: a valid timespec, no remainder wanted.
+        unsafe { libc::nanosleep(&t, std::ptr::null_mut()) };
+    }
     true
 }
 

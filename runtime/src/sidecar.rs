@@ -397,7 +397,12 @@ impl State {
         self.fingerprint = fp;
         self.last_write = Some(Instant::now());
         let bytes = self.report().to_bytes();
-        if let Err(e) = rundir::write_report(&bytes) {
+        let written = rundir::write_report(&bytes);
+        if written == Ok(false) {
+            self.dirty = true; // the program holds every number for now: again at the next write
+            return;
+        }
+        if let Err(e) = written {
             // One warning, then no more attempts: the program is not to be bothered again.
             self.report_failed = true;
             self.note_error(e.clone());

@@ -349,6 +349,10 @@ fn a_worker_exec_d_with_a_listener_made_under_smcrun_gets_the_kernels_reason() {
 /// `shapes fd-limit` plain or under smcrun with RLIMIT_NOFILE set to `limit` (soft and hard, as
 /// `ulimit -n` does): stdout and stderr.
 fn under_fd_limit(under: bool, xdg: &Path, limit: u64) -> (String, String) {
+    under_fd_limit_with(under, xdg, limit, &[])
+}
+
+fn under_fd_limit_with(under: bool, xdg: &Path, limit: u64, args: &[&str]) -> (String, String) {
     use std::os::unix::process::CommandExt;
     let mut c = if under {
         let mut c = smcrun();
@@ -357,7 +361,7 @@ fn under_fd_limit(under: bool, xdg: &Path, limit: u64) -> (String, String) {
     } else {
         Command::new(bin("shapes"))
     };
-    c.env("XDG_RUNTIME_DIR", xdg).arg("fd-limit");
+    c.env("XDG_RUNTIME_DIR", xdg).arg("fd-limit").args(args);
     let lim = libc::rlimit {
         rlim_cur: limit,
         rlim_max: limit,
@@ -573,4 +577,24 @@ fn shutdown_under_smcrun_answers_as_without_it() {
     let (under, err, rc) = shapes(true, &xdg, &["half-close"]);
     assert_eq!(rc, 0, "{under}\n{err}");
     assert_eq!(plain, under, "{err}");
+}
+
+/// A report write that finds the fd table full (the program filled it with calls the shim does not
+/// hook, and holds it past the sidecar's next write) skips that write, not the report: when the
+/// program then runs out in a hooked call, the runtime gives up its descriptors and says so. (Found
+/// by the clean-container run: there the sidecar's write landed in the full table and the report
+/// stopped with "no descriptor free", and the give-up was never said.)
+#[test]
+fn a_report_write_into_a_full_fd_table_waits_for_a_number() {
+    let xdg = private_xdg("fd-limit-held");
+    let (out, err) = under_fd_limit_with(true, &xdg, 256, &["hold"]);
+    assert_eq!(out, format!("held: errno={}\n", libc::EMFILE), "{err}");
+    assert!(!err.contains("report stopped"), "{err}");
+    assert!(
+        err.contains(
+            "the program reached its fd limit (256): the runtime closed the report's descriptors"
+        ),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(xdg);
 }

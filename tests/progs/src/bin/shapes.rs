@@ -808,7 +808,10 @@ fn exec_listener(args: &[String]) {
 
 /// `fd-limit`: TCP sockets made until the fd limit refuses one (at most 100,000); prints how many
 /// and the errno that stopped them.
-fn fd_limit() {
+fn fd_limit(args: &[String]) {
+    if args.first().is_some_and(|a| a == "hold") {
+        return fd_limit_held();
+    }
     let mut fds = Vec::with_capacity(1024);
     let e = loop {
         // SAFETY: a plain socket call; every fd is closed below.
@@ -825,6 +828,40 @@ fn fd_limit() {
     for fd in fds {
         // SAFETY: closing our own fds.
         unsafe { libc::close(fd) };
+    }
+}
+
+/// `fd-limit hold`: the fd table filled by calls the shim does not hook (open of /dev/null), held
+/// full for 1.5 s (the runtime's report write finds no number free in that time), then one freed
+/// and sockets made until EMFILE. Prints the last socket call's errno.
+fn fd_limit_held() {
+    // SAFETY: plain socket/open/close calls on fds owned here; every one is closed below.
+    unsafe {
+        let first = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        let mut files = Vec::with_capacity(1024);
+        loop {
+            let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                break;
+            }
+            files.push(fd);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        if let Some(fd) = files.pop() {
+            libc::close(fd);
+        }
+        let mut socks = Vec::new();
+        let e = loop {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            if fd < 0 {
+                break errno();
+            }
+            socks.push(fd);
+        };
+        say(format!("held: errno={e}"));
+        for fd in files.into_iter().chain(socks).chain([first]) {
+            libc::close(fd);
+        }
     }
 }
 
@@ -1082,7 +1119,7 @@ fn main() {
         "fork-many" => fork_many(rest),
         "exec-chain" => exec_chain(rest),
         "exec-listener" => exec_listener(rest),
-        "fd-limit" => fd_limit(),
+        "fd-limit" => fd_limit(rest),
         "spawn-storm" => spawn_storm(rest),
         "exit-race" => exit_race(rest),
         "epoll-clients" => epoll_clients(rest),
