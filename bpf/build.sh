@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Regenerates bpf/src/smcrun.bpf.o from bpf/src/smcrun.bpf.c (the object is committed so that
-# building smcrun needs only the Rust toolchain; .ci/run rebuilds it and checks it is the same).
+# Regenerates the BPF objects from their sources in bpf/src (the objects are committed so that
+# building smcrun needs only the Rust toolchain; .ci/run rebuilds them and checks they are the same):
+# smcrun.bpf.o (BPF mode's socket() hook) from smcrun.bpf.c, agent.bpf.o (`smcrun agent`'s
+# kprobes on smc.ko) from agent.bpf.c.
 #
-#   bash bpf/build.sh           rebuild the object in place
-#   bash bpf/build.sh --check   rebuild into a temporary file and fail unless it equals the
+#   bash bpf/build.sh           rebuild the objects in place
+#   bash bpf/build.sh --check   rebuild into temporary files and fail unless each equals its
 #                               committed object byte for byte
 #
 # Needs clang (Debian: apt-get install clang). The build is reproducible: no header is included,
@@ -22,20 +24,27 @@ if [ "$have" != "$CLANG_WANT" ]; then
     [ "${1:-}" = --check ] && exit 2
     echo "bpf/build.sh: building anyway; update CLANG_WANT in bpf/build.sh if you commit the result" >&2
 fi
-build() { # build OUT
-    "$cc" -target bpf -O2 -g -Wall -Werror -fdebug-compilation-dir=. -c smcrun.bpf.c -o "$1"
+readonly OBJECTS=(smcrun agent)
+build() { # build NAME OUT
+    "$cc" -target bpf -O2 -g -Wall -Werror -fdebug-compilation-dir=. -c "$1.bpf.c" -o "$2"
 }
 if [ "${1:-}" = --check ]; then
     tmp=$(mktemp)
     trap 'rm -f "$tmp"' EXIT
-    build "$tmp"
-    if cmp -s "$tmp" smcrun.bpf.o; then
-        echo "bpf/build.sh: bpf/src/smcrun.bpf.o matches bpf/src/smcrun.bpf.c"
-    else
-        echo "bpf/build.sh: bpf/src/smcrun.bpf.o is NOT what bpf/src/smcrun.bpf.c compiles to: run bash bpf/build.sh and commit the object" >&2
-        exit 1
-    fi
+    bad=0
+    for o in "${OBJECTS[@]}"; do
+        build "$o" "$tmp"
+        if cmp -s "$tmp" "$o.bpf.o"; then
+            echo "bpf/build.sh: bpf/src/$o.bpf.o matches bpf/src/$o.bpf.c"
+        else
+            echo "bpf/build.sh: bpf/src/$o.bpf.o is NOT what bpf/src/$o.bpf.c compiles to: run bash bpf/build.sh and commit the object" >&2
+            bad=1
+        fi
+    done
+    exit $bad
 else
-    build smcrun.bpf.o
-    echo "bpf/build.sh: wrote bpf/src/smcrun.bpf.o ($(stat -c %s smcrun.bpf.o) bytes)"
+    for o in "${OBJECTS[@]}"; do
+        build "$o" "$o.bpf.o"
+        echo "bpf/build.sh: wrote bpf/src/$o.bpf.o ($(stat -c %s "$o.bpf.o") bytes)"
+    done
 fi

@@ -17,6 +17,7 @@
 //! Nothing is attached unless an IPPROTO_SMC socket can be made, and whoever holds an
 //! attachment holds such a socket (see [`smc`]).
 
+pub mod agent;
 pub mod cgroup;
 mod error;
 pub mod layout;

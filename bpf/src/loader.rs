@@ -85,21 +85,59 @@ const SIZES: &[(&str, usize, usize)] = &[
 
 /// Loads the object's maps and the named programs.
 pub fn load(programs: &[&str]) -> Result<Instance, Error> {
-    // Parsing needs the ELF bytes aligned as the object crate reads them: copy off the binary.
-    let data = OBJECT.to_vec();
-    let mut obj = aya_obj::Object::parse(&data)
-        .map_err(|e| Error::new(format!("the committed BPF object does not parse: {e}")))?;
     let btf = kernel_btf().map_err(|e| {
         Error::new(format!(
             "cannot read the kernel's BTF (/sys/kernel/btf/vmlinux): {e}"
         ))
     })?;
+    load_object(OBJECT, btf, SIZES, programs, |name, insns, license| {
+        let (attach, type_name, kind) =
+            target(name).ok_or_else(|| Error::new(format!("no BPF program {name}")))?;
+        let btf_id = btf.id_by_type_name_kind(type_name, kind).map_err(|e| {
+            Error::new(format!(
+                "the kernel's BTF has no {type_name} (needed by {name}): {e}"
+            ))
+        })?;
+        sys::prog_load_tracing(name, attach, btf_id, insns, license).map_err(|e| refused(name, e))
+    })
+}
+
+/// The error of a program the kernel refused: the verifier's last line and its whole log.
+pub(crate) fn refused(name: &str, e: sys::LoadError) -> Error {
+    let last = e
+        .log
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .to_string();
+    Error::io(
+        format!("the kernel refused BPF program {name} ({last})"),
+        e.error,
+    )
+    .with_log(e.log)
+}
+
+/// Parses `object`, relocates its CO-RE accesses against `btf`, makes its maps (checking the
+/// sizes userspace reads and writes, `sizes`: name, key, value) and loads `programs` with
+/// `load_one(name, instructions, license)`.
+pub(crate) fn load_object(
+    object: &[u8],
+    btf: &Btf,
+    sizes: &[(&str, usize, usize)],
+    programs: &[&str],
+    load_one: impl Fn(&str, &[aya_obj::generated::bpf_insn], &std::ffi::CStr) -> Result<OwnedFd, Error>,
+) -> Result<Instance, Error> {
+    // Parsing needs the ELF bytes aligned as the object crate reads them: copy off the binary.
+    let data = object.to_vec();
+    let mut obj = aya_obj::Object::parse(&data)
+        .map_err(|e| Error::new(format!("the committed BPF object does not parse: {e}")))?;
     obj.relocate_btf(btf)
         .map_err(|e| Error::new(format!("CO-RE relocation against this kernel failed: {e}")))?;
 
     let mut maps = HashMap::new();
     for (name, m) in &obj.maps {
-        if let Some((_, k, v)) = SIZES.iter().find(|(n, _, _)| n == name) {
+        if let Some((_, k, v)) = sizes.iter().find(|(n, _, _)| n == name) {
             if m.key_size() as usize != *k || m.value_size() as usize != *v {
                 return Err(Error::new(format!(
                     "map {name} in the BPF object has key/value sizes {}/{}, smcrun expects {k}/{v}: rebuild with bash bpf/build.sh",
@@ -143,34 +181,15 @@ pub fn load(programs: &[&str]) -> Result<Instance, Error> {
 
     let mut progs = HashMap::new();
     for name in programs {
-        let (attach, type_name, kind) =
-            target(name).ok_or_else(|| Error::new(format!("no BPF program {name}")))?;
         let p = obj
             .programs
             .get(*name)
             .ok_or_else(|| Error::new(format!("the BPF object has no program {name}")))?;
         let f = &obj.functions[&p.function_key()];
-        let btf_id = btf.id_by_type_name_kind(type_name, kind).map_err(|e| {
-            Error::new(format!(
-                "the kernel's BTF has no {type_name} (needed by {name}): {e}"
-            ))
-        })?;
-        let fd = sys::prog_load_tracing(name, attach, btf_id, &f.instructions, &p.license)
-            .map_err(|e| {
-                let last = e
-                    .log
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("")
-                    .to_string();
-                Error::io(
-                    format!("the kernel refused BPF program {name} ({last})"),
-                    e.error,
-                )
-                .with_log(e.log)
-            })?;
-        progs.insert(name.to_string(), fd);
+        progs.insert(
+            name.to_string(),
+            load_one(name, &f.instructions, &p.license)?,
+        );
     }
     Ok(Instance { maps, progs })
 }
@@ -183,13 +202,17 @@ impl Instance {
             .ok_or_else(|| Error::new(format!("the BPF object has no map {name}")))
     }
 
+    /// A loaded program's fd.
+    pub fn program(&self, program: &str) -> Result<BorrowedFd<'_>, Error> {
+        self.progs
+            .get(program)
+            .map(|p| p.as_fd())
+            .ok_or_else(|| Error::new(format!("BPF program {program} was not loaded")))
+    }
+
     /// Attaches a loaded program; the attachment lasts as long as the returned link (or its pin).
     pub fn attach(&self, program: &str) -> Result<OwnedFd, Error> {
-        let prog = self
-            .progs
-            .get(program)
-            .ok_or_else(|| Error::new(format!("BPF program {program} was not loaded")))?;
-        sys::tracing_attach(prog.as_fd())
+        sys::tracing_attach(self.program(program)?)
             .map_err(|e| Error::io(format!("attaching BPF program {program}"), e))
     }
 }

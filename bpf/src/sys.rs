@@ -90,12 +90,45 @@ pub fn prog_load_tracing(
     insns: &[bpf_insn],
     license: &CStr,
 ) -> Result<OwnedFd, LoadError> {
+    prog_load(
+        name,
+        bpf_prog_type::BPF_PROG_TYPE_TRACING,
+        Some((attach, attach_btf_id)),
+        insns,
+        license,
+    )
+}
+
+/// BPF_PROG_LOAD of a kprobe program (attached with [`kprobe_open`]).
+pub fn prog_load_kprobe(
+    name: &str,
+    insns: &[bpf_insn],
+    license: &CStr,
+) -> Result<OwnedFd, LoadError> {
+    prog_load(
+        name,
+        bpf_prog_type::BPF_PROG_TYPE_KPROBE,
+        None,
+        insns,
+        license,
+    )
+}
+
+fn prog_load(
+    name: &str,
+    prog_type: bpf_prog_type,
+    attach: Option<(bpf_attach_type, u32)>,
+    insns: &[bpf_insn],
+    license: &CStr,
+) -> Result<OwnedFd, LoadError> {
     let mut log = vec![0u8; 256 * 1024];
     let mut attr = zeroed();
     let a = unsafe { &mut attr.__bindgen_anon_3 };
-    a.prog_type = bpf_prog_type::BPF_PROG_TYPE_TRACING as u32;
-    a.expected_attach_type = attach as u32;
-    a.attach_btf_id = attach_btf_id;
+    a.prog_type = prog_type as u32;
+    if let Some((attach, id)) = attach {
+        a.expected_attach_type = attach as u32;
+        a.attach_btf_id = id;
+    }
     a.insn_cnt = insns.len() as u32;
     a.insns = insns.as_ptr() as u64;
     a.license = license.as_ptr() as u64;
@@ -113,6 +146,70 @@ pub fn prog_load_tracing(
             })
         }
     }
+}
+
+/// The kprobe PMU's type and its `retprobe` config bit, from sysfs.
+fn kprobe_pmu() -> io::Result<(u32, u64)> {
+    let dir = "/sys/bus/event_source/devices/kprobe";
+    let ty = std::fs::read_to_string(format!("{dir}/type"))?;
+    let ty: u32 = ty
+        .trim()
+        .parse()
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, format!("{dir}/type: {ty:?}")))?;
+    // "config:0"
+    let f = std::fs::read_to_string(format!("{dir}/format/retprobe"))?;
+    let bit: u32 = f
+        .trim()
+        .strip_prefix("config:")
+        .and_then(|b| b.parse().ok())
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{dir}/format/retprobe: {f:?}"),
+            )
+        })?;
+    Ok((ty, 1u64 << bit))
+}
+
+/// A kprobe (or, `ret`, a kretprobe) on kernel function `func` running `prog`, on every CPU;
+/// it lasts as long as the returned perf event. A kprobe on a module's function does not hold
+/// the module: when the module goes, the probe goes quiet.
+pub fn kprobe_open(prog: BorrowedFd<'_>, func: &CStr, ret: bool) -> io::Result<OwnedFd> {
+    const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+    const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+    const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
+    let (ty, retbit) = kprobe_pmu()?;
+    // struct perf_event_attr (PERF_ATTR_SIZE_VER5, 112 bytes): type, size, config, then at
+    // offset 56 the kprobe's function name (config1) and offset (config2).
+    let mut attr = [0u64; 14];
+    attr[0] = ty as u64 | (112u64 << 32);
+    attr[1] = if ret { retbit } else { 0 };
+    attr[7] = func.as_ptr() as u64;
+    attr[8] = 0;
+    // SAFETY: attr is a perf_event_attr of the size it states; func outlives the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr.as_ptr(),
+            -1 as libc::pid_t,
+            0 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = fd_of(fd);
+    // SAFETY: plain ioctls on the perf event fd just made, with an int argument.
+    unsafe {
+        if libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd()) < 0
+            || libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_ENABLE, 0) < 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(fd)
 }
 
 /// BPF_RAW_TRACEPOINT_OPEN without a name: attaches a tracing program (fmod_ret, tp_btf) where

@@ -15,7 +15,8 @@ pub enum Exit {
     /// 2: bad usage, or a bad option, config or policy value (the message names it); also
     /// `doctor`'s failures.
     Usage,
-    /// 125: BPF mode is not possible here (a prerequisite is missing; the message names it).
+    /// 125: BPF mode or the agent is not possible here (a prerequisite is missing; the message
+    /// names it).
     Unavailable,
     /// 126: the program is not executable, or `--require-preload` refused it.
     NotExecutable,

@@ -80,6 +80,9 @@ enum Command {
     /// Serve the SMC metrics to Prometheus over HTTP (127.0.0.1:9609), or write them as a
     /// node_exporter textfile (--textfile DIR).
     Exporter(views::exporter::ExporterArgs),
+    /// Root daemon: record every SMC socket from the kernel (process, cgroup, mode, device or
+    /// fallback reason, bytes) for ps, why, ss -p and the exporter.
+    Agent(views::agent::AgentArgs),
     /// Print one scrape of the SMC metrics (Prometheus text format).
     Metrics(views::exporter::MetricsArgs),
     /// Check this host for SMC (kernel, modules, RDMA, UEID, PNET, sysctls, the live counters)
@@ -136,6 +139,7 @@ const SUBCOMMANDS: &[&str] = &[
     "attach",
     "detach",
     "exporter",
+    "agent",
     "metrics",
     "doctor",
     "enable",
@@ -272,6 +276,7 @@ fn main() -> ExitCode {
         (Some(Command::Attach(a)), None) => run::bpf::attach(&a),
         (Some(Command::Detach(a)), None) => run::bpf::detach(&a),
         (Some(Command::Exporter(a)), None) => views::exporter::exporter(&a),
+        (Some(Command::Agent(a)), None) => views::agent::agent(&a),
         (Some(Command::Metrics(a)), None) => views::exporter::metrics(&a),
         (Some(Command::Doctor(a)), None) => views::doctor::run(&a),
         (Some(Command::Enable(a)), None) => admin::systemd::enable(&a),

@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod advice;
+pub mod agent;
 pub mod counters;
 pub mod doctor;
 pub mod json;

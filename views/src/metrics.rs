@@ -153,6 +153,9 @@ pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
     if let Some(b) = s.bpf.get() {
         bpf_scopes(&mut f, b);
     }
+    if let Some(a) = s.agent.get() {
+        agent(&mut f, a);
+    }
     for (name, ok, _) in s.parts() {
         f.gauge(
             "smcrun_scrape_collector_success",
@@ -686,6 +689,72 @@ pub fn bpf_scopes(f: &mut Families, s: &smcrun_bpf::scopes::Scopes) {
     }
 }
 
+/// The agent's series: connections by mode, fallbacks by reason and bytes, per cgroup and per
+/// program (at most `agent::MAX_GROUPS` names of each, the rest under `other`; reasons are the
+/// kernel's fallback codes), and what it lost.
+pub fn agent(f: &mut Families, s: &crate::agent::State) {
+    f.gauge(
+        "smcrun_agent_attached",
+        "1 when the smcrun agent's probes are attached to smc (0: smc is not loaded, or attaching failed)",
+        &[],
+        if s.attached { 1.0 } else { 0.0 },
+    );
+    let o = &s.overflow;
+    for (what, v) in [
+        ("live_full", o.live_full),
+        ("done_full", o.done_full),
+        ("inflight_full", o.inflight_full),
+        ("stale", o.stale),
+        ("processes_dropped", o.processes_dropped),
+    ] {
+        f.counter(
+            "smcrun_agent_lost_total",
+            "What the agent could not record: sockets (live_full, done_full: its kernel maps were full), byte counts (inflight_full), releases not seen (stale), processes' counts (processes_dropped)",
+            &[("what", what)],
+            v,
+        );
+    }
+    let groups = s
+        .cgroups
+        .iter()
+        .map(|g| ("cgroup", g))
+        .chain(s.programs.iter().map(|g| ("program", g)));
+    for (scope, g) in groups {
+        let name = g.name.as_str();
+        for (role, c) in [("client", &g.sides.client), ("server", &g.sides.server)] {
+            for (mode, v) in [
+                ("smcr", c.smcr),
+                ("smcd", c.smcd),
+                ("tcp", c.tcp),
+                ("not_seen", c.not_seen),
+            ] {
+                f.counter(
+                    "smcrun_agent_connections_total",
+                    "SMC sockets' connections as the kernel saw them, per cgroup or program (name), role and mode (not_seen: ended before a mode)",
+                    &[("scope", scope), ("name", name), ("role", role), ("mode", mode)],
+                    v,
+                );
+            }
+            for (reason, v) in &c.reasons {
+                f.counter(
+                    "smcrun_agent_fallbacks_total",
+                    "Connections that fell back to TCP, per cgroup or program, role and the kernel's reason code",
+                    &[("scope", scope), ("name", name), ("role", role), ("reason", reason)],
+                    *v,
+                );
+            }
+            for (direction, v) in [("tx", c.tx_bytes), ("rx", c.rx_bytes)] {
+                f.counter(
+                    "smcrun_agent_bytes_total",
+                    "Bytes through SMC sockets (any mode), per cgroup or program, role and direction",
+                    &[("scope", scope), ("name", name), ("role", role), ("direction", direction)],
+                    v,
+                );
+            }
+        }
+    }
+}
+
 fn ifname(index: u32) -> String {
     crate::netns::ifname(index).unwrap_or_default()
 }
@@ -1074,5 +1143,68 @@ mod tests {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod agent_tests {
+    use super::*;
+    use crate::agent::{Counts, Group, Overflow, Sides, State};
+
+    #[test]
+    fn the_agents_series_are_per_group_role_and_mode() {
+        let mut c = Counts {
+            smcr: 500,
+            tcp: 2,
+            tx_bytes: 7,
+            ..Counts::default()
+        };
+        c.reasons.insert("0x03010000".into(), 2);
+        let sides = Sides {
+            client: c,
+            server: Counts::default(),
+        };
+        let st = State {
+            agent_pid: 1,
+            agent_start_ticks: 1,
+            written_ms: 1,
+            attached: true,
+            error: None,
+            attachments: 1,
+            total: sides.clone(),
+            processes: Vec::new(),
+            cgroups: vec![Group {
+                name: "/a".into(),
+                sides: sides.clone(),
+            }],
+            programs: vec![Group {
+                name: "shapes".into(),
+                sides,
+            }],
+            sockets: Vec::new(),
+            overflow: Overflow {
+                done_full: 3,
+                ..Overflow::default()
+            },
+        };
+        let mut f = Families::default();
+        agent(&mut f, &st);
+        let text = encode(&f.into_vec()).unwrap();
+        for want in [
+            "smcrun_agent_attached 1",
+            "smcrun_agent_lost_total{what=\"done_full\"} 3",
+            "smcrun_agent_connections_total{scope=\"cgroup\",name=\"/a\",role=\"client\",mode=\"smcr\"} 500",
+            "smcrun_agent_connections_total{scope=\"program\",name=\"shapes\",role=\"client\",mode=\"tcp\"} 2",
+            "smcrun_agent_fallbacks_total{scope=\"program\",name=\"shapes\",role=\"client\",reason=\"0x03010000\"} 2",
+            "smcrun_agent_bytes_total{scope=\"cgroup\",name=\"/a\",role=\"client\",direction=\"tx\"} 7",
+        ] {
+            assert!(text.lines().any(|l| l == want), "{want} not in:\n{text}");
+        }
+        // 2 groups x 2 roles x 4 modes: the series are bounded by the groups, not the traffic.
+        let n = text
+            .lines()
+            .filter(|l| l.starts_with("smcrun_agent_connections_total{"))
+            .count();
+        assert_eq!(n, 16);
     }
 }

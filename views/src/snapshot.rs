@@ -150,6 +150,8 @@ pub struct Snapshot {
     pub processes: Part<Processes>,
     /// BPF mode's scopes (`smcrun --bpf` trees, attached cgroups) and their counts.
     pub bpf: Part<Scopes>,
+    /// The smcrun agent's state (absent when no agent runs).
+    pub agent: Part<crate::agent::State>,
 }
 
 impl Snapshot {
@@ -165,11 +167,12 @@ impl Snapshot {
             rdma: Part::Absent(a()),
             processes: Part::Absent(a()),
             bpf: Part::Absent(a()),
+            agent: Part::Absent(a()),
         }
     }
 
     /// The parts by collector name, for `smcrun_scrape_collector_success` and the error count.
-    pub fn parts(&self) -> [(&'static str, bool, Option<&str>); 7] {
+    pub fn parts(&self) -> [(&'static str, bool, Option<&str>); 8] {
         fn s<'a, T>(name: &'static str, p: &'a Part<T>) -> (&'static str, bool, Option<&'a str>) {
             (name, p.get().is_some(), p.failure())
         }
@@ -181,6 +184,7 @@ impl Snapshot {
             s("rdma", &self.rdma),
             s("processes", &self.processes),
             s("bpf", &self.bpf),
+            s("agent", &self.agent),
         ]
     }
 
@@ -288,6 +292,7 @@ pub fn replay(dir: &Path) -> Snapshot {
         rdma,
         processes: Part::Absent("a capture has no per-process reports".into()),
         bpf: Part::Absent("a capture has no BPF scopes".into()),
+        agent: Part::Absent("a capture has no agent".into()),
     }
 }
 
@@ -357,6 +362,13 @@ pub fn read(reads: Reads) -> Snapshot {
         // such part, not a failed scrape.
         bpf: match smcrun_bpf::scopes::all() {
             Ok(sc) => Part::Read(sc),
+            Err(e) => Part::Absent(e.to_string()),
+        },
+        // No agent (or one that is gone) is no part; a state that is refused (not root's, too
+        // big, unreadable) is a failed part.
+        agent: match crate::agent::read() {
+            Ok(st) => Part::Read(st),
+            Err(e @ crate::agent::Unavailable::Refused(_)) => Part::Failed(e.to_string()),
             Err(e) => Part::Absent(e.to_string()),
         },
     }

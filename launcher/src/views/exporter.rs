@@ -431,7 +431,7 @@ fn errno_text(e: nix::errno::Errno) -> String {
 /// The textfile directory, opened once: walked one component at a time from `/` (or the working
 /// directory), each opened with O_NOFOLLOW, so that no spelling of a path through a symlink
 /// (`LINK`, `LINK/`, `LINK/.`, `LINK/../x`, `x/LINK/y`) is followed.
-fn open_dir(dir: &Path) -> Result<OwnedFd, String> {
+pub(crate) fn open_dir(dir: &Path) -> Result<OwnedFd, String> {
     use nix::fcntl::{open, openat, OFlag};
     use nix::sys::stat::Mode;
     use std::path::Component;
@@ -490,8 +490,18 @@ const TEMPORARY_TRIES: usize = 16;
 /// Replace `dir/name` with `bytes` atomically: a new file (O_EXCL, never following anything
 /// planted) with a random name (`temporary_name`), written and synced, then renamed over `name`
 /// (a rename replaces a planted symlink, it does not follow it). Readers see the old file or the
-/// new one, never a part.
+/// new one, never a part. The file's mode is 0644.
 pub fn write_atomically(dir: &OwnedFd, name: &str, bytes: &[u8]) -> Result<(), String> {
+    write_atomically_mode(dir, name, bytes, 0o644)
+}
+
+/// [`write_atomically`] with the new file's mode.
+pub fn write_atomically_mode(
+    dir: &OwnedFd,
+    name: &str,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<(), String> {
     use nix::errno::Errno;
     use nix::fcntl::{openat, renameat, OFlag};
     use nix::sys::stat::Mode;
@@ -504,7 +514,7 @@ pub fn write_atomically(dir: &OwnedFd, name: &str, bytes: &[u8]) -> Result<(), S
             Some(dfd),
             tmp.as_str(),
             OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::from_bits_truncate(0o644),
+            Mode::from_bits_truncate(mode as libc::mode_t),
         ) {
             Ok(fd) => break (tmp, fd),
             Err(Errno::EEXIST) if tries < TEMPORARY_TRIES => tries += 1,

@@ -2,6 +2,7 @@
 //! groups, links and devices, RDMA resources, the programs under smcrun (`ps`, `why`), the
 //! Prometheus exporter and `doctor`; and their shared formatting and exit statuses.
 
+pub mod agent;
 pub mod doctor;
 pub mod exporter;
 pub mod format;

@@ -16,8 +16,8 @@ pub struct Owner {
     pub pid: u32,
     /// Its command name (`/proc/PID/comm`).
     pub name: String,
-    /// The file descriptor.
-    pub fd: u32,
+    /// The file descriptor (`None`: the owner is the smcrun agent's record, not /proc).
+    pub fd: Option<u32>,
 }
 
 /// Owners of the sockets in `wanted`, by inode, read from the proc file system at `proc_root`.
@@ -58,7 +58,11 @@ pub fn owners_in(proc_root: &Path, wanted: &HashSet<u64>) -> HashMap<u64, Vec<Ow
                         .unwrap_or_else(|_| "?".to_string())
                 })
                 .clone();
-            out.entry(inode).or_default().push(Owner { pid, name, fd });
+            out.entry(inode).or_default().push(Owner {
+                pid,
+                name,
+                fd: Some(fd),
+            });
         }
     }
     for v in out.values_mut() {
@@ -72,6 +76,31 @@ pub fn owners(wanted: &HashSet<u64>) -> HashMap<u64, Vec<Owner>> {
     owners_in(Path::new("/proc"), wanted)
 }
 
+/// Owners of the sockets in `wanted`, from `/proc`, and for the sockets /proc shows no owner
+/// of (another pid namespace's, a process this user cannot read), the running agent's record
+/// of the process that holds them.
+pub fn owners_with_agent(
+    wanted: &HashSet<u64>,
+    agent: Option<&smcrun_views::agent::State>,
+) -> HashMap<u64, Vec<Owner>> {
+    let mut out = owners(wanted);
+    if let Some(st) = agent {
+        for s in &st.sockets {
+            if s.inode != 0 && wanted.contains(&s.inode) && !out.contains_key(&s.inode) {
+                out.insert(
+                    s.inode,
+                    vec![Owner {
+                        pid: s.pid,
+                        name: s.comm.clone(),
+                        fd: None,
+                    }],
+                );
+            }
+        }
+    }
+    out
+}
+
 /// smcss-like text of a socket's owners: `users:(("redis-server",pid=42,fd=6))`.
 pub fn owners_text(list: &[Owner]) -> String {
     if list.is_empty() {
@@ -81,7 +110,10 @@ pub fn owners_text(list: &[Owner]) -> String {
         .iter()
         .map(|o| {
             let name = smcrun_report::text::safe(&o.name);
-            format!("(\"{name}\",pid={},fd={})", o.pid, o.fd)
+            match o.fd {
+                Some(fd) => format!("(\"{name}\",pid={},fd={fd})", o.pid),
+                None => format!("(\"{name}\",pid={},agent)", o.pid),
+            }
         })
         .collect();
     format!("users:({})", inner.join(","))
@@ -101,7 +133,7 @@ mod tests {
         let list = &found[&inode];
         assert!(
             list.iter()
-                .any(|o| o.pid == me && o.fd == s.as_raw_fd() as u32),
+                .any(|o| o.pid == me && o.fd == Some(s.as_raw_fd() as u32)),
             "{list:?}"
         );
         assert!(

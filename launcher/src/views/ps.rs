@@ -67,12 +67,103 @@ fn user_name(uid: Option<u32>) -> String {
 }
 
 /// `ps --all --json`: the processes under smcrun, the other processes with SMC sockets (null
-/// when they could not be listed) and BPF mode's scopes.
+/// when they could not be listed), the agent (null when none runs) and BPF mode's scopes.
 #[derive(Serialize)]
 struct PsAllView<'a, O: Serialize> {
     processes: &'a [PsEntry],
     smc_processes: &'a Option<O>,
+    agent: Option<AgentView<'a>>,
     bpf_scopes: smcrun_views::json::procs::BpfScopesView<'a>,
+}
+
+/// The agent as `ps --all --json` shows it.
+#[derive(Serialize)]
+struct AgentView<'a> {
+    pid: u32,
+    attached: bool,
+    error: Option<&'a str>,
+    overflow: &'a smcrun_views::agent::Overflow,
+}
+
+/// What the agent lost, as a clause (empty when nothing).
+fn overflow_text(o: &smcrun_views::agent::Overflow) -> String {
+    let lost = o.live_full + o.done_full;
+    let mut parts = Vec::new();
+    if lost > 0 {
+        parts.push(format!("{lost} sockets not recorded (maps full)"));
+    }
+    if o.inflight_full > 0 {
+        parts.push(format!("{} sends/receives not counted", o.inflight_full));
+    }
+    if o.processes_dropped > 0 {
+        parts.push(format!("{} processes' counts dropped", o.processes_dropped));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("; LOST: {}", parts.join(", "))
+    }
+}
+
+/// One side's counts in a column: `N: R/D/T/?` (SMC-R, SMC-D, TCP, mode not seen).
+fn kernel_counts(c: &smcrun_views::agent::Counts) -> String {
+    format!(
+        "{}: {}/{}/{}/{}",
+        c.total(),
+        c.smcr,
+        c.smcd,
+        c.tcp,
+        c.not_seen
+    )
+}
+
+/// The agent's text for one process (`why`).
+fn kernel_text(p: &smcrun_views::agent::Process) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "kernel (smcrun agent), since it started: pid {} {} ({})",
+        p.pid,
+        safe(&p.comm),
+        safe(p.exe.as_deref().unwrap_or("?"))
+    );
+    for (role, c) in [("client", &p.sides.client), ("server", &p.sides.server)] {
+        if c.total() == 0 {
+            continue;
+        }
+        let reasons: Vec<String> = c
+            .reasons
+            .iter()
+            .map(|(code, n)| {
+                let r = code
+                    .strip_prefix("0x")
+                    .and_then(|h| u32::from_str_radix(h, 16).ok())
+                    .map(smcrun_telemetry::reasons::describe);
+                format!(
+                    "{code} {} ({n})",
+                    r.map(|r| r.name.into_owned()).unwrap_or_else(|| "?".into())
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {role}: {}, {} SMC-R, {} SMC-D, {} TCP, {} mode not seen; {} bytes sent, {} received{}",
+            count(c.total(), "connection"),
+            c.smcr,
+            c.smcd,
+            c.tcp,
+            c.not_seen,
+            c.tx_bytes,
+            c.rx_bytes,
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!("; TCP because {}", reasons.join(", "))
+            }
+        );
+    }
+    s
 }
 
 #[derive(Serialize)]
@@ -183,8 +274,13 @@ pub fn ps(a: &PsArgs) -> ExitCode {
         }
     };
     let scopes = crate::views::smc_procs::bpf_scopes();
+    let agent = if a.all {
+        smcrun_views::agent::read()
+    } else {
+        Err(smcrun_views::agent::Unavailable::NotRunning)
+    };
     let others = if a.all {
-        match crate::views::smc_procs::smc_processes() {
+        match crate::views::smc_procs::smc_processes(agent.as_ref().ok()) {
             Ok(list) => Some(list),
             Err(e) => {
                 eprintln!("smcrun ps --all: the processes with SMC sockets cannot be listed: {e}");
@@ -200,6 +296,12 @@ pub fn ps(a: &PsArgs) -> ExitCode {
             serde_json::to_string_pretty(&PsAllView {
                 processes: &entries,
                 smc_processes: &others,
+                agent: agent.as_ref().ok().map(|s| AgentView {
+                    pid: s.agent_pid,
+                    attached: s.attached,
+                    error: s.error.as_deref(),
+                    overflow: &s.overflow,
+                }),
                 bpf_scopes: smcrun_views::json::procs::BpfScopesView::new(&scopes),
             })
         } else {
@@ -269,6 +371,24 @@ pub fn ps(a: &PsArgs) -> ExitCode {
         // Shown once: a gone process's report goes now that it was seen.
         remove_gone(&entries);
     }
+    if a.all {
+        let line = match &agent {
+            Ok(s) if s.attached => format!(
+                "\nsmcrun agent (pid {}): KERNEL counts each process's connections since it started, as the kernel saw them{}",
+                s.agent_pid,
+                overflow_text(&s.overflow)
+            ),
+            Ok(s) => format!(
+                "\nsmcrun agent (pid {}): not attached ({})",
+                s.agent_pid,
+                safe(s.error.as_deref().unwrap_or("?"))
+            ),
+            Err(e) => format!("\n{e}: process and mode from smc_diag and /proc only"),
+        };
+        if let Err(e) = writeln!(out, "{line}") {
+            return output_error(e);
+        }
+    }
     match others_text(&mut out, &scopes, others.as_deref()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => output_error(e),
@@ -295,13 +415,25 @@ fn others_text(
         )?;
         writeln!(
             out,
-            "{:>7} {:<16} {:>6} {:>6} {:>8} {:>6}  {:<24} top fallback reason",
-            "PID", "NAME", "SMC-R", "SMC-D", "FALLBACK", "LISTEN", "BPF SCOPE"
+            "{:>7} {:<16} {:>6} {:>6} {:>8} {:>6}  {:<24} {:<20} {:<20} top fallback reason",
+            "PID",
+            "NAME",
+            "SMC-R",
+            "SMC-D",
+            "FALLBACK",
+            "LISTEN",
+            "BPF SCOPE",
+            "KERNEL CLIENT R/D/T/?",
+            "KERNEL SERVER R/D/T/?"
         )?;
         for p in list {
+            let (kc, ks) = match &p.kernel {
+                Some(k) => (kernel_counts(&k.client), kernel_counts(&k.server)),
+                None => ("-".to_string(), "-".to_string()),
+            };
             writeln!(
                 out,
-                "{:>7} {:<16} {:>6} {:>6} {:>8} {:>6}  {:<24} {}",
+                "{:>7} {:<16} {:>6} {:>6} {:>8} {:>6}  {:<24} {:<20} {:<20} {}",
                 p.pid,
                 safe(&p.name),
                 p.smcr,
@@ -309,6 +441,8 @@ fn others_text(
                 p.fallback,
                 p.listening,
                 safe(p.bpf_scope.as_deref().unwrap_or("-")),
+                kc,
+                ks,
                 p.reasons
                     .first()
                     .map(|(r, n)| format!("{} ({n})", safe(r)))
@@ -319,8 +453,52 @@ fn others_text(
     out.flush()
 }
 
+/// `why --json` of a process the agent counted: its report (null when it runs without smcrun)
+/// and the kernel's counts.
+#[derive(Serialize)]
+struct WhyKernelView<'a> {
+    pid: u32,
+    report: Option<&'a ProcessReport>,
+    kernel: &'a smcrun_views::agent::Process,
+}
+
 /// Explains one process's connections.
 pub fn why(a: &WhyArgs) -> ExitCode {
+    let agent = smcrun_views::agent::read().ok();
+    let kernel = agent.as_ref().and_then(|s| s.process(a.pid));
+    let report = RunDir::open()
+        .ok()
+        .flatten()
+        .and_then(|d| d.report(a.pid).ok().flatten());
+    if let Some(k) = kernel {
+        let mut out = io::stdout().lock();
+        let text = if a.json {
+            serde_json::to_string_pretty(&WhyKernelView {
+                pid: a.pid,
+                report: report.as_ref(),
+                kernel: k,
+            })
+            .unwrap_or_default()
+                + "\n"
+        } else {
+            let mut t = match &report {
+                Some(r) => {
+                    why_text(
+                        r,
+                        state_of(a.pid, Some(r)),
+                        &user_name(uid_of(a.pid, Some(r))),
+                    ) + "\n"
+                }
+                None => format!("pid {}: not under smcrun\n", a.pid),
+            };
+            t.push_str(&kernel_text(k));
+            t
+        };
+        return match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => output_error(e),
+        };
+    }
     let no_report = |why: String| {
         eprintln!(
             "smcrun why: no report for pid {} ({why}); is it running under smcrun, started by this user? \

@@ -32,6 +32,9 @@ pub struct SmcProcess {
     pub reasons: Vec<(String, usize)>,
     /// The BPF scope it is in: `tree` (a `smcrun --bpf` command's), `cgroup PATH`, or `None`.
     pub bpf_scope: Option<String>,
+    /// Its connections since the smcrun agent started, ended ones too, as the kernel saw them
+    /// (`None` when no agent runs or it saw none of this process).
+    pub kernel: Option<smcrun_views::agent::Sides>,
 }
 
 /// The BPF scopes and their counts (empty when BPF mode was never used, or cannot be read).
@@ -85,6 +88,7 @@ fn group(
                 listening: 0,
                 reasons: Vec::new(),
                 bpf_scope: scope_of(o.pid, all, root.as_deref()),
+                kernel: None,
             });
             match s.mode {
                 _ if s.state == 10 => p.listening += 1,
@@ -111,13 +115,47 @@ fn group(
     out
 }
 
-/// Every process holding SMC sockets this user may see. An error is the kernel's (smc_diag
-/// missing), to be shown as `ss` shows it.
-pub fn smc_processes() -> Result<Vec<SmcProcess>, smcrun_telemetry::error::Error> {
+/// Adds the agent's counts to the processes, and the processes it counted connections of
+/// that hold no SMC socket now (short connections all closed), if they still run.
+fn with_agent(list: &mut Vec<SmcProcess>, agent: &smcrun_views::agent::State, all: &Scopes) {
+    let root = smcrun_bpf::prereq::cgroup2_root();
+    for p in list.iter_mut() {
+        p.kernel = agent.process(p.pid).map(|k| k.sides.clone());
+    }
+    for k in &agent.processes {
+        if list.iter().any(|p| p.pid == k.pid) || agent.process(k.pid) != Some(k) {
+            continue;
+        }
+        list.push(SmcProcess {
+            pid: k.pid,
+            name: k.comm.clone(),
+            smcr: 0,
+            smcd: 0,
+            fallback: 0,
+            listening: 0,
+            reasons: Vec::new(),
+            bpf_scope: scope_of(k.pid, all, root.as_deref()),
+            kernel: Some(k.sides.clone()),
+        });
+    }
+    list.sort_by_key(|p| p.pid);
+}
+
+/// Every process holding SMC sockets this user may see, with the agent's counts when it runs
+/// (and the processes it counted). An error is the kernel's (smc_diag missing), to be shown as
+/// `ss` shows it.
+pub fn smc_processes(
+    agent: Option<&smcrun_views::agent::State>,
+) -> Result<Vec<SmcProcess>, smcrun_telemetry::error::Error> {
     let sockets = sock_diag::dump(0)?;
     let inodes: HashSet<u64> = sockets.iter().map(|s| s.inode).collect();
-    let owned = owners::owners(&inodes);
-    Ok(group(&sockets, &owned, &bpf_scopes()))
+    let owned = owners::owners_with_agent(&inodes, agent);
+    let scopes = bpf_scopes();
+    let mut list = group(&sockets, &owned, &scopes);
+    if let Some(a) = agent {
+        with_agent(&mut list, a, &scopes);
+    }
+    Ok(list)
 }
 
 /// The scopes as lines of text (for `ps`), none when there are none.

@@ -214,7 +214,11 @@ pub fn ss(a: &SsArgs) -> ExitCode {
     };
     let sockets: Vec<&SmcSocket> = sockets.iter().filter(|s| shown(s, a)).collect();
     let owned: HashMap<u64, Vec<Owner>> = if a.processes {
-        owners::owners(&sockets.iter().map(|s| s.inode).collect::<HashSet<u64>>())
+        let agent = smcrun_views::agent::read().ok();
+        owners::owners_with_agent(
+            &sockets.iter().map(|s| s.inode).collect::<HashSet<u64>>(),
+            agent.as_ref(),
+        )
     } else {
         HashMap::new()
     };

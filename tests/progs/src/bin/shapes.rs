@@ -32,17 +32,99 @@ fn answer(mut s: TcpStream) {
     }
 }
 
+/// With `SHAPES_FAMILY=smc`, `serve-n` and `hammer` make their sockets AF_SMC themselves (a
+/// native SMC program, no shim needed); otherwise the C library's TCP sockets.
+fn native_smc() -> bool {
+    std::env::var("SHAPES_FAMILY").is_ok_and(|v| v == "smc")
+}
+
+/// An AF_SMC (43) stream socket, or the error.
+fn smc_socket() -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: socket() has no memory arguments; a new fd is owned here.
+    let fd = unsafe { libc::socket(43, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is new and owned by nothing else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+fn sockaddr_v4(a: std::net::SocketAddrV4) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: a.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*a.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+/// A listener on 127.0.0.1:PORT (AF_SMC with `SHAPES_FAMILY=smc`).
+fn listen_on(port: u16) -> TcpListener {
+    if !native_smc() {
+        return TcpListener::bind(("127.0.0.1", port)).unwrap();
+    }
+    use std::os::fd::AsRawFd;
+    let s = smc_socket().unwrap();
+    let sa = sockaddr_v4(std::net::SocketAddrV4::new([127, 0, 0, 1].into(), port));
+    let one: c_int = 1;
+    // SAFETY: the pointers are to live locals of the sizes given.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&one as *const c_int).cast(),
+            std::mem::size_of::<c_int>() as socklen_t,
+        );
+        let len = std::mem::size_of::<libc::sockaddr_in>() as socklen_t;
+        assert_eq!(
+            libc::bind(s.as_raw_fd(), (&sa as *const libc::sockaddr_in).cast(), len),
+            0,
+            "bind: {}",
+            std::io::Error::last_os_error()
+        );
+        assert_eq!(libc::listen(s.as_raw_fd(), 128), 0);
+    }
+    TcpListener::from(s)
+}
+
+/// A connection to `addr` (AF_SMC with `SHAPES_FAMILY=smc`).
+fn connect_to(addr: SocketAddr) -> std::io::Result<TcpStream> {
+    if !native_smc() {
+        return TcpStream::connect(addr);
+    }
+    use std::os::fd::AsRawFd;
+    let SocketAddr::V4(a) = addr else {
+        return Err(std::io::Error::other(
+            "SHAPES_FAMILY=smc takes an IPv4 address",
+        ));
+    };
+    let s = smc_socket()?;
+    let sa = sockaddr_v4(a);
+    let len = std::mem::size_of::<libc::sockaddr_in>() as socklen_t;
+    // SAFETY: sa is a live sockaddr_in of the length given.
+    if unsafe { libc::connect(s.as_raw_fd(), (&sa as *const libc::sockaddr_in).cast(), len) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(TcpStream::from(s))
+}
+
 /// `serve-n PORT N`: accepts N connections on 127.0.0.1:PORT one after the other, answers each,
-/// then exits.
+/// then exits (with `SHAPES_HOLD=1`, waits for stdin to end first: its process stays to be
+/// looked at).
 fn serve_n(args: &[String]) {
     let port: u16 = arg(args, 0, "a port");
     let n: u64 = arg(args, 1, "a count");
-    let l = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let l = listen_on(port);
     say(format!("listening={}", l.local_addr().unwrap()));
     for _ in 0..n {
         answer(l.accept().unwrap().0);
     }
     say(format!("served={n}"));
+    hold_stdin();
 }
 
 /// `hammer ADDR TOTAL THREADS [HOLD_MS]`: TOTAL short connections (connect, a byte each way,
@@ -62,7 +144,7 @@ fn hammer(args: &[String]) {
         for _ in 0..threads {
             sc.spawn(|| {
                 while next.fetch_add(1, Ordering::Relaxed) < total {
-                    let ok = TcpStream::connect(addr).and_then(|mut s| {
+                    let ok = connect_to(addr).and_then(|mut s| {
                         s.write_all(b"x")?;
                         let mut b = [0u8; 1];
                         s.read_exact(&mut b)?;
@@ -81,6 +163,15 @@ fn hammer(args: &[String]) {
         total - failed.load(Ordering::Relaxed),
         failed.load(Ordering::Relaxed)
     ));
+    hold_stdin();
+}
+
+/// With `SHAPES_HOLD=1`: print `holding` and wait until stdin ends.
+fn hold_stdin() {
+    if std::env::var("SHAPES_HOLD").is_ok_and(|v| v == "1") {
+        say("holding".into());
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    }
 }
 
 /// `prefork PORT CHILDREN PER`: the parent listens, forks CHILDREN workers that each accept PER

@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: MIT OR GPL-2.0
+//
+// smcrun agent: the kernel's own record of every SMC socket (AF_SMC and IPPROTO_SMC alike).
+//
+// kprobes on smc.ko's functions (not fentry/tp_btf: a trampoline or a raw tracepoint on a module
+// holds a reference to it, so `rmmod smc` would fail while the agent runs; a kprobe does not, it
+// goes quiet when the module goes and the agent attaches again when it comes back):
+//   smc_connect            a client socket starts: its process (tgid, comm, cgroup id), netns
+//   smc_listen             a listening socket: the process a server socket is attributed to
+//   smc_listen_out         a server socket's handshake ended (in the listen worker, a kworker:
+//                          its process is the listening socket's)
+//   smc_conn_save_peer_info   the SMC handshake succeeded: SMC-R (with its RDMA device) or SMC-D
+//   smc_switch_to_fallback    TCP, with the reason
+//   smc_sendmsg/smc_recvmsg   bytes each way (the return value, through a kretprobe); the first
+//                          one in another process than the recorded one (a prefork worker
+//                          accepting a parent's listener) takes the socket over
+//   __smc_release          the socket ends: the record moves from `live` to `done`, which the
+//                          agent drains.
+// Records are keyed by the smc_sock's address while alive and by (address, start) once done: an
+// address is reused at once by the next socket, but only after __smc_release ended the record.
+// Every map is bounded; a record that does not fit is counted in `agent_stats`, never dropped
+// silently.
+//
+// Built by bpf/build.sh like smcrun.bpf.c; no header is included, the few kernel structures read
+// are declared below with their CO-RE relocated fields. x86_64 (struct pt_regs).
+
+typedef unsigned char __u8;
+typedef unsigned int __u32;
+typedef int __s32;
+typedef unsigned long long __u64;
+typedef long long __s64;
+
+#define SEC(name) __attribute__((section(name), used))
+#define __uint(name, val) int(*name)[val]
+#define __type(name, val) typeof(val) *name
+#define INLINE static __attribute__((always_inline))
+
+#define BPF_MAP_TYPE_HASH 1
+#define BPF_MAP_TYPE_ARRAY 2
+#define BPF_ANY 0
+#define BPF_NOEXIST 1
+
+static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
+static long (*bpf_map_update_elem)(void *map, const void *key, const void *value,
+				   __u64 flags) = (void *)2;
+static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)3;
+static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)14;
+static long (*bpf_get_current_comm)(void *buf, __u32 size) = (void *)16;
+static __u64 (*bpf_get_current_cgroup_id)(void) = (void *)80;
+static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)113;
+static __u64 (*bpf_ktime_get_boot_ns)(void) = (void *)125;
+
+// The registers of a kprobe's context (x86_64's struct pt_regs, a fixed ABI).
+struct pt_regs {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8, ax, cx, dx, si, di, orig_ax, ip,
+		cs, flags, sp, ss;
+};
+#define ARG1(ctx) ((ctx)->di)
+#define ARG2(ctx) ((ctx)->si)
+#define RET(ctx) ((ctx)->ax)
+
+// The fields read, relocated (CO-RE) against the running kernel's and smc.ko's BTF at load time.
+struct net {
+	__u64 net_cookie;
+} __attribute__((preserve_access_index));
+typedef struct {
+	struct net *net;
+} possible_net_t;
+struct sock_common {
+	possible_net_t skc_net;
+} __attribute__((preserve_access_index));
+struct sock {
+	struct sock_common __sk_common;
+} __attribute__((preserve_access_index));
+struct socket {
+	struct sock *sk;
+} __attribute__((preserve_access_index));
+struct inode {
+	unsigned long i_ino;
+} __attribute__((preserve_access_index));
+struct socket_alloc {
+	struct socket socket;
+	struct inode vfs_inode;
+} __attribute__((preserve_access_index));
+struct smc_link {
+	char ibname[64];
+	__u8 ibport;
+} __attribute__((preserve_access_index));
+struct smc_link_group {
+	_Bool is_smcd;
+} __attribute__((preserve_access_index));
+struct smc_connection {
+	struct smc_link_group *lgr;
+	struct smc_link *lnk;
+} __attribute__((preserve_access_index));
+// The struct sock is at offset 0 of struct smc_sock (alone or in a union, by kernel version):
+// the smc_sock's address is the sock's.
+struct smc_sock {
+	struct smc_connection conn;
+	struct smc_sock *listen_smc;
+	_Bool use_fallback;
+	int fallback_rsn;
+	__u32 peer_diagnosis;
+} __attribute__((preserve_access_index));
+
+#define RD(dst, src) bpf_probe_read_kernel(&(dst), sizeof(dst), &(src))
+
+// Shared with bpf/src/agent.rs (struct Record, the constants below).
+#define COMM_LEN 16
+#define DEV_LEN 16
+#define MAX_LIVE 16384
+#define MAX_DONE 16384
+#define MAX_INFLIGHT 4096
+
+#define ROLE_CLIENT 1
+#define ROLE_SERVER 2
+#define ROLE_LISTEN 3
+
+#define MODE_UNKNOWN 0
+#define MODE_SMCR 1
+#define MODE_SMCD 2
+#define MODE_TCP 3
+
+#define FLAG_INHERITED 1 // the process is the listening socket's (not yet seen in its own)
+#define FLAG_ENDED 2	 // __smc_release was seen
+#define FLAG_STALE 4	 // replaced by a new socket at the same address without a release
+
+struct record {
+	__u64 start_ns; // CLOCK_BOOTTIME
+	__u64 end_ns;
+	__u64 cgroup_id;
+	__u64 netns_cookie;
+	__u64 tx_bytes;
+	__u64 rx_bytes;
+	__u64 inode; // the socket's inode (0 until a process holds it)
+	__u32 tgid;
+	__u32 fallback_rsn;
+	__u32 peer_diagnosis;
+	__u8 role;
+	__u8 mode;
+	__u8 flags;
+	__u8 ibport;
+	char comm[COMM_LEN];
+	char dev[DEV_LEN];
+};
+
+struct done_key {
+	__u64 addr;
+	__u64 start_ns;
+};
+
+// What did not fit, and how often each program ran.
+struct agent_stats {
+	__u64 live_full;     // a socket found `live` full: not recorded
+	__u64 done_full;     // an ended record found `done` full: lost
+	__u64 inflight_full; // a send/recv whose bytes could not be counted
+	__u64 stale;	     // records ended without their release being seen
+	__u64 events;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_LIVE);
+	__type(key, __u64); // the smc_sock's address
+	__type(value, struct record);
+} live SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_DONE);
+	__type(key, struct done_key);
+	__type(value, struct record);
+} done SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_INFLIGHT);
+	__type(key, __u64);   // pid_tgid
+	__type(value, __u64); // the smc_sock of the send/recv in progress
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct agent_stats);
+} agent_stats SEC(".maps");
+
+INLINE struct agent_stats *stats(void)
+{
+	__u32 zero = 0;
+	struct agent_stats *s = bpf_map_lookup_elem(&agent_stats, &zero);
+
+	if (s)
+		__sync_fetch_and_add(&s->events, 1);
+	return s;
+}
+
+INLINE void set_process(struct record *r)
+{
+	r->tgid = bpf_get_current_pid_tgid() >> 32;
+	r->cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(r->comm, COMM_LEN);
+}
+
+// The mode as the socket says now: TCP once fallen back, SMC-R/SMC-D once it has a link group.
+INLINE void classify(struct record *r, struct smc_sock *smc)
+{
+	struct smc_link_group *lgr = 0;
+	struct smc_link *lnk = 0;
+	_Bool fb = 0, smcd = 0;
+
+	RD(fb, smc->use_fallback);
+	if (fb) {
+		r->mode = MODE_TCP;
+		RD(r->fallback_rsn, smc->fallback_rsn);
+		RD(r->peer_diagnosis, smc->peer_diagnosis);
+		return;
+	}
+	if (r->mode != MODE_UNKNOWN)
+		return;
+	RD(lgr, smc->conn.lgr);
+	if (!lgr)
+		return;
+	RD(smcd, lgr->is_smcd);
+	r->mode = smcd ? MODE_SMCD : MODE_SMCR;
+	if (smcd)
+		return;
+	RD(lnk, smc->conn.lnk);
+	if (lnk) {
+		bpf_probe_read_kernel(r->dev, DEV_LEN - 1, lnk->ibname);
+		RD(r->ibport, lnk->ibport);
+	}
+}
+
+// A new record for the socket at `addr` (an existing one there is stale: its socket ended
+// unseen), started now in the current process.
+INLINE struct record *start(__u64 addr, struct smc_sock *smc, __u8 role)
+{
+	struct agent_stats *s = stats();
+	struct record r = {}, *old = bpf_map_lookup_elem(&live, &addr);
+	struct net *net = 0;
+
+	if (old) {
+		struct done_key k = {addr, old->start_ns};
+
+		old->flags |= FLAG_STALE;
+		if (bpf_map_update_elem(&done, &k, old, BPF_NOEXIST) && s)
+			__sync_fetch_and_add(&s->done_full, 1);
+		if (s)
+			__sync_fetch_and_add(&s->stale, 1);
+	}
+	r.start_ns = bpf_ktime_get_boot_ns();
+	r.role = role;
+	set_process(&r);
+	RD(net, ((struct sock *)smc)->__sk_common.skc_net.net);
+	if (net)
+		RD(r.netns_cookie, net->net_cookie);
+	if (bpf_map_update_elem(&live, &addr, &r, BPF_ANY)) {
+		if (s)
+			__sync_fetch_and_add(&s->live_full, 1);
+		return 0;
+	}
+	return bpf_map_lookup_elem(&live, &addr);
+}
+
+INLINE struct smc_sock *smc_of(struct socket *sock)
+{
+	struct sock *sk = 0;
+
+	RD(sk, sock->sk);
+	return (struct smc_sock *)sk;
+}
+
+INLINE __u64 inode_of(struct socket *sock)
+{
+	__u64 ino = 0;
+
+	RD(ino, ((struct socket_alloc *)sock)->vfs_inode.i_ino);
+	return ino;
+}
+
+// smc_connect(struct socket *sock, struct sockaddr *addr, int alen, int flags)
+SEC("kprobe/smc_connect")
+int agent_connect(struct pt_regs *ctx)
+{
+	struct socket *sock = (struct socket *)ARG1(ctx);
+	struct smc_sock *smc = smc_of(sock);
+	__u64 addr = (__u64)smc;
+	struct record *r;
+
+	if (!smc)
+		return 0;
+	r = bpf_map_lookup_elem(&live, &addr);
+	// connect() again on a socket already connecting (EALREADY, EISCONN) keeps its record.
+	if (r && r->role == ROLE_CLIENT)
+		return 0;
+	r = start(addr, smc, ROLE_CLIENT);
+	if (r) {
+		r->inode = inode_of(sock);
+		classify(r, smc); // fallen back before connect (TCP_FASTOPEN set)
+	}
+	return 0;
+}
+
+// smc_listen(struct socket *sock, int backlog)
+SEC("kprobe/smc_listen")
+int agent_listen(struct pt_regs *ctx)
+{
+	struct socket *sock = (struct socket *)ARG1(ctx);
+	struct smc_sock *smc = smc_of(sock);
+	__u64 addr = (__u64)smc;
+	struct record *r;
+
+	if (!smc)
+		return 0;
+	r = bpf_map_lookup_elem(&live, &addr);
+	if (r && r->role == ROLE_LISTEN)
+		return 0; // listen() again changes the backlog only
+	r = start(addr, smc, ROLE_LISTEN);
+	if (r)
+		r->inode = inode_of(sock);
+	return 0;
+}
+
+// smc_listen_out(struct smc_sock *new_smc): the end of a server socket's handshake, in the
+// listen worker. The process is the listener's.
+SEC("kprobe/smc_listen_out")
+int agent_listen_out(struct pt_regs *ctx)
+{
+	struct smc_sock *smc = (struct smc_sock *)ARG1(ctx), *lsmc = 0;
+	__u64 addr = (__u64)smc, laddr;
+	struct record *r, *l;
+
+	if (!smc)
+		return 0;
+	r = bpf_map_lookup_elem(&live, &addr);
+	if (!r || r->role != ROLE_SERVER)
+		r = start(addr, smc, ROLE_SERVER);
+	if (!r)
+		return 0;
+	RD(lsmc, smc->listen_smc);
+	laddr = (__u64)lsmc;
+	l = lsmc ? bpf_map_lookup_elem(&live, &laddr) : 0;
+	if (l) {
+		r->tgid = l->tgid;
+		r->cgroup_id = l->cgroup_id;
+		__builtin_memcpy(r->comm, l->comm, COMM_LEN);
+		r->flags |= FLAG_INHERITED;
+	}
+	classify(r, smc);
+	return 0;
+}
+
+// The live record of the smc_sock in a probe's first argument (and the socket), or none.
+INLINE struct record *live_arg(struct pt_regs *ctx, struct smc_sock **smc)
+{
+	__u64 addr = ARG1(ctx);
+
+	*smc = (struct smc_sock *)addr;
+	if (!addr)
+		return 0;
+	return bpf_map_lookup_elem(&live, &addr);
+}
+
+// smc_conn_save_peer_info(struct smc_sock *smc, struct smc_clc_msg_accept_confirm *clc): the
+// SMC handshake succeeded (client: after the accept; server: after the confirm).
+SEC("kprobe/smc_conn_save_peer_info")
+int agent_peer_info(struct pt_regs *ctx)
+{
+	struct smc_sock *smc;
+	struct record *r = live_arg(ctx, &smc);
+
+	if (r)
+		classify(r, smc);
+	return 0;
+}
+
+// smc_switch_to_fallback(struct smc_sock *smc, int reason_code)
+SEC("kprobe/smc_switch_to_fallback")
+int agent_fallback(struct pt_regs *ctx)
+{
+	struct smc_sock *smc;
+	struct record *r = live_arg(ctx, &smc);
+
+	if (!r)
+		return 0; // a server socket: smc_listen_out records it with the reason
+	r->mode = MODE_TCP;
+	r->fallback_rsn = (__u32)ARG2(ctx);
+	RD(r->peer_diagnosis, smc->peer_diagnosis);
+	return 0;
+}
+
+// smc_sendmsg(struct socket *sock, ...), smc_recvmsg(struct socket *sock, ...): remember the
+// socket until the return says how many bytes went.
+INLINE int io_entry(struct pt_regs *ctx)
+{
+	struct socket *sock = (struct socket *)ARG1(ctx);
+	struct smc_sock *smc = smc_of(sock);
+	__u64 addr = (__u64)smc, id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct record *r;
+
+	if (!smc)
+		return 0;
+	r = bpf_map_lookup_elem(&live, &addr);
+	if (!r)
+		return 0;
+	if (r->flags & FLAG_INHERITED || !r->inode) {
+		// The first I/O in the process that holds the socket: a server socket's own process
+		// (a worker that accepted from a listener its parent made), its inode.
+		if (r->tgid != tgid)
+			set_process(r);
+		r->flags &= ~FLAG_INHERITED;
+		r->inode = inode_of(sock);
+	}
+	if (bpf_map_update_elem(&inflight, &id, &addr, BPF_ANY)) {
+		struct agent_stats *s = stats();
+
+		if (s)
+			__sync_fetch_and_add(&s->inflight_full, 1);
+	}
+	return 0;
+}
+
+INLINE int io_return(struct pt_regs *ctx, int tx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), *addr = bpf_map_lookup_elem(&inflight, &id);
+	__s64 n = (__s64)RET(ctx);
+	struct record *r;
+
+	if (!addr)
+		return 0;
+	r = bpf_map_lookup_elem(&live, addr);
+	bpf_map_delete_elem(&inflight, &id);
+	if (!r || n <= 0)
+		return 0;
+	if (tx)
+		__sync_fetch_and_add(&r->tx_bytes, n);
+	else
+		__sync_fetch_and_add(&r->rx_bytes, n);
+	return 0;
+}
+
+SEC("kprobe/smc_sendmsg")
+int agent_send(struct pt_regs *ctx)
+{
+	return io_entry(ctx);
+}
+
+SEC("kretprobe/smc_sendmsg")
+int agent_send_ret(struct pt_regs *ctx)
+{
+	return io_return(ctx, 1);
+}
+
+SEC("kprobe/smc_recvmsg")
+int agent_recv(struct pt_regs *ctx)
+{
+	return io_entry(ctx);
+}
+
+SEC("kretprobe/smc_recvmsg")
+int agent_recv_ret(struct pt_regs *ctx)
+{
+	return io_return(ctx, 0);
+}
+
+// __smc_release(struct smc_sock *smc): close() of a socket, or of a server socket never accepted.
+SEC("kprobe/__smc_release")
+int agent_release(struct pt_regs *ctx)
+{
+	struct smc_sock *smc;
+	struct record *r = live_arg(ctx, &smc);
+	__u64 addr = (__u64)smc;
+	struct done_key k;
+
+	if (!r)
+		return 0;
+	classify(r, smc);
+	r->end_ns = bpf_ktime_get_boot_ns();
+	r->flags |= FLAG_ENDED;
+	k.addr = addr;
+	k.start_ns = r->start_ns;
+	if (bpf_map_update_elem(&done, &k, r, BPF_NOEXIST)) {
+		struct agent_stats *s = stats();
+
+		if (s)
+			__sync_fetch_and_add(&s->done_full, 1);
+	}
+	bpf_map_delete_elem(&live, &addr);
+	return 0;
+}
+
+char _license[] SEC("license") = "Dual MIT/GPL";

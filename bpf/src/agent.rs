@@ -1,0 +1,362 @@
+//! `smcrun agent`'s kernel side: the kprobes of `agent.bpf.c` on smc.ko's functions, which record
+//! every SMC socket (process, cgroup, network namespace, role, mode, device or fallback reason,
+//! bytes, start and end) in bounded maps, and the reading of those maps.
+//!
+//! The object is loaded with the same aya-obj based loader as BPF mode's, its CO-RE accesses
+//! relocated against the kernel's BTF with smc.ko's split BTF appended (`/sys/kernel/btf/smc`).
+//! kprobes rather than fentry or tp_btf: those hold the module while attached, so `rmmod smc`
+//! would fail; a kprobe goes quiet when the module goes, and [`Agent::attach`] is called again
+//! when it is back (see [`smc_generation`]).
+
+use crate::error::Error;
+use crate::layout::{from_bytes, Pod};
+use crate::loader::{self, Instance};
+use crate::sys;
+use aya_obj::btf::Btf;
+use std::ffi::CString;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
+
+/// The object, as `bash bpf/build.sh` makes it from `agent.bpf.c`.
+pub const OBJECT: &[u8] = include_bytes!("agent.bpf.o");
+
+/// Program name length the kernel keeps (`COMM_LEN`).
+pub const COMM_LEN: usize = 16;
+/// RDMA device name bytes kept (`DEV_LEN`, NUL included).
+pub const DEV_LEN: usize = 16;
+/// Sockets alive at once the kernel side can record (`MAX_LIVE`).
+pub const MAX_LIVE: u32 = 16384;
+/// Ended records waiting for the agent (`MAX_DONE`).
+pub const MAX_DONE: u32 = 16384;
+
+/// `ROLE_*`: a client socket (connect).
+pub const ROLE_CLIENT: u8 = 1;
+/// A server socket (accepted).
+pub const ROLE_SERVER: u8 = 2;
+/// A listening socket.
+pub const ROLE_LISTEN: u8 = 3;
+
+/// `MODE_*`: not seen (the handshake did not end, or was not seen).
+pub const MODE_UNKNOWN: u8 = 0;
+/// SMC-R.
+pub const MODE_SMCR: u8 = 1;
+/// SMC-D.
+pub const MODE_SMCD: u8 = 2;
+/// Fallen back to TCP.
+pub const MODE_TCP: u8 = 3;
+
+/// `FLAG_*`: the process is still the listening socket's.
+pub const FLAG_INHERITED: u8 = 1;
+/// The socket's release was seen.
+pub const FLAG_ENDED: u8 = 2;
+/// Replaced at its address by a new socket without its release being seen.
+pub const FLAG_STALE: u8 = 4;
+
+/// `struct record`: one SMC socket.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Record {
+    /// CLOCK_BOOTTIME nanoseconds at connect/listen/handshake end.
+    pub start_ns: u64,
+    /// At release (0 while alive).
+    pub end_ns: u64,
+    /// cgroup v2 id of the process.
+    pub cgroup_id: u64,
+    /// The network namespace's cookie.
+    pub netns_cookie: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// The socket's inode (0 until a process held it).
+    pub inode: u64,
+    /// The process (thread group id).
+    pub tgid: u32,
+    /// The fallback reason (`MODE_TCP`).
+    pub fallback_rsn: u32,
+    /// The peer's decline reason, when it declined.
+    pub peer_diagnosis: u32,
+    /// `ROLE_*`.
+    pub role: u8,
+    /// `MODE_*`.
+    pub mode: u8,
+    /// `FLAG_*`.
+    pub flags: u8,
+    /// The SMC-R link's RDMA port.
+    pub ibport: u8,
+    /// The process's command name (NUL-padded).
+    pub comm: [u8; COMM_LEN],
+    /// The SMC-R link's RDMA device (NUL-padded).
+    pub dev: [u8; DEV_LEN],
+}
+
+/// `struct done_key`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DoneKey {
+    /// The socket's address (never shown: it is a kernel address).
+    pub addr: u64,
+    /// The record's start.
+    pub start_ns: u64,
+}
+
+/// `struct agent_stats`: what did not fit.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AgentStats {
+    /// Sockets not recorded: `live` was full.
+    pub live_full: u64,
+    /// Ended records lost: `done` was full (the agent did not drain it in time).
+    pub done_full: u64,
+    /// Sends/receives whose bytes were not counted.
+    pub inflight_full: u64,
+    /// Records ended without their release seen.
+    pub stale: u64,
+    /// Program runs that touched a record.
+    pub events: u64,
+}
+
+unsafe impl Pod for Record {}
+unsafe impl Pod for DoneKey {}
+unsafe impl Pod for AgentStats {}
+
+/// Bytes up to the first NUL, as text.
+pub fn text(b: &[u8]) -> String {
+    let end = b.iter().position(|c| *c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+/// The map sizes userspace reads.
+const SIZES: &[(&str, usize, usize)] = &[
+    ("live", 8, std::mem::size_of::<Record>()),
+    (
+        "done",
+        std::mem::size_of::<DoneKey>(),
+        std::mem::size_of::<Record>(),
+    ),
+    ("agent_stats", 4, std::mem::size_of::<AgentStats>()),
+];
+
+/// Each program and the smc.ko function it probes (`true`: on return).
+const PROBES: &[(&str, &str, bool)] = &[
+    ("agent_listen", "smc_listen", false),
+    ("agent_connect", "smc_connect", false),
+    ("agent_listen_out", "smc_listen_out", false),
+    ("agent_peer_info", "smc_conn_save_peer_info", false),
+    ("agent_fallback", "smc_switch_to_fallback", false),
+    ("agent_send", "smc_sendmsg", false),
+    ("agent_send_ret", "smc_sendmsg", true),
+    ("agent_recv", "smc_recvmsg", false),
+    ("agent_recv_ret", "smc_recvmsg", true),
+    ("agent_release", "__smc_release", false),
+];
+
+/// The kernel's BTF with smc.ko's appended: a split BTF continues its base's type ids and
+/// string offsets, so the two type and string sections laid end to end are one BTF. With smc
+/// built in, the kernel's BTF alone.
+fn smc_btf() -> Result<Btf, Error> {
+    let base = std::fs::read("/sys/kernel/btf/vmlinux")
+        .map_err(|e| Error::io("reading the kernel's BTF (/sys/kernel/btf/vmlinux)", e))?;
+    let module = match std::fs::read("/sys/kernel/btf/smc") {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io("reading smc.ko's BTF (/sys/kernel/btf/smc)", e)),
+    };
+    let data = match module {
+        Some(m) => merge_split_btf(&base, &m)?,
+        None => base,
+    };
+    Btf::parse(&data, object::Endianness::default())
+        .map_err(|e| Error::new(format!("cannot parse the kernel's BTF: {e}")))
+}
+
+/// A BTF blob's header fields: (header length, type offset, type length, string offset,
+/// string length).
+fn btf_sections(b: &[u8]) -> Option<(usize, usize, usize, usize, usize)> {
+    let u32_at = |o: usize| -> Option<usize> {
+        Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?) as usize)
+    };
+    if b.get(0..2)? != [0x9f, 0xeb] {
+        return None;
+    }
+    let hdr = u32_at(4)?;
+    let (to, tl, so, sl) = (u32_at(8)?, u32_at(12)?, u32_at(16)?, u32_at(20)?);
+    let end = |o: usize, l: usize| hdr.checked_add(o)?.checked_add(l);
+    (end(to, tl)? <= b.len() && end(so, sl)? <= b.len()).then_some((hdr, to, tl, so, sl))
+}
+
+/// `base` followed by the split BTF `split` as one BTF blob.
+fn merge_split_btf(base: &[u8], split: &[u8]) -> Result<Vec<u8>, Error> {
+    let bad = |what: &str| Error::new(format!("{what} is not a BTF blob smcrun can read"));
+    let (bh, bto, btl, bso, bsl) = btf_sections(base).ok_or_else(|| bad("the kernel's BTF"))?;
+    let (sh, sto, stl, sso, ssl) = btf_sections(split).ok_or_else(|| bad("smc.ko's BTF"))?;
+    let mut out = base[..bh].to_vec();
+    let types_len = (btl + stl) as u32;
+    let strs_len = (bsl + ssl) as u32;
+    out[8..12].copy_from_slice(&0u32.to_le_bytes());
+    out[12..16].copy_from_slice(&types_len.to_le_bytes());
+    out[16..20].copy_from_slice(&types_len.to_le_bytes());
+    out[20..24].copy_from_slice(&strs_len.to_le_bytes());
+    out.extend_from_slice(&base[bh + bto..bh + bto + btl]);
+    out.extend_from_slice(&split[sh + sto..sh + sto + stl]);
+    out.extend_from_slice(&base[bh + bso..bh + bso + bsl]);
+    out.extend_from_slice(&split[sh + sso..sh + sso + ssl]);
+    Ok(out)
+}
+
+/// Whether this kernel can run the agent: `Err` is one line naming what is missing.
+pub fn support() -> Result<(), String> {
+    const KERNELS: &str = "the agent runs on x86_64 Linux 5.11 or newer with BTF \
+        (CONFIG_DEBUG_INFO_BTF, and CONFIG_DEBUG_INFO_BTF_MODULES for a modular smc) and kprobes \
+        (CONFIG_KPROBE_EVENTS), e.g. Debian 12's 6.12";
+    if !cfg!(target_arch = "x86_64") {
+        return Err(format!("this is not x86_64: {KERNELS}"));
+    }
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        return Err(format!("no /sys/kernel/btf/vmlinux: {KERNELS}"));
+    }
+    if !std::path::Path::new("/sys/bus/event_source/devices/kprobe/type").exists() {
+        return Err(format!(
+            "no kprobe PMU (/sys/bus/event_source/devices/kprobe): {KERNELS}"
+        ));
+    }
+    Ok(())
+}
+
+/// Which load of smc.ko is there: the inode of `/sys/module/smc` (a new one each load), `None`
+/// when smc is not loaded. With smc built in, a constant.
+pub fn smc_generation() -> Option<u64> {
+    let live = std::fs::read_to_string("/sys/module/smc/initstate")
+        .map(|s| s.trim() == "live")
+        // Built in: no initstate, but the module's parameters directory.
+        .unwrap_or_else(|_| std::path::Path::new("/sys/module/smc").exists());
+    if !live {
+        return None;
+    }
+    std::fs::metadata("/sys/module/smc").ok().map(|m| m.ino())
+}
+
+/// The loaded, attached agent programs and their maps (detached when dropped).
+#[derive(Debug)]
+pub struct Agent {
+    inst: Instance,
+    _probes: Vec<OwnedFd>,
+}
+
+impl Agent {
+    /// Loads the object against the running kernel and smc.ko, and attaches every probe.
+    pub fn attach() -> Result<Agent, Error> {
+        support().map_err(Error::new)?;
+        let btf = smc_btf()?;
+        let names: Vec<&str> = PROBES.iter().map(|p| p.0).collect();
+        let inst = loader::load_object(OBJECT, &btf, SIZES, &names, |name, insns, license| {
+            sys::prog_load_kprobe(name, insns, license).map_err(|e| loader::refused(name, e))
+        })?;
+        let mut probes = Vec::new();
+        for (prog, func, ret) in PROBES {
+            let f = CString::new(*func).expect("no NUL in a function name");
+            let fd = sys::kprobe_open(inst.program(prog)?, &f, *ret).map_err(|e| {
+                Error::io(
+                    format!(
+                        "attaching {} on {func} (is smc loaded?)",
+                        if *ret { "a kretprobe" } else { "a kprobe" }
+                    ),
+                    e,
+                )
+            })?;
+            probes.push(fd);
+        }
+        Ok(Agent {
+            inst,
+            _probes: probes,
+        })
+    }
+
+    /// The sockets alive now.
+    pub fn live(&self) -> Result<Vec<Record>, Error> {
+        let m = self.inst.map("live")?.fd();
+        let keys = sys::map_keys(m, 8).map_err(|e| Error::io("listing a BPF map", e))?;
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            let key: u64 = from_bytes(&k);
+            if let Some(r) = crate::maps::get::<u64, Record>(m, &key)? {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Takes the ended records out of the kernel's `done` map.
+    pub fn drain(&self) -> Result<Vec<Record>, Error> {
+        let m = self.inst.map("done")?.fd();
+        let keys = sys::map_keys(m, std::mem::size_of::<DoneKey>())
+            .map_err(|e| Error::io("listing a BPF map", e))?;
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            let key: DoneKey = from_bytes(&k);
+            if let Some(r) = crate::maps::get::<DoneKey, Record>(m, &key)? {
+                out.push(r);
+            }
+            sys::map_delete(m, &k).map_err(|e| Error::io("writing a BPF map", e))?;
+        }
+        out.sort_by_key(|r| r.end_ns);
+        Ok(out)
+    }
+
+    /// The kernel side's overflow counters.
+    pub fn stats(&self) -> Result<AgentStats, Error> {
+        Ok(crate::maps::get(self.inst.map("agent_stats")?.fd(), &0u32)?.unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob(types: &[u8], strs: &[u8]) -> Vec<u8> {
+        let mut b = vec![0x9f, 0xeb, 1, 0];
+        for v in [
+            24u32,
+            0,
+            types.len() as u32,
+            types.len() as u32,
+            strs.len() as u32,
+        ] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(types);
+        b.extend_from_slice(strs);
+        b
+    }
+
+    #[test]
+    fn a_split_btf_is_appended_section_by_section() {
+        let base = blob(b"AAAA", b"\0base\0");
+        let split = blob(b"BBBBBBBB", b"mod\0");
+        let m = merge_split_btf(&base, &split).unwrap();
+        assert_eq!(btf_sections(&m), Some((24, 0, 12, 12, 10)));
+        assert_eq!(&m[24..], b"AAAABBBBBBBB\0base\0mod\0");
+        // A truncated blob is refused, not read past its end.
+        assert!(merge_split_btf(&base, &split[..30]).is_err());
+        assert!(merge_split_btf(b"\x9f", &split).is_err());
+    }
+
+    #[test]
+    fn the_maps_of_the_object_have_the_sizes_rust_reads() {
+        let data = OBJECT.to_vec();
+        let obj = aya_obj::Object::parse(&data).unwrap();
+        for (name, k, v) in SIZES {
+            let m = &obj.maps[*name];
+            assert_eq!(
+                (m.key_size() as usize, m.value_size() as usize),
+                (*k, *v),
+                "{name}"
+            );
+        }
+        assert_eq!(obj.maps["live"].max_entries(), MAX_LIVE);
+        assert_eq!(obj.maps["done"].max_entries(), MAX_DONE);
+        for (prog, _, _) in PROBES {
+            assert!(obj.programs.contains_key(*prog), "{prog}");
+        }
+    }
+}
