@@ -128,9 +128,15 @@ pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
     let mut f = Families::default();
     f.gauge(
         "smc_up",
-        "1 when the kernel's SMC answered this scrape (the smc module is there), else 0",
+        "1 when the kernel's SMC answered this scrape (the smc module is there; on a kernel without SMC's netlink counters, smc_diag answered), else 0",
         &[],
-        if s.counters.get().is_some() { 1.0 } else { 0.0 },
+        if s.counters.get().is_some()
+            || (s.counters.lacking().is_some() && s.sockets.get().is_some())
+        {
+            1.0
+        } else {
+            0.0
+        },
     );
     if let Some(c) = s.counters.get() {
         counters(&mut f, c);

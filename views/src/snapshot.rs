@@ -24,6 +24,9 @@ pub enum Part<T> {
     Read(T),
     /// The kernel has no such interface (the module is missing): no series, and not an error.
     Absent(String),
+    /// The running kernel's version predates the interface (its text names what is missing and
+    /// the Linux version that added it): no series, and not an error.
+    Lacking(String),
     /// The kernel refused or answered something unreadable: no series, and a scrape error.
     Failed(String),
 }
@@ -48,8 +51,26 @@ impl<T> Part<T> {
     fn from_result(r: Result<T, Error>) -> Part<T> {
         match r {
             Ok(v) => Part::Read(v),
-            Err(e) if e.is_module_missing() => Part::Absent(e.to_string()),
-            Err(e) => Part::Failed(e.to_string()),
+            Err(e) => Part::from_error(&e),
+        }
+    }
+
+    /// The part for an error: [`Part::Lacking`], [`Part::Absent`] or [`Part::Failed`].
+    pub fn from_error(e: &Error) -> Part<T> {
+        if e.is_kernel_lacking() {
+            Part::Lacking(e.to_string())
+        } else if e.is_module_missing() {
+            Part::Absent(e.to_string())
+        } else {
+            Part::Failed(e.to_string())
+        }
+    }
+
+    /// The sentence of a part the kernel's version lacks.
+    pub fn lacking(&self) -> Option<&str> {
+        match self {
+            Part::Lacking(e) => Some(e),
+            _ => None,
         }
     }
 
@@ -65,6 +86,7 @@ impl<T> Part<T> {
         match self {
             Part::Read(_) => unreachable!("map_err of a read part"),
             Part::Absent(e) => Part::Absent(e.clone()),
+            Part::Lacking(e) => Part::Lacking(e.clone()),
             Part::Failed(e) => Part::Failed(e.clone()),
         }
     }
