@@ -683,27 +683,20 @@ fn probe(family: libc::c_int, protocol: libc::c_int) -> Probe {
     }
 }
 
-fn read_sysctls() -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = std::fs::read_dir("/proc/sys/net/smc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let v = std::fs::read_to_string(e.path()).ok()?;
-            Some((name, v.split_whitespace().collect::<Vec<_>>().join(" ")))
-        })
-        .collect();
-    out.sort();
-    out
-}
 
 impl Host {
     /// The running system's facts. Module states are taken before `socket(AF_SMC)` is tried
     /// (which makes the kernel load smc where it can).
     pub fn read() -> Host {
         let smc = kmod::availability("smc");
-        let smc_diag = kmod::availability("smc_diag");
+        // A kernel without module support and without modules.builtin (the test bed's own builds)
+        // shows a built-in smc_diag only by answering: its sock_diag handler is the proof.
+        let smc_diag = match kmod::availability("smc_diag") {
+            a if !a.present() && smcrun_telemetry::sock_diag::dump_raw(0).is_ok() => {
+                Availability::BuiltIn
+            }
+            a => a,
+        };
         let ib_core = kmod::availability("ib_core");
         let af_smc = probe(43, 0);
         let ipproto_smc = probe(libc::AF_INET, 256);
@@ -744,7 +737,7 @@ impl Host {
             rdma: snap.rdma,
             ib_core,
             pnet,
-            sysctls: read_sysctls(),
+            sysctls: snapshot::read_sysctls(),
             memlock,
             netdevs,
         }

@@ -172,6 +172,25 @@ pub struct Snapshot {
     pub processes: Part<Processes>,
     /// BPF mode's scopes (`smcrun --bpf` trees, attached cgroups) and their counts.
     pub bpf: Part<Scopes>,
+    /// The `net.smc.*` sysctls and their values, by name without the prefix ([`read_sysctls`]).
+    pub sysctls: Vec<(String, String)>,
+}
+
+/// Every `net.smc.*` sysctl this kernel has (whatever its version adds: the directory is the
+/// list), by name without the prefix, values with their whitespace folded, sorted by name.
+pub fn read_sysctls() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir("/proc/sys/net/smc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let v = std::fs::read_to_string(e.path()).ok()?;
+            Some((name, v.split_whitespace().collect::<Vec<_>>().join(" ")))
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 impl Snapshot {
@@ -187,6 +206,7 @@ impl Snapshot {
             rdma: Part::Absent(a()),
             processes: Part::Absent(a()),
             bpf: Part::Absent(a()),
+            sysctls: Vec::new(),
         }
     }
 
@@ -310,6 +330,7 @@ pub fn replay(dir: &Path) -> Snapshot {
         rdma,
         processes: Part::Absent("a capture has no per-process reports".into()),
         bpf: Part::Absent("a capture has no BPF scopes".into()),
+        sysctls: Vec::new(),
     }
 }
 
@@ -381,5 +402,6 @@ pub fn read(reads: Reads) -> Snapshot {
             Ok(sc) => Part::Read(sc),
             Err(e) => Part::Absent(e.to_string()),
         },
+        sysctls: read_sysctls(),
     }
 }
