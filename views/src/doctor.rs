@@ -683,7 +683,6 @@ fn probe(family: libc::c_int, protocol: libc::c_int) -> Probe {
     }
 }
 
-
 impl Host {
     /// The running system's facts. Module states are taken before `socket(AF_SMC)` is tried
     /// (which makes the kernel load smc where it can).

@@ -985,8 +985,14 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         let text = text_of(&s);
-        assert_eq!(one(&text, "smc_sysctl", "{name=\"smcr_max_send_wr\"}"), 16.0);
-        assert_eq!(one(&text, "smc_sysctl", "{name=\"smcr_max_conns_per_lgr\"}"), 255.0);
+        assert_eq!(
+            one(&text, "smc_sysctl", "{name=\"smcr_max_send_wr\"}"),
+            16.0
+        );
+        assert_eq!(
+            one(&text, "smc_sysctl", "{name=\"smcr_max_conns_per_lgr\"}"),
+            255.0
+        );
         assert_eq!(one(&text, "smc_sysctl", "{name=\"wmem\"}"), 65536.0);
         assert_eq!(samples(&text, "smc_sysctl").len(), 3, "{text}");
     }

@@ -247,6 +247,24 @@ pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> ExitCode {
     exec(&resolved, &cmd)
 }
 
+/// Whether `socket(AF_SMC, SOCK_STREAM, 0)` works: the kernel has SMC.
+fn af_smc_works() -> bool {
+    // SAFETY: socket(2) with constant arguments; the fd, if any, is closed at once.
+    let fd = unsafe {
+        libc::socket(
+            smcrun_sys::smc::AF_SMC,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: fd is ours.
+    unsafe { libc::close(fd) };
+    true
+}
+
 /// `--mode inet` (or SMCRUN_MODE=inet) on a kernel that refuses IPPROTO_SMC because it predates
 /// it: one line naming what the kernel lacks and the version that has it. With `--fallback
 /// strict` the program is not started (exit 125: every connection would fail); otherwise it runs
@@ -264,9 +282,11 @@ fn check_mode(opts: &RunOptions) -> Result<(), Failure> {
     };
     let release = smcrun_telemetry::features::kernel_release();
     let ipproto = smcrun_telemetry::features::IPPROTO_SMC;
-    if e.raw_os_error() != Some(libc::EPROTONOSUPPORT) || ipproto.missing_in(&release) != Some(true)
+    if e.raw_os_error() != Some(libc::EPROTONOSUPPORT)
+        || ipproto.missing_in(&release) != Some(true)
+        || !af_smc_works()
     {
-        return Ok(()); // the shim's own refusal handling says why, per socket
+        return Ok(()); // no SMC at all, or another refusal: the shim says why, per socket
     }
     let fallback = opts
         .fallback
