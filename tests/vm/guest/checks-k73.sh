@@ -65,8 +65,7 @@ check_k73_ops() {
     need_setup
     need_prog redis-server redis-benchmark
     p=6392
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
     sd_wait /tmp/ko.ss ".lport == $p and .mode == \"SMCD\"" 2 30 || fail "no SMC-D connections on port $p: $(first "$(cat /tmp/ko.ss)")"
     m=$(smcrun metrics 2>&1) || fail "smcrun metrics failed: $(first "$m")"

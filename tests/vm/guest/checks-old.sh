@@ -51,8 +51,7 @@ check_old_demo() {
     [ "$5" = 3 ] && [ "$6" = 3 ] || fail "smcrun demo: reasons decoded for $5 clients (no SMC device found) and $6 servers (peer declined; peer: no SMC device found), expected 3 each: $(jq -c '[.sockets[].why]' /tmp/od.json | cut -c1-300)"
     # the same reasons through sock_diag, for connections held open
     p=6390
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
     ss_wait /tmp/od.ss ".lport == $p and .rport != 0 and .mode == \"TCP\"" 2 -a ||
         fail "smcrun ss -a --json: no fallen-back sockets on port $p: $(first "$(cat /tmp/od.ss.raw)")"
@@ -107,8 +106,7 @@ check_old_strict() {
 check_old_redis() {
     need_prog redis-server redis-benchmark redis-cli
     p=6391
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     out=$(smcrun redis-benchmark -p $p -t set,get -n 1000 -c 4 -q 2>&1 | tr '\r' '\n' | grep -E 'requests per second|rror')
     echo "$out"
     [ "$(echo "$out" | grep -c 'requests per second')" = 2 ] || fail "smcrun redis-benchmark: $(first "$out")"
@@ -231,8 +229,7 @@ check_old_ops() {
 check_old_fixtures() {
     need_prog redis-server redis-benchmark
     p=6379
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     smcrun redis-benchmark -p $p -t set,get -n 100 -c 2 -q > /dev/null 2>&1 || fail "redis-benchmark failed before the capture"
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
     bg redis-benchmark -p $p -I -c 1 > /tmp/idle2.log 2>&1

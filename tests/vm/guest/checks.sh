@@ -382,6 +382,12 @@ redis_wait() { # redis_wait PORT [HOST [plain]]: PING until it answers (through 
     fail "redis-server on $host:$port did not answer PING within 20s: $(lastl "$(cat /tmp/redis.log 2>/dev/null)")"
 }
 
+# redis_bg PORT: `smcrun redis-server` on PORT in the background (log /tmp/redis.log), answering PING
+redis_bg() {
+    bg smcrun redis-server --port "$1" --save '' --appendonly no > /tmp/redis.log 2>&1
+    redis_wait "$1"
+}
+
 # ------------------------------------------------------------------ checks
 # exec: a developer's command (tests/vm/run --exec 'CMD'), run after the set-up; passes when it exits 0.
 check_exec() {
