@@ -82,20 +82,8 @@ impl Report {
     }
 }
 
-/// The running kernel's release (uname -r).
-pub fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
-}
-
-/// `(major, minor)` of a release such as `6.12.117+deb12-amd64`.
-pub fn parse_release(r: &str) -> Option<(u32, u32)> {
-    let mut it = r.split(|c: char| !c.is_ascii_digit());
-    let major = it.next()?.parse().ok()?;
-    let minor = it.next()?.parse().ok()?;
-    Some((major, minor))
-}
+pub use smcrun_telemetry::features::kernel_release;
+use smcrun_telemetry::features::{IPPROTO_SMC, SOCKET_HOOK};
 
 /// The first mount of a file system type (`bpf`, `cgroup2`) from /proc/self/mountinfo,
 /// preferring `preferred` when it is one.
@@ -138,20 +126,18 @@ const CAP_BPF: u32 = 39;
 
 fn check_kernel() -> Check {
     let rel = kernel_release();
-    let (state, detail) = match parse_release(&rel) {
-        Some(v) if v >= (6, 11) => (State::Ok, format!("Linux {rel}")),
-        Some(_) => (
-            State::Missing,
-            format!("Linux {rel} is older than 6.11, the first with IPPROTO_SMC"),
-        ),
+    let (state, detail) = match IPPROTO_SMC.missing_in(&rel) {
+        Some(false) => (State::Ok, format!("Linux {rel}")),
+        Some(true) => (State::Missing, IPPROTO_SMC.lacking(&rel)),
         None => (State::Unknown, format!("cannot read the release {rel:?}")),
     };
     Check {
         id: "kernel",
-        what: "a kernel with IPPROTO_SMC (Linux 6.11 or later)",
+        what: "a kernel with IPPROTO_SMC",
         state,
         detail,
-        fix: (state == State::Missing).then(|| "boot Linux 6.11 or later".to_string()),
+        fix: (state == State::Missing)
+            .then(|| format!("boot {} or later", IPPROTO_SMC.since_text())),
         needed: Needed::Always,
     }
 }
@@ -191,7 +177,14 @@ fn check_btf_and_hook() -> (Check, Check) {
         (Some(true), _) => (State::Ok, format!("{HOOK} in BTF and kallsyms")),
         (Some(false), _) => (
             State::Missing,
-            format!("the kernel's BTF has no function {HOOK} (Linux 6.6 added it)"),
+            format!(
+                "the kernel's BTF has no function {HOOK}{}",
+                if SOCKET_HOOK.missing_in(&kernel_release()) == Some(true) {
+                    format!(" ({} added it)", SOCKET_HOOK.since_text())
+                } else {
+                    String::new()
+                }
+            ),
         ),
         (None, Some(true)) => (
             State::Missing,
@@ -207,8 +200,12 @@ fn check_btf_and_hook() -> (Check, Check) {
         what: "the socket() hook update_socket_protocol",
         state,
         detail,
-        fix: (state == State::Missing)
-            .then(|| "use Linux 6.6 or later with CONFIG_MPTCP=y and BTF".to_string()),
+        fix: (state == State::Missing).then(|| {
+            format!(
+                "use {} or later with CONFIG_MPTCP=y and BTF",
+                SOCKET_HOOK.since_text()
+            )
+        }),
         needed: Needed::Always,
     };
     (btf_check, hook)
@@ -413,14 +410,6 @@ pub fn check() -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn releases_parse() {
-        assert_eq!(parse_release("6.12.117+deb12-amd64"), Some((6, 12)));
-        assert_eq!(parse_release("6.18.44-fc-v669"), Some((6, 18)));
-        assert_eq!(parse_release("5.4"), Some((5, 4)));
-        assert_eq!(parse_release("x"), None);
-    }
 
     #[test]
     fn the_report_names_the_first_missing_check_a_scope_needs() {

@@ -15,8 +15,9 @@ pub enum Exit {
     /// 2: bad usage, or a bad option, config or policy value (the message names it); also
     /// `doctor`'s failures.
     Usage,
-    /// 125: BPF mode or the agent is not possible here (a prerequisite is missing; the message
-    /// names it).
+    /// 125: not possible here: BPF mode's or the agent's prerequisite is missing, or the kernel's
+    /// version predates what was asked for (IPPROTO_SMC with `--mode inet --fallback strict`, an
+    /// SMC netlink interface a view reads); the one line names it (and the version that has it).
     Unavailable,
     /// 126: the program is not executable, or `--require-preload` refused it.
     NotExecutable,

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::io;
 
+use crate::features::{self, Feature};
 use crate::kmod::{self, Availability};
 
 /// Why a request to the kernel did not produce a usable answer.
@@ -19,6 +20,14 @@ pub enum Error {
         module: &'static str,
         /// What the running kernel can do about that module.
         availability: Availability,
+    },
+    /// The running kernel is older than the Linux version that added the interface: no module or
+    /// setting can give it; the message names what is missing and the version that has it.
+    KernelLacks {
+        /// The missing interface and the version that added it.
+        feature: Feature,
+        /// The running kernel's release (`uname -r`).
+        release: String,
     },
     /// The kernel refused with EPERM/EACCES: the operation needs CAP_NET_ADMIN.
     NotPermitted {
@@ -71,6 +80,35 @@ impl Error {
             module,
             availability: kmod::availability(module),
         }
+    }
+
+    /// `self` as [`Error::KernelLacks`] when the running kernel is older than `feature`'s version
+    /// (whatever the kernel answered: a missing family, EOPNOTSUPP, ...); else `self`.
+    pub fn unless_older_than(self, feature: Feature) -> Error {
+        self.unless_older_in(feature, &features::kernel_release())
+    }
+
+    /// [`Error::unless_older_than`] for a kernel of `release`.
+    pub fn unless_older_in(self, feature: Feature, release: &str) -> Error {
+        match self {
+            Error::InvalidInput(_) | Error::Malformed { .. } | Error::NotPermitted { .. } => self,
+            _ if feature.missing_in(release) == Some(true) => Error::KernelLacks {
+                feature,
+                release: release.to_string(),
+            },
+            other => other,
+        }
+    }
+
+    /// True for [`Error::KernelLacks`].
+    pub fn is_kernel_lacking(&self) -> bool {
+        matches!(self, Error::KernelLacks { .. })
+    }
+
+    /// True when the interface is not there (a missing module, or a kernel too old for it):
+    /// nothing to report as a failure of the kernel, only as an absence.
+    pub fn is_absent(&self) -> bool {
+        self.is_module_missing() || self.is_kernel_lacking()
     }
 
     /// A malformed-reply error at `what`.
@@ -128,6 +166,7 @@ impl fmt::Display for Error {
                 module,
                 availability,
             } => write!(f, "{what}: {}", availability.advice(module)),
+            Error::KernelLacks { feature, release } => f.write_str(&feature.lacking(release)),
             Error::NotPermitted { what } => write!(
                 f,
                 "{what}: not permitted; this needs CAP_NET_ADMIN (run as root)"
@@ -188,6 +227,26 @@ mod tests {
         assert_eq!(strerror(libc::EEXIST), "File exists");
         let e = Error::from_errno("ADD_UEID", libc::EEXIST);
         assert_eq!(e.to_string(), "ADD_UEID: the kernel refused: File exists");
+    }
+
+    #[test]
+    fn an_older_kernel_lacks_what_a_later_one_added() {
+        let missing = Error::from_errno("resolving SMC_GEN_NETLINK", libc::ENOENT)
+            .unless_older_in(features::SMC_GENL, "5.10.0-46-amd64");
+        assert!(missing.is_kernel_lacking() && missing.is_absent());
+        assert_eq!(
+            missing.to_string(),
+            "this kernel (Linux 5.10.0-46-amd64) has no SMC generic netlink family \
+             (SMC_GEN_NETLINK: system info, link groups, devices); Linux 5.11 added it"
+        );
+        // On a kernel new enough the kernel's own answer stands.
+        let e = Error::from_errno("GET_STATS", libc::EOPNOTSUPP)
+            .unless_older_in(features::SMC_STATS, "6.1.0-57-amd64");
+        assert_eq!(e.errno(), Some(libc::EOPNOTSUPP));
+        // A refusal for want of a capability is never blamed on the version.
+        let e = Error::from_errno("ADD_UEID", libc::EPERM)
+            .unless_older_in(features::SMC_EID, "5.10.0-46-amd64");
+        assert!(e.is_not_permitted());
     }
 
     #[test]

@@ -139,12 +139,7 @@ impl Root {
     }
 }
 
-/// The running kernel's release (`uname -r`), "unknown" if it cannot be read.
-pub fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".to_string())
-}
+pub use crate::features::kernel_release;
 
 /// What the running kernel can do about `module`.
 pub fn availability(module: &str) -> Availability {

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::attr::{self, Attr, Writer};
 use crate::error::Error;
+use crate::features::{self, Feature};
 use crate::genl::{self, Family};
 use crate::nl::{self, Protocol};
 
@@ -81,6 +82,15 @@ const GEN_STATS: u16 = 7;
 const GEN_FBACK_STATS: u16 = 8;
 const EID_TABLE_ENTRY: u16 = 1;
 
+/// The interface a command belongs to, with the Linux version that added it.
+pub fn feature_of(command: u8) -> Feature {
+    match command {
+        cmd::GET_STATS | cmd::GET_FBACK_STATS => features::SMC_STATS,
+        cmd::DUMP_UEID..=cmd::DUMP_SEID => features::SMC_EID,
+        _ => features::SMC_GENL,
+    }
+}
+
 /// A client bound to the resolved family id.
 #[derive(Debug, Clone)]
 pub struct SmcGenl {
@@ -88,10 +98,12 @@ pub struct SmcGenl {
 }
 
 impl SmcGenl {
-    /// Resolve the family. Without the `smc` module this is [`Error::ModuleMissing`].
+    /// Resolve the family. Without the `smc` module this is [`Error::ModuleMissing`]; on a kernel
+    /// older than the family ([`features::SMC_GENL`]) [`Error::KernelLacks`].
     pub fn open() -> Result<SmcGenl, Error> {
         Ok(SmcGenl {
-            family: genl::resolve(FAMILY, "smc")?,
+            family: genl::resolve(FAMILY, "smc")
+                .map_err(|e| e.unless_older_than(features::SMC_GENL))?,
         })
     }
 
@@ -105,12 +117,15 @@ impl SmcGenl {
         let what = format!("{FAMILY} {}", command_name(command));
         let body = genl::body(command, VERSION, Writer::new());
         nl::dump_raw(Protocol::Generic, self.family.id, &body, &what)
+            .map_err(|e| e.unless_older_than(feature_of(command)))
     }
 
     fn act(&self, command: u8, attrs: Writer) -> Result<(), Error> {
         let what = format!("{FAMILY} {}", command_name(command));
         let body = genl::body(command, VERSION, attrs);
-        nl::transact(Protocol::Generic, self.family.id, &body, &what).map(drop)
+        nl::transact(Protocol::Generic, self.family.id, &body, &what)
+            .map(drop)
+            .map_err(|e| e.unless_older_than(feature_of(command)))
     }
 
     /// SMC version, host name, SEID and v2 capabilities.

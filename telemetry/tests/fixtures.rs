@@ -11,6 +11,8 @@
 //!   loopback-ism (soft-RoCE is there too, unused).
 //! * `fixtures/smcd-fallback/`: `fallback/`'s scenario on that kernel → server NOUEID, client
 //!   PEERDECL/NOUEID and server PEERNOSMC fallbacks.
+//! * `fixtures/k5.10/`, `fixtures/k6.1/`: Debian's 5.10 and 6.1 (no soft-RoCE, no UEID): open
+//!   connections fallen back as in `fallback/`; 5.10 has no SMC generic netlink family.
 //!
 //! Only files that exist are checked (a capture may skip what a kernel refuses); the checks
 //! themselves are exercised on synthetic directories below so they are known to catch problems.
@@ -515,6 +517,35 @@ fn captured_smcd_fallback_fixtures() {
         "smcd-fallback",
         check_smcd_fallback,
         "tests/vm/run --kernel smcd --capture-fixtures",
+    );
+}
+
+/// Debian bullseye's 5.10 (`tests/vm/run --kernel 5.10 --capture-fixtures`): no soft-RoCE, no UEID,
+/// and no SMC generic netlink family at all (5.11 added it), so only sock_diag, the PNET table and
+/// RDMA netlink answered; the fallbacks are the no-device ones of `fallback/`.
+#[test]
+fn captured_k5_10_fixtures() {
+    let files = load(&fixtures_dir("k5.10"));
+    assert!(
+        !files.keys().any(|k| k.starts_with("smc_GET")),
+        "5.10 answered an SMC_GEN_NETLINK dump? {:?}",
+        files.keys()
+    );
+    replay(
+        "k5.10",
+        check_fallback,
+        "tests/vm/run --kernel 5.10 --capture-fixtures",
+    );
+}
+
+/// Debian bookworm's 6.1 (`tests/vm/run --kernel 6.1 --capture-fixtures`): the same scenario, with
+/// the SMC generic netlink family and its statistics.
+#[test]
+fn captured_k6_1_fixtures() {
+    replay(
+        "k6.1",
+        check_fallback,
+        "tests/vm/run --kernel 6.1 --capture-fixtures",
     );
 }
 

@@ -8,6 +8,7 @@
 //! to do for the most frequent one. Each shows the ratio, the threshold and the sysctl to change.
 
 use serde::Serialize;
+use smcrun_telemetry::features::{self, Feature};
 use smcrun_telemetry::kmod::{self, Availability};
 use smcrun_telemetry::pnet;
 use smcrun_telemetry::reasons;
@@ -123,16 +124,10 @@ pub struct Host {
     pub netdevs: Vec<String>,
 }
 
-/// (major, minor) of a kernel release ("6.12.117+deb12-amd64" → (6, 12)).
-pub fn version(release: &str) -> Option<(u32, u32)> {
-    let mut it = release.split(|c: char| !c.is_ascii_digit());
-    let major = it.next()?.parse().ok()?;
-    let minor = it.next()?.parse().ok()?;
-    Some((major, minor))
-}
+pub use smcrun_telemetry::features::version;
 
-fn at_least(release: &str, want: (u32, u32)) -> Option<bool> {
-    version(release).map(|v| v >= want)
+fn at_least(release: &str, feature: Feature) -> Option<bool> {
+    feature.missing_in(release).map(|m| !m)
 }
 
 fn yes_no(b: Option<bool>) -> &'static str {
@@ -163,8 +158,8 @@ fn kernel(h: &Host) -> Check {
             "the modes below are judged from the kernel's answers only",
         );
     };
-    let inet = at_least(&h.release, (6, 11));
-    let mapped = at_least(&h.release, (6, 14));
+    let inet = at_least(&h.release, features::IPPROTO_SMC);
+    let mapped = at_least(&h.release, features::SMCR_V4_MAPPED);
     let here = match (h.af_smc, h.ipproto_smc, inet) {
         (Probe::Refused(_), _, _) => {
             "; none of them work here: the kernel has no SMC (see smc)".to_string()
@@ -181,9 +176,11 @@ fn kernel(h: &Host) -> Check {
         "kernel",
         Status::Pass,
         format!(
-            "Linux {major}.{minor} ({}) allows AF_SMC sockets (--mode smc); IPPROTO_SMC (--mode inet, 6.11+): {}; IPv4-mapped IPv6 clients over SMC-Rv2 (6.14+): {}{here}",
+            "Linux {major}.{minor} ({}) allows AF_SMC sockets (--mode smc); IPPROTO_SMC (--mode inet, {}+): {}; IPv4-mapped IPv6 clients over SMC-Rv2 ({}+): {}{here}",
             h.release,
+            features::IPPROTO_SMC.since_version(),
             yes_no(inet),
+            features::SMCR_V4_MAPPED.since_version(),
             yes_no(mapped)
         ),
         "",
@@ -322,6 +319,7 @@ fn rdma(h: &Host) -> Check {
             format!("the RDMA netlink refused: {e}"),
             "run as root to see the RDMA devices",
         ),
+        Part::Lacking(why) => Check::new("rdma", Status::Fail, why.clone(), none),
     }
 }
 
@@ -369,6 +367,8 @@ fn skip_or_failed<T>(id: &str, p: &Part<T>) -> Check {
             format!("SMC refused: {e}"),
             "run as root (the SMC netlink needs CAP_NET_ADMIN for some queries)",
         ),
+        // the kernel's version lacks it: the one sentence the command itself prints
+        Part::Lacking(why) => Check::new(id, Status::Skip, why.clone(), ""),
         _ => Check::new(id, Status::Skip, "needs smc", ""),
     }
 }
@@ -382,7 +382,7 @@ fn smcr_v2(h: &Host) -> Check {
             "smc-rv2",
             Status::Warn,
             format!("this kernel's SMC ({}.{}) cannot do SMC-Rv2", i.sys.version, i.sys.release),
-            "SMC-Rv1 only: both peers in one IP subnet with RoCE on that interface; SMC-Rv2 (routed, UEID) needs Linux 5.19+",
+            format!("SMC-Rv1 only: both peers in one IP subnet with RoCE on that interface; SMC-Rv2 (routed, UEID) needs {}+", features::SMCR_V2.since_text()),
         );
     }
     match &i.ueids {
@@ -452,12 +452,12 @@ fn sysctl_value<'a>(h: &'a Host, name: &str) -> Option<&'a str> {
 
 fn sysctls(h: &Host) -> Check {
     if h.sysctls.is_empty() {
-        return Check::new(
-            "sysctls",
-            Status::Skip,
-            "no net.smc.* sysctls (needs smc)",
-            "",
-        );
+        let why = if features::SMC_SYSCTL.missing_in(&h.release) == Some(true) {
+            features::SMC_SYSCTL.lacking(&h.release)
+        } else {
+            "no net.smc.* sysctls (needs smc)".to_string()
+        };
+        return Check::new("sysctls", Status::Skip, why, "");
     }
     let all = h
         .sysctls
@@ -472,7 +472,7 @@ fn ipv6_java(h: &Host) -> Check {
     if h.af_smc != Probe::Works {
         return Check::new("ipv6-java", Status::Skip, "needs smc", "");
     }
-    match at_least(&h.release, (6, 14)) {
+    match at_least(&h.release, features::SMCR_V4_MAPPED) {
         Some(true) => Check::new(
             "ipv6-java",
             Status::Pass,
@@ -683,27 +683,19 @@ fn probe(family: libc::c_int, protocol: libc::c_int) -> Probe {
     }
 }
 
-fn read_sysctls() -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = std::fs::read_dir("/proc/sys/net/smc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let v = std::fs::read_to_string(e.path()).ok()?;
-            Some((name, v.split_whitespace().collect::<Vec<_>>().join(" ")))
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 impl Host {
     /// The running system's facts. Module states are taken before `socket(AF_SMC)` is tried
     /// (which makes the kernel load smc where it can).
     pub fn read() -> Host {
         let smc = kmod::availability("smc");
-        let smc_diag = kmod::availability("smc_diag");
+        // A kernel without module support and without modules.builtin (the test bed's own builds)
+        // shows a built-in smc_diag only by answering: its sock_diag handler is the proof.
+        let smc_diag = match kmod::availability("smc_diag") {
+            a if !a.present() && smcrun_telemetry::sock_diag::dump_raw(0).is_ok() => {
+                Availability::BuiltIn
+            }
+            a => a,
+        };
         let ib_core = kmod::availability("ib_core");
         let af_smc = probe(43, 0);
         let ipproto_smc = probe(libc::AF_INET, 256);
@@ -713,8 +705,7 @@ impl Host {
         });
         let pnet = match pnet::Pnet::open().and_then(|p| p.show()) {
             Ok(r) => Part::Read(r),
-            Err(e) if e.is_module_missing() => Part::Absent(e.to_string()),
-            Err(e) => Part::Failed(e.to_string()),
+            Err(e) => Part::from_error(&e),
         };
         let mut lim = libc::rlimit {
             rlim_cur: 0,
@@ -745,7 +736,7 @@ impl Host {
             rdma: snap.rdma,
             ib_core,
             pnet,
-            sysctls: read_sysctls(),
+            sysctls: snapshot::read_sysctls(),
             memlock,
             netdevs,
         }

@@ -128,13 +128,20 @@ pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
     let mut f = Families::default();
     f.gauge(
         "smc_up",
-        "1 when the kernel's SMC answered this scrape (the smc module is there), else 0",
+        "1 when the kernel's SMC answered this scrape (the smc module is there; on a kernel without SMC's netlink counters, smc_diag answered), else 0",
         &[],
-        if s.counters.get().is_some() { 1.0 } else { 0.0 },
+        if s.counters.get().is_some()
+            || (s.counters.lacking().is_some() && s.sockets.get().is_some())
+        {
+            1.0
+        } else {
+            0.0
+        },
     );
     if let Some(c) = s.counters.get() {
         counters(&mut f, c);
     }
+    sysctls(&mut f, &s.sysctls);
     if let Some(i) = s.info.get() {
         info(&mut f, i);
     }
@@ -331,6 +338,21 @@ fn tech(f: &mut Families, tech: &str, t: &TechStats) {
             &[("technology", tech), ("call", call)],
             v,
         );
+    }
+}
+
+/// `smc_sysctl{name}`: every numeric `net.smc.*` sysctl the kernel has (7.3's hs_ctrl names a BPF
+/// struct_ops and is left out: it is not a number).
+fn sysctls(f: &mut Families, list: &[(String, String)]) {
+    for (name, value) in list {
+        if let Ok(v) = value.parse::<f64>() {
+            f.gauge(
+                "smc_sysctl",
+                "A numeric net.smc.* sysctl of this network namespace, by name (for new connections)",
+                &[("name", name)],
+                v,
+            );
+        }
     }
 }
 
@@ -1005,6 +1027,43 @@ mod tests {
         // srq max 0: a maximum, but no ratio; cm_id has no maximum at all.
         assert!(!text.contains(r#"smc_rdma_resources_usage_ratio{device="rxe_lo",type="srq"}"#));
         assert!(!text.contains(r#"smc_rdma_resources_max{device="rxe_lo",type="cm_id"}"#));
+    }
+
+    #[test]
+    fn a_kernel_without_smc_netlink_counters_is_still_up() {
+        // 5.10: smc and smc_diag answer, the SMC generic netlink family does not exist (5.11)
+        let mut s = Snapshot::empty("x");
+        s.counters = Part::Lacking("this kernel (Linux 5.10.0-46-amd64) has no ...".into());
+        s.sockets = Part::Read(Vec::new());
+        assert_eq!(one(&text_of(&s), "smc_up", ""), 1.0);
+        // without smc_diag's answer either, nothing shows SMC is there
+        s.sockets = Part::Absent("no smc_diag".into());
+        assert_eq!(one(&text_of(&s), "smc_up", ""), 0.0);
+    }
+
+    #[test]
+    fn every_numeric_sysctl_is_exported_by_name() {
+        let mut s = Snapshot::empty("x");
+        s.sysctls = [
+            ("hs_ctrl", ""),
+            ("smcr_max_send_wr", "16"),
+            ("smcr_max_conns_per_lgr", "255"),
+            ("wmem", "65536"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let text = text_of(&s);
+        assert_eq!(
+            one(&text, "smc_sysctl", "{name=\"smcr_max_send_wr\"}"),
+            16.0
+        );
+        assert_eq!(
+            one(&text, "smc_sysctl", "{name=\"smcr_max_conns_per_lgr\"}"),
+            255.0
+        );
+        assert_eq!(one(&text, "smc_sysctl", "{name=\"wmem\"}"), 65536.0);
+        assert_eq!(samples(&text, "smc_sysctl").len(), 3, "{text}");
     }
 
     #[test]

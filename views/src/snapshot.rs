@@ -24,6 +24,9 @@ pub enum Part<T> {
     Read(T),
     /// The kernel has no such interface (the module is missing): no series, and not an error.
     Absent(String),
+    /// The running kernel's version predates the interface (its text names what is missing and
+    /// the Linux version that added it): no series, and not an error.
+    Lacking(String),
     /// The kernel refused or answered something unreadable: no series, and a scrape error.
     Failed(String),
 }
@@ -48,8 +51,26 @@ impl<T> Part<T> {
     fn from_result(r: Result<T, Error>) -> Part<T> {
         match r {
             Ok(v) => Part::Read(v),
-            Err(e) if e.is_module_missing() => Part::Absent(e.to_string()),
-            Err(e) => Part::Failed(e.to_string()),
+            Err(e) => Part::from_error(&e),
+        }
+    }
+
+    /// The part for an error: [`Part::Lacking`], [`Part::Absent`] or [`Part::Failed`].
+    pub fn from_error(e: &Error) -> Part<T> {
+        if e.is_kernel_lacking() {
+            Part::Lacking(e.to_string())
+        } else if e.is_module_missing() {
+            Part::Absent(e.to_string())
+        } else {
+            Part::Failed(e.to_string())
+        }
+    }
+
+    /// The sentence of a part the kernel's version lacks.
+    pub fn lacking(&self) -> Option<&str> {
+        match self {
+            Part::Lacking(e) => Some(e),
+            _ => None,
         }
     }
 
@@ -65,6 +86,7 @@ impl<T> Part<T> {
         match self {
             Part::Read(_) => unreachable!("map_err of a read part"),
             Part::Absent(e) => Part::Absent(e.clone()),
+            Part::Lacking(e) => Part::Lacking(e.clone()),
             Part::Failed(e) => Part::Failed(e.clone()),
         }
     }
@@ -152,6 +174,25 @@ pub struct Snapshot {
     pub bpf: Part<Scopes>,
     /// The smcrun agent's state (absent when no agent runs).
     pub agent: Part<crate::agent::State>,
+    /// The `net.smc.*` sysctls and their values, by name without the prefix ([`read_sysctls`]).
+    pub sysctls: Vec<(String, String)>,
+}
+
+/// Every `net.smc.*` sysctl this kernel has (whatever its version adds: the directory is the
+/// list), by name without the prefix, values with their whitespace folded, sorted by name.
+pub fn read_sysctls() -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir("/proc/sys/net/smc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let v = std::fs::read_to_string(e.path()).ok()?;
+            Some((name, v.split_whitespace().collect::<Vec<_>>().join(" ")))
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 impl Snapshot {
@@ -168,6 +209,7 @@ impl Snapshot {
             processes: Part::Absent(a()),
             bpf: Part::Absent(a()),
             agent: Part::Absent(a()),
+            sysctls: Vec::new(),
         }
     }
 
@@ -293,6 +335,7 @@ pub fn replay(dir: &Path) -> Snapshot {
         processes: Part::Absent("a capture has no per-process reports".into()),
         bpf: Part::Absent("a capture has no BPF scopes".into()),
         agent: Part::Absent("a capture has no agent".into()),
+        sysctls: Vec::new(),
     }
 }
 
@@ -371,5 +414,6 @@ pub fn read(reads: Reads) -> Snapshot {
             Err(e @ crate::agent::Unavailable::Refused(_)) => Part::Failed(e.to_string()),
             Err(e) => Part::Absent(e.to_string()),
         },
+        sysctls: read_sysctls(),
     }
 }

@@ -1,6 +1,7 @@
 //! Host set-up through the kernel's netlink: soft-RoCE links, SMC user EIDs and the PNET table.
 //!
-//! Exit codes: 0 done (or already so), 1 the kernel refused or lacks a module, 2 bad usage (an
+//! Exit codes: 0 done (or already so), 1 the kernel refused or lacks a module, 125 the kernel's
+//! version predates the interface (the SMC EID commands before 5.14), 2 bad usage (an
 //! invalid UEID or PNET ID is rejected before anything is sent).
 //!
 //! Idempotence: adding what already exists (an rxe device of that name on that netdev, a UEID,
@@ -88,10 +89,7 @@ pub struct PnetAddArgs {
     port: Option<u8>,
 }
 
-fn refused(e: &Error) -> ExitCode {
-    eprintln!("smcrun: {e}");
-    ExitCode::from(Exit::Failed)
-}
+use crate::views::format::refused;
 
 fn usage(message: &str) -> ExitCode {
     eprintln!("smcrun: {message}");

@@ -238,10 +238,68 @@ pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> ExitCode {
             resolved.display()
         );
     }
+    if let Err(f) = check_mode(opts) {
+        return f.report();
+    }
     if let Err(code) = prepare(opts) {
         return code;
     }
     exec(&resolved, &cmd)
+}
+
+/// Whether `socket(AF_SMC, SOCK_STREAM, 0)` works: the kernel has SMC.
+fn af_smc_works() -> bool {
+    // SAFETY: socket(2) with constant arguments; the fd, if any, is closed at once.
+    let fd = unsafe {
+        libc::socket(
+            smcrun_sys::smc::AF_SMC,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: fd is ours.
+    unsafe { libc::close(fd) };
+    true
+}
+
+/// `--mode inet` (or SMCRUN_MODE=inet) on a kernel that refuses IPPROTO_SMC because it predates
+/// it: one line naming what the kernel lacks and the version that has it. With `--fallback
+/// strict` the program is not started (exit 125: every connection would fail); otherwise it runs
+/// and its connections are TCP, as the fallback setting says.
+fn check_mode(opts: &RunOptions) -> Result<(), Failure> {
+    let env = |s: &settings::Setting| std::env::var(s.var).ok();
+    let mode = opts
+        .mode
+        .or_else(|| env(&settings::MODE).and_then(|v| settings::parse_mode(&v)));
+    if mode != Some(Mode::Inet) {
+        return Ok(());
+    }
+    let Err(e) = smcrun_bpf::smc::probe() else {
+        return Ok(());
+    };
+    let release = smcrun_telemetry::features::kernel_release();
+    let ipproto = smcrun_telemetry::features::IPPROTO_SMC;
+    if e.raw_os_error() != Some(libc::EPROTONOSUPPORT)
+        || ipproto.missing_in(&release) != Some(true)
+        || !af_smc_works()
+    {
+        return Ok(()); // no SMC at all, or another refusal: the shim says why, per socket
+    }
+    let fallback = opts
+        .fallback
+        .or_else(|| env(&settings::FALLBACK).and_then(|v| settings::parse_fallback(&v)));
+    let lacking = ipproto.lacking(&release);
+    if fallback == Some(Fallback::Strict) {
+        return Err(Failure::new(
+            Exit::Unavailable,
+            format!("--mode inet: {lacking}; not started (--fallback strict; --mode auto uses AF_SMC here)"),
+        ));
+    }
+    eprintln!("smcrun: warning: --mode inet: {lacking}; its connections run over TCP (--mode auto uses AF_SMC here)");
+    Ok(())
 }
 
 /// Finds what execvp would run, reporting 127 (not found) or 126 (not executable) as a shell does.

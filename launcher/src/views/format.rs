@@ -4,7 +4,8 @@
 //!
 //! Exit status of the views: 0 the kernel answered (possibly with nothing), 1 the kernel interface
 //! is missing or refused (one line names the module and, where the kernel can load it, the
-//! `modprobe` that does; or the refusal), 2 bad usage.
+//! `modprobe` that does; or the refusal), 2 bad usage, 125 the kernel's version predates the
+//! interface (one line names it and the Linux version that added it).
 
 use crate::exit::Exit;
 use std::io::{BufWriter, Write};
@@ -14,10 +15,15 @@ use serde::Serialize;
 pub use smcrun_report::text::safe;
 use smcrun_telemetry::Error;
 
-/// Print the one-line refusal for `e` and return [`EXIT_KERNEL`].
+/// Print the one-line refusal for `e` and return its status: 125 ([`Exit::Unavailable`]) when
+/// the kernel's version predates the interface, else 1.
 pub fn refused(e: &Error) -> ExitCode {
     eprintln!("smcrun: {e}");
-    Exit::Failed.into()
+    if e.is_kernel_lacking() {
+        Exit::Unavailable.into()
+    } else {
+        Exit::Failed.into()
+    }
 }
 
 /// The end of writing a view to stdout: a reader that went away (`| head`) ends the output
