@@ -108,10 +108,14 @@ check_ops_exporter() {
     i=0
     while :; do
         smcrun ps --json > /tmp/ops.ps 2> /dev/null
+        # both sides settled (each writes its report at most once a second): the scrape and the
+        # reports read after it must then agree (waiting for the server alone let the client's
+        # report change between the two: "redis-benchmark mode smcr is 0, its report says 2")
         srv=$(jq -r '[.[] | select(.program == "redis-server" and .state == "running" and .report.connections.smc_r >= 2)][0].pid // empty' /tmp/ops.ps)
-        [ -n "$srv" ] && break
+        cli=$(jq -r '[.[] | select(.program == "redis-benchmark" and .state == "running" and .report.connections.smc_r >= 2)][0].pid // empty' /tmp/ops.ps)
+        [ -n "$srv" ] && [ -n "$cli" ] && break
         i=$((i + 1))
-        [ $i -gt 50 ] && fail "smcrun ps --json never showed redis-server with 2 SMC-R connections: $(head -c 300 /tmp/ops.ps)"
+        [ $i -gt 75 ] && fail "smcrun ps --json never showed redis-server and redis-benchmark with 2 SMC-R connections each: $(head -c 300 /tmp/ops.ps)"
         sleep 0.2
     done
     smcrun linkgroup --json > /tmp/ops.lg || fail "smcrun linkgroup --json failed"
