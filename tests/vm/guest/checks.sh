@@ -136,6 +136,15 @@ rxe_recycle() {
         [ $i -gt 50 ] && return 1
         sleep 0.2
     done
+    # The first link group on the new device, made here, not by the next check's first connection:
+    # under TCG on a loaded host it can time out confirming its QP (server 0x02010000: the kernel's
+    # wait; seen once right after a recycle, failing the next check). A few tries until one
+    # connection runs over SMC-R.
+    for i in 1 2 3; do
+        smcrun demo --json --connections 1 --bytes 4k 2> /dev/null |
+            jq -e '[.sockets[] | select(.transport == "SMC-R")] | length == 2' > /dev/null && return 0
+    done
+    return 1
 }
 # smc_drain [SECONDS]: waits (default 30 s) until no SMC socket is left, neither listed by smc_diag
 # nor counted in a link group; 1 when some still are. DRAINED says how long it took; RECYCLED how
