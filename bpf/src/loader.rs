@@ -111,11 +111,12 @@ pub(crate) fn refused(name: &str, e: sys::LoadError) -> Error {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("")
         .to_string();
-    Error::io(
-        format!("the kernel refused BPF program {name} ({last})"),
-        e.error,
-    )
-    .with_log(e.log)
+    let what = if last.is_empty() {
+        format!("the kernel refused BPF program {name} before its verifier ran (no verifier log)")
+    } else {
+        format!("the kernel refused BPF program {name} ({last})")
+    };
+    Error::io(what, e.error).with_log(e.log)
 }
 
 /// Parses `object`, relocates its CO-RE accesses against `btf`, makes its maps (checking the

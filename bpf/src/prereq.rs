@@ -296,11 +296,13 @@ fn check_smc() -> Check {
 }
 
 /// Loads (and unloads) the process-tree socket program: the kernel's own answer to whether
-/// this process may hook socket(), after everything that can be seen from outside.
+/// this process may hook socket(), after everything that can be seen from outside. Not tried
+/// when an earlier check already says it cannot load (the answer would repeat that check).
 fn check_load(earlier: &[Check]) -> Check {
-    let blocked = earlier
-        .iter()
-        .find(|c| c.state == State::Missing && matches!(c.id, "btf" | "hook" | "mptcp"));
+    let blocked = earlier.iter().find(|c| {
+        c.state == State::Missing
+            && matches!(c.id, "kernel" | "btf" | "hook" | "mptcp" | "capabilities")
+    });
     let (state, detail, fix) = match blocked {
         Some(c) => (
             State::Unknown,
@@ -309,14 +311,7 @@ fn check_load(earlier: &[Check]) -> Check {
         ),
         None => match crate::loader::load(&[crate::tree::PROGRAM]) {
             Ok(_) => (State::Ok, "the socket() program loads".to_string(), None),
-            Err(e) => (
-                State::Missing,
-                format!("the kernel refused to load the socket() program: {e}"),
-                Some(
-                    "this host does not let this process load BPF tracing programs (a container or an LSM may forbid them; root in the host's user namespace can)"
-                        .to_string(),
-                ),
-            ),
+            Err(e) => (State::Missing, e.to_string(), Some(refusal_cause(&e))),
         },
     };
     Check {
@@ -326,6 +321,34 @@ fn check_load(earlier: &[Check]) -> Check {
         detail,
         fix,
         needed: Needed::Always,
+    }
+}
+
+/// Whether this process is in the initial user namespace (its uid map is the identity of every
+/// uid), where capabilities are the host's.
+fn in_initial_user_namespace() -> Option<bool> {
+    let map = std::fs::read_to_string("/proc/self/uid_map").ok()?;
+    let fields: Vec<&str> = map.split_whitespace().collect();
+    Some(fields == ["0", "0", "4294967295"])
+}
+
+/// Why the kernel refused the program, as far as this process can tell. An EPERM with no
+/// verifier log was decided before the verifier: by the capability checks (the capabilities
+/// row passed), a user namespace, an LSM's bpf hook or seccomp; a plain socket filter loading
+/// tells a kernel that refuses tracing programs from one that refuses bpf(2) to this process.
+fn refusal_cause(e: &crate::Error) -> String {
+    let silent = e.verifier_log().is_none_or(|l| l.trim().is_empty());
+    if e.errno() != Some(libc::EPERM) || !silent {
+        return "the kernel's answer is above (the verifier's last line, when it ran)".to_string();
+    }
+    if in_initial_user_namespace() == Some(false) {
+        return "this process is in a user namespace: BPF tracing programs need CAP_BPF and CAP_PERFMON in the host's (initial) one; run it on the host".to_string();
+    }
+    match crate::sys::plain_program_loads() {
+        Err(p) => format!(
+            "the kernel refuses every BPF program to this process ({p}), though it has the capabilities in the host's user namespace: a seccomp filter or an LSM forbids bpf(2); the cause cannot be seen from here"
+        ),
+        Ok(()) => "cause unknown: a plain BPF program loads and this process has the capabilities in the host's user namespace, but this kernel refuses BPF tracing programs (fentry, fmod_ret) before verifying them; an LSM's bpf hook or how the kernel was built decides this, and neither can be read from here".to_string(),
     }
 }
 

@@ -148,6 +148,26 @@ fn prog_load(
     }
 }
 
+/// Whether the kernel lets this process load the simplest BPF program there is (a socket filter
+/// that returns 0): tells a kernel that refuses tracing programs apart from one that refuses
+/// bpf(2) altogether, when a load fails with EPERM before the verifier said anything.
+pub fn plain_program_loads() -> io::Result<()> {
+    // r0 = 0; exit
+    // SAFETY: bpf_insn is plain integers (a bitfield byte among them); all zero is `r0 = r0 + 0`.
+    let mut insns: [bpf_insn; 2] = unsafe { mem::zeroed() };
+    insns[0].code = 0xb7;
+    insns[1].code = 0x95;
+    prog_load(
+        "smcrun_probe",
+        bpf_prog_type::BPF_PROG_TYPE_SOCKET_FILTER,
+        None,
+        &insns,
+        c"GPL",
+    )
+    .map(drop)
+    .map_err(|e| e.error)
+}
+
 /// The kprobe PMU's type and its `retprobe` config bit, from sysfs.
 fn kprobe_pmu() -> io::Result<(u32, u64)> {
     let dir = "/sys/bus/event_source/devices/kprobe";

@@ -12,9 +12,10 @@ pub enum Exit {
     /// not be found, the output could not be written, or a view found what it reports as a
     /// failure (`demo --require-smc`, `doctor` warnings).
     Failed,
-    /// 2: bad usage, or a bad option, config or policy value (the message names it); also
-    /// `doctor`'s failures.
+    /// 2: bad usage, or a bad option, config or policy value (the message names it).
     Usage,
+    /// 3: `doctor` found a check that failed (SMC, or with `--bpf` BPF mode, cannot work here).
+    ChecksFailed,
     /// 125: not possible here: BPF mode's or the agent's prerequisite is missing, or the kernel's
     /// version predates what was asked for (IPPROTO_SMC with `--mode inet --fallback strict`, an
     /// SMC netlink interface a view reads); the one line names it (and the version that has it).
@@ -32,6 +33,7 @@ impl Exit {
             Exit::Ok => 0,
             Exit::Failed => 1,
             Exit::Usage => 2,
+            Exit::ChecksFailed => smcrun_views::doctor::EXIT_FAILURES,
             Exit::Unavailable => 125,
             Exit::NotExecutable => 126,
             Exit::NotFound => 127,

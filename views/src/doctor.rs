@@ -73,11 +73,18 @@ impl Check {
     }
 }
 
-/// The exit status of a table: 0 all passed (or skipped), 1 warnings, 2 failures.
+/// doctor's exit status when a check warns.
+pub const EXIT_WARNINGS: u8 = 1;
+/// doctor's exit status when a check failed: not 2, which is bad usage for every smcrun command,
+/// so that a script can tell "SMC cannot work here" from "doctor was called wrong".
+pub const EXIT_FAILURES: u8 = 3;
+
+/// The exit status of a table: 0 all passed (or skipped), [`EXIT_WARNINGS`] warnings,
+/// [`EXIT_FAILURES`] failures.
 pub fn exit_code(checks: &[Check]) -> u8 {
     match checks.iter().map(|c| c.status).max() {
-        Some(Status::Fail) => 2,
-        Some(Status::Warn) => 1,
+        Some(Status::Fail) => EXIT_FAILURES,
+        Some(Status::Warn) => EXIT_WARNINGS,
         _ => 0,
     }
 }
@@ -160,28 +167,39 @@ fn kernel(h: &Host) -> Check {
     };
     let inet = at_least(&h.release, features::IPPROTO_SMC);
     let mapped = at_least(&h.release, features::SMCR_V4_MAPPED);
-    let here = match (h.af_smc, h.ipproto_smc, inet) {
-        (Probe::Refused(_), _, _) => {
-            "; none of them work here: the kernel has no SMC (see smc)".to_string()
-        }
-        (Probe::Works, Probe::Refused(e), Some(true)) => {
+    let modes = format!(
+        "IPPROTO_SMC (--mode inet, {}+): {}; IPv4-mapped IPv6 clients over SMC-Rv2 ({}+): {}",
+        features::IPPROTO_SMC.since_version(),
+        yes_no(inet),
+        features::SMCR_V4_MAPPED.since_version(),
+        yes_no(mapped)
+    );
+    // The version says what the kernel would allow; whether SMC is there at all is the smc row's,
+    // and without it this row has nothing to pass.
+    if let Probe::Refused(_) = h.af_smc {
+        return Check::new(
+            "kernel",
+            Status::Skip,
             format!(
-                "; IPPROTO_SMC is refused here ({}): --mode auto uses AF_SMC",
-                errno_name(e)
-            )
-        }
+                "Linux {major}.{minor} ({}) would allow AF_SMC (--mode smc), {modes}, but it has no SMC (see smc)",
+                h.release
+            ),
+            "",
+        );
+    }
+    let here = match (h.ipproto_smc, inet) {
+        (Probe::Refused(e), Some(true)) => format!(
+            "; IPPROTO_SMC is refused here ({}): --mode auto uses AF_SMC",
+            errno_name(e)
+        ),
         _ => String::new(),
     };
     Check::new(
         "kernel",
         Status::Pass,
         format!(
-            "Linux {major}.{minor} ({}) allows AF_SMC sockets (--mode smc); IPPROTO_SMC (--mode inet, {}+): {}; IPv4-mapped IPv6 clients over SMC-Rv2 ({}+): {}{here}",
-            h.release,
-            features::IPPROTO_SMC.since_version(),
-            yes_no(inet),
-            features::SMCR_V4_MAPPED.since_version(),
-            yes_no(mapped)
+            "Linux {major}.{minor} ({}) allows AF_SMC sockets (--mode smc); {modes}{here}",
+            h.release
         ),
         "",
     )
@@ -904,9 +922,17 @@ pub(crate) mod tests {
             ),
             "{s:?}"
         );
-        assert!(by_id(&c, "kernel")
-            .detail
-            .ends_with("none of them work here: the kernel has no SMC (see smc)"));
+        let k = by_id(&c, "kernel");
+        assert_eq!(
+            k.status,
+            Status::Skip,
+            "a kernel without SMC passes nothing: {k:?}"
+        );
+        assert!(k.detail.ends_with("but it has no SMC (see smc)"), "{k:?}");
+        assert!(
+            k.detail.contains("IPPROTO_SMC (--mode inet, 6.11+): yes"),
+            "{k:?}"
+        );
         for x in &c {
             assert!(
                 !x.detail.contains("modprobe") && !x.advice.contains("modprobe"),
@@ -915,7 +941,7 @@ pub(crate) mod tests {
         }
         assert_eq!(by_id(&c, "rdma").status, Status::Fail);
         assert_eq!(by_id(&c, "smc-rv2").status, Status::Skip);
-        assert_eq!(exit_code(&c), 2);
+        assert_eq!(exit_code(&c), EXIT_FAILURES);
         assert!(by_id(&c, "memlock")
             .detail
             .contains("8 MiB (hard unlimited)"));

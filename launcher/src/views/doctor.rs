@@ -3,7 +3,10 @@
 //! reaches it), each pass / warn / fail / skip with one line of advice. The checks are
 //! `smcrun_views::doctor`'s; this file adds the program's and prints.
 //!
-//! Exit status: 0 all passed, 1 warnings, 2 failures.
+//! BPF mode is optional: its prerequisites are checked (and decide the exit status) with `--bpf`
+//! only; without it one `bpf` row says how to check them.
+//!
+//! Exit status: 0 all passed, 1 warnings, 3 failures (2 is bad usage, as for every command).
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -14,6 +17,7 @@ use clap::Args;
 use smcrun_views::doctor::{self, Check, Host, Status};
 use smcrun_views::json::doctor::DoctorView;
 
+use crate::exit::Exit;
 use crate::run::preload;
 use crate::views::format;
 
@@ -21,8 +25,13 @@ use crate::views::format;
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
     /// Print JSON: {"checks": [{id, status, detail, advice}], "exit_code", counts}.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     json: bool,
+    /// Check BPF mode's prerequisites too (`smcrun --bpf`, `smcrun attach`): one `bpf:ID` row
+    /// each, a missing one a failure. Without it BPF mode, which the preload does not need, is
+    /// not checked and cannot decide the exit status.
+    #[arg(long)]
+    bpf: bool,
     /// A program to check: can LD_PRELOAD reach it (static, Go, setuid/setgid, file
     /// capabilities, a script that runs one of those)?
     #[arg(last = true, value_name = "PROGRAM [ARGS]")]
@@ -180,14 +189,19 @@ fn program_check(cmd: &[OsString], release: &str) -> Vec<Check> {
     out
 }
 
-/// BPF mode's prerequisites (`smcrun_bpf::prereq`), one row each, `bpf:ID`. BPF mode is optional
-/// (the preload does not need it): a missing prerequisite warns, naming what to do.
-fn bpf_checks() -> Vec<Check> {
+/// BPF mode's prerequisites (`smcrun_bpf::prereq`), one row each, `bpf:ID`: asked for with
+/// `--bpf`, so a missing one fails. `bpf:smc` is the host's smc row again when the kernel has no
+/// SMC at all: then it only points there.
+fn bpf_checks(host_has_smc: bool) -> Vec<Check> {
     use smcrun_bpf::prereq::{Needed, State};
     smcrun_bpf::prereq::check()
         .checks
         .into_iter()
         .map(|c| {
+            let id = format!("bpf:{}", c.id);
+            if c.id == "smc" && !host_has_smc {
+                return Check::new(id, Status::Skip, "needs smc", "");
+            }
             let scope = match c.needed {
                 Needed::Always => "",
                 Needed::Cgroup => " (for `smcrun attach --cgroup`)",
@@ -195,22 +209,27 @@ fn bpf_checks() -> Vec<Check> {
             let (status, advice) = match c.state {
                 State::Ok => (Status::Pass, String::new()),
                 State::Missing => (
-                    Status::Warn,
+                    Status::Fail,
                     format!(
                         "BPF mode{scope} needs it: {}",
-                        c.fix.as_deref().unwrap_or("see README, BPF mode")
+                        c.fix.as_deref().unwrap_or("see the manual, BPF mode")
                     ),
                 ),
                 State::Unknown => (Status::Skip, String::new()),
             };
-            Check::new(
-                format!("bpf:{}", c.id),
-                status,
-                format!("{}: {}", c.what, c.detail),
-                advice,
-            )
+            Check::new(id, status, format!("{}: {}", c.what, c.detail), advice)
         })
         .collect()
+}
+
+/// The one row that stands for BPF mode's checks without `--bpf`.
+fn bpf_not_checked() -> Check {
+    Check::new(
+        "bpf",
+        Status::Skip,
+        "BPF mode (optional: the preload does not need it) not checked",
+        "`smcrun doctor --bpf` checks its prerequisites",
+    )
 }
 
 fn text(v: &DoctorView) -> Vec<String> {
@@ -248,7 +267,11 @@ fn text(v: &DoctorView) -> Vec<String> {
 pub fn run(a: &DoctorArgs) -> ExitCode {
     let host = Host::read();
     let mut checks = doctor::checks(&host);
-    checks.extend(bpf_checks());
+    if a.bpf {
+        checks.extend(bpf_checks(matches!(host.af_smc, doctor::Probe::Works)));
+    } else {
+        checks.push(bpf_not_checked());
+    }
     if !a.program.is_empty() {
         checks.extend(program_check(&a.program, &host.release));
     }
@@ -262,7 +285,11 @@ pub fn run(a: &DoctorArgs) -> ExitCode {
     if printed != ExitCode::SUCCESS {
         return printed;
     }
-    ExitCode::from(code)
+    ExitCode::from(match code {
+        0 => Exit::Ok,
+        doctor::EXIT_WARNINGS => Exit::Failed,
+        _ => Exit::ChecksFailed,
+    })
 }
 
 #[cfg(test)]
@@ -389,7 +416,7 @@ mod tests {
         assert_eq!(t[2], "pass  kernel  Linux 6.12");
         assert_eq!(
             t[3],
-            "doctor: 1 passed, 0 warnings, 1 failed, 0 skipped (exit 2)"
+            "doctor: 1 passed, 0 warnings, 1 failed, 0 skipped (exit 3)"
         );
     }
 }

@@ -662,8 +662,9 @@ fn doctor_on_this_host() {
     let last = out.lines().last().unwrap_or("");
     assert!(last.starts_with("doctor: "), "{out}");
     if !kernel_has_af_smc() {
-        // This machine: no SMC, said plainly, exit 2, and no advice to modprobe anything.
-        assert_eq!(o.status.code(), Some(2), "{out}{err}");
+        // This machine: no SMC, said plainly, exit 3 (not 2, bad usage), and no advice to
+        // modprobe anything.
+        assert_eq!(o.status.code(), Some(3), "{out}{err}");
         let smc = out
             .lines()
             .find(|l| l.starts_with("FAIL  smc "))
@@ -674,8 +675,80 @@ fn doctor_on_this_host() {
         }
         let by_id = |id: &str| checks.iter().find(|c| c["id"] == id).unwrap().clone();
         assert_eq!(by_id("smc")["status"], "fail");
-        assert_eq!(by_id("kernel")["status"], "pass");
+        // The kernel row passes nothing on a kernel without SMC.
+        assert_eq!(by_id("kernel")["status"], "skip");
+        assert!(!out.contains("none of them work"), "{out}");
         assert_eq!(by_id("smc-rv2")["status"], "skip");
+    }
+    // Without --bpf, BPF mode is one skipped row and decides nothing.
+    let ids: Vec<&str> = checks.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert!(
+        ids.contains(&"bpf") && !ids.iter().any(|i| i.starts_with("bpf:")),
+        "{ids:?}"
+    );
+    // Bad usage is 2, whatever the checks would say.
+    let mut c = smcrun();
+    c.args(["doctor", "--no-such-flag"]);
+    let (_, _, bad) = run(c);
+    assert_eq!(bad.status.code(), Some(2));
+    // With --bpf, every prerequisite is a row; smc is not said twice, and the load is not
+    // tried when an earlier row already says it cannot work.
+    let mut c = smcrun();
+    c.args(["doctor", "-j", "--bpf"]);
+    let (json, _, ob) = run(c);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("doctor -j --bpf is JSON");
+    assert_eq!(v["exit_code"].as_i64(), ob.status.code().map(i64::from));
+    let rows = v["checks"].as_array().unwrap();
+    let row = |id: &str| {
+        rows.iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("no {id}: {v}"))
+            .clone()
+    };
+    for id in [
+        "kernel",
+        "btf",
+        "hook",
+        "mptcp",
+        "capabilities",
+        "smc",
+        "load",
+        "bpffs",
+        "cgroup2",
+    ] {
+        let r = row(&format!("bpf:{id}"));
+        assert!(
+            !r["detail"].as_str().unwrap().contains(" ()"),
+            "an empty verifier line: {r}"
+        );
+        if r["status"] == "fail" {
+            assert!(r["advice"].as_str().unwrap().starts_with("BPF mode"), "{r}");
+            assert!(
+                ob.status.code() == Some(3),
+                "a failed BPF row fails doctor --bpf: {r}"
+            );
+        }
+    }
+    if !kernel_has_af_smc() {
+        assert_eq!(row("bpf:smc")["status"], "skip");
+        assert_eq!(row("bpf:smc")["detail"], "needs smc");
+    }
+    let load = row("bpf:load");
+    let missing_before = ["kernel", "btf", "hook", "mptcp", "capabilities"]
+        .iter()
+        .find(|id| row(&format!("bpf:{id}"))["status"] == "fail");
+    match missing_before {
+        Some(id) => assert_eq!(
+            load["detail"],
+            format!("loading the socket() hook program: not tried: {id} is missing"),
+            "{load}"
+        ),
+        None if load["status"] == "fail" => {
+            let advice = load["advice"].as_str().unwrap();
+            // Never a guess presented as the cause.
+            assert!(!advice.contains("a container or an LSM may"), "{load}");
+        }
+        None => assert_eq!(load["status"], "pass", "{load}"),
     }
     // A program LD_PRELOAD cannot reach fails its row; a dynamic one passes.
     let program_row = |prog: &[&str]| {

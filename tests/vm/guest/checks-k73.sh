@@ -73,7 +73,7 @@ check_k73_ops() {
     printf '%s\n' "$m" | grep -qx 'smcrun_scrape_errors_total 0' || fail "smcrun metrics: $(printf '%s\n' "$m" | grep '^smcrun_scrape_errors_total')"
     v=$(printf '%s\n' "$m" | sed -n 's/^smc_connections_total{technology="smcd",role="server",version="v2"} //p')
     [ "${v:-0}" -ge 2 ] || fail "smcrun metrics: SMC-D server v2 connections ${v:-none}, expected ≥ 2"
-    smcrun doctor --json > /tmp/kd.json 2>/dev/null
+    smcrun doctor --json --bpf > /tmp/kd.json 2>/dev/null
     rc=$?
     set -- $(jq -r '"\(.exit_code) \([.checks[] | select(.status == "pass") | .id] | join(","))"' /tmp/kd.json)
     echo "doctor: exit $rc (JSON $1), passed: $2"

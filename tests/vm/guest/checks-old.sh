@@ -205,7 +205,7 @@ check_old_ops() {
     done
     printf '%s\n' "$body" | grep -qx 'smc_up 1' || fail "the exporter's /metrics has no smc_up 1"
     # doctor
-    smcrun doctor --json > /tmp/odr.json 2> /tmp/odr.err
+    smcrun doctor --json --bpf > /tmp/odr.json 2> /tmp/odr.err
     rc=$?
     smcrun doctor 2>&1 | head -n 30
     set -- $(jq -r '"\(.exit_code) \([.checks[] | select(.status == "fail")] | map(.id) | join(","))"' /tmp/odr.json 2>/dev/null)

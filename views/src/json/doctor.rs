@@ -18,7 +18,7 @@ pub struct DoctorView<'a> {
     pub failed: usize,
     /// How many were skipped.
     pub skipped: usize,
-    /// The exit status (0 all good, 1 a warning, 2 a failure).
+    /// The exit status (0 all good, 1 a warning, 3 a failure: see [`crate::doctor::EXIT_FAILURES`]).
     pub exit_code: u8,
 }
 
