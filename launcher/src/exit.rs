@@ -65,9 +65,9 @@ impl Failure {
         }
     }
 
-    /// Prints the line and gives the status to exit with.
+    /// Prints the line (and, for a JSON command, the error object) and gives the status to exit
+    /// with.
     pub fn report(self) -> ExitCode {
-        eprintln!("smcrun: {}", self.message);
-        self.exit.into()
+        crate::views::format::fail(self.exit, &format!("smcrun: {}", self.message))
     }
 }

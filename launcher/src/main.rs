@@ -10,7 +10,7 @@ mod run;
 mod views;
 
 use crate::exit::Exit;
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -203,10 +203,26 @@ fn main() -> ExitCode {
             Err(f) => not_started(f),
         };
     }
-    let cli = match Cli::try_parse_from(head) {
+    let asked_json = head.iter().skip(1).any(|a| a == "-j" || a == "--json");
+    let parsed = Cli::command().try_get_matches_from(&head).and_then(|m| {
+        views::format::set_json(json_asked(&m));
+        Cli::from_arg_matches(&m)
+    });
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
             let _ = e.print();
+            if asked_json {
+                // The JSON error object carries clap's first line, the one that names the bad
+                // value; the usage that follows it is for a person.
+                let text = e.to_string();
+                let first = text
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches("error: ");
+                views::format::print_error_object(Exit::Usage, &format!("smcrun: {first}"));
+            }
             return ExitCode::from(Exit::Usage);
         }
         // --help, --version: their text is the output, and failing to write it is an error.
@@ -284,6 +300,13 @@ fn main() -> ExitCode {
     }
 }
 
+/// Whether the parsed line asked for JSON: a `json` flag set on the command or any subcommand
+/// (`smcrun ueid show -j`), for the error object of [`views::format::fail`].
+fn json_asked(m: &ArgMatches) -> bool {
+    let here = matches!(m.try_get_one::<bool>("json"), Ok(Some(true)));
+    here || m.subcommand().is_some_and(|(_, s)| json_asked(s))
+}
+
 /// Runs a program under smcrun: through the kernel's socket() hook with `--bpf`, else preloaded.
 fn run_program(opts: &run::exec::RunOptions, cmd: Vec<OsString>) -> ExitCode {
     match opts.bpf {
@@ -333,6 +356,64 @@ mod tests {
         assert!(tree
             .get_subcommands()
             .all(|s| s.get_all_aliases().count() == 0));
+    }
+
+    /// Every command that prints data takes `-j`/`--json` (iproute2's habit), the same flag
+    /// everywhere; the daemons, the exporter's text format and the completion script do not.
+    #[test]
+    fn every_data_command_takes_dash_j() {
+        fn walk(c: &clap::Command, path: String, out: &mut Vec<(String, bool)>) {
+            let json = c.get_arguments().find(|a| a.get_id() == "json");
+            if let Some(a) = json {
+                assert_eq!(a.get_short(), Some('j'), "{path}: --json without -j");
+                assert_eq!(a.get_long(), Some("json"), "{path}");
+            }
+            if c.get_subcommands().next().is_none() {
+                out.push((path.clone(), json.is_some()));
+            }
+            for s in c
+                .get_subcommands()
+                .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+            {
+                walk(s, format!("{path} {}", s.get_name()), out);
+            }
+        }
+        let mut tree = Cli::command();
+        tree.build();
+        let mut leaves = Vec::new();
+        for s in tree.get_subcommands().filter(|s| !s.is_hide_set()) {
+            walk(s, s.get_name().to_string(), &mut leaves);
+        }
+        let without: Vec<&str> = leaves
+            .iter()
+            .filter(|(_, j)| !j)
+            .map(|(p, _)| p.as_str())
+            .collect();
+        // What prints no data to script against: changes that say one line (setup, ueid add,
+        // pnet add, ...), daemons, Prometheus text, shell scripts, help.
+        let allowed = [
+            "setup soft-roce",
+            "setup remove-soft-roce",
+            "ueid add",
+            "ueid del",
+            "ueid flush",
+            "pnet add",
+            "pnet del",
+            "pnet flush",
+            "exporter",
+            "agent",
+            "metrics",
+            "completions",
+            "help",
+        ];
+        for p in &without {
+            assert!(
+                allowed
+                    .iter()
+                    .any(|a| p == a || p.starts_with(&format!("{a} ")) || p.starts_with("help")),
+                "`smcrun {p}` prints data but has no -j/--json"
+            );
+        }
     }
 
     /// Where the run line takes a program, the whole tree takes the same program with the same

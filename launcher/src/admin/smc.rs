@@ -40,8 +40,8 @@ pub struct SoftRoceArgs {
 /// `smcrun ueid ...`: the user EIDs SMC-Rv2 peers must share.
 #[derive(Subcommand, Debug)]
 pub enum UeidCommand {
-    /// List the user EIDs, one per line.
-    Show,
+    /// List the user EIDs, one per line (`-j`: {"ueids": [...]}).
+    Show(crate::views::linkgroup::JsonArgs),
     /// Add a user EID (1-32 characters of A-Z, 0-9, '.', '-').
     Add {
         /// The EID.
@@ -59,8 +59,9 @@ pub enum UeidCommand {
 /// `smcrun pnet ...`: the PNET table.
 #[derive(Subcommand, Debug)]
 pub enum PnetCommand {
-    /// List the table: PNET ID, netdev, RDMA device, port.
-    Show,
+    /// List the table: PNET ID, netdev, RDMA device, port (`-j`: {"pnet": [{pnetid, netdev,
+    /// ibdev, ibport}]}, null where a row names none).
+    Show(crate::views::linkgroup::JsonArgs),
     /// Put a network interface or an RDMA device port into a PNET ID.
     Add(PnetAddArgs),
     /// Remove every entry of a PNET ID.
@@ -92,8 +93,7 @@ pub struct PnetAddArgs {
 use crate::views::format::refused;
 
 fn usage(message: &str) -> ExitCode {
-    eprintln!("smcrun: {message}");
-    ExitCode::from(Exit::Usage)
+    crate::views::format::fail(Exit::Usage, &format!("smcrun: {message}"))
 }
 
 /// How to report one kernel errno of a change: its exit code and sentence.
@@ -120,9 +120,12 @@ fn report(result: Result<(), Error>, done: &str, known: &[Known]) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => match known.iter().find(|k| e.errno() == Some(k.errno)) {
-            Some(k) if !e.is_not_permitted() => {
+            Some(k) if !e.is_not_permitted() && k.exit == 0 => {
                 eprintln!("smcrun: {}", k.message);
-                ExitCode::from(k.exit)
+                ExitCode::SUCCESS
+            }
+            Some(k) if !e.is_not_permitted() => {
+                crate::views::format::fail(Exit::Failed, &format!("smcrun: {}", k.message))
             }
             _ => refused(&e),
         },
@@ -273,7 +276,8 @@ pub fn ueid(c: UeidCommand) -> ExitCode {
     };
     let value = checked.unwrap_or_default();
     match c {
-        UeidCommand::Show => match client.ueid_dump() {
+        UeidCommand::Show(j) => match client.ueid_dump() {
+            Ok(list) if j.json => crate::views::format::print_json(&serde_json::json!({ "ueids": list })),
             Ok(list) => {
                 for u in &list {
                     println!("{u}");
@@ -338,7 +342,10 @@ pub fn pnet(c: PnetCommand) -> ExitCode {
         Err(e) => return refused(&e),
     };
     match c {
-        PnetCommand::Show => match client.show() {
+        PnetCommand::Show(j) => match client.show() {
+            Ok(rows) if j.json => {
+                crate::views::format::print_json(&serde_json::json!({ "pnet": rows }))
+            }
             Ok(rows) => {
                 println!("{:<16} {:<16} {:<16} Port", "PNET-ID", "Net-Dev", "IB-Dev");
                 for r in rows {

@@ -23,7 +23,7 @@ use clap::{Args, Parser};
 
 use crate::run::config;
 use crate::run::exec;
-use crate::views::exporter;
+use crate::views::{exporter, format};
 
 /// The drop-in's file name in `UNIT.d/`.
 const DROPIN: &str = "smcrun.conf";
@@ -43,6 +43,10 @@ const SYSTEM_UNIT_DIRS: &[&str] = &[
 /// `smcrun enable` arguments.
 #[derive(Args, Debug)]
 pub struct EnableArgs {
+    /// Print JSON: {"unit", "dropin", "changed", "exec_start": [...], "next"} (before UNIT: what follows
+    /// UNIT is smcrun's options for the program).
+    #[arg(short = 'j', long)]
+    json: bool,
     /// The service (redis-server or redis-server.service).
     unit: String,
     /// smcrun's options for the program (as for `smcrun [OPTIONS] COMMAND`), e.g. --mode inet
@@ -58,6 +62,9 @@ pub struct EnableArgs {
 /// `smcrun disable` arguments.
 #[derive(Args, Debug)]
 pub struct DisableArgs {
+    /// Print JSON: {"unit", "dropin", "changed", "next"}.
+    #[arg(short = 'j', long)]
+    json: bool,
     /// The service smcrun was enabled for.
     unit: String,
 }
@@ -266,13 +273,11 @@ fn dropin_text(
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("smcrun: {msg}");
-    ExitCode::from(Exit::Failed)
+    crate::views::format::fail(Exit::Failed, &format!("smcrun: {msg}"))
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("smcrun: {msg}");
-    ExitCode::from(Exit::Usage)
+    crate::views::format::fail(Exit::Usage, &format!("smcrun: {msg}"))
 }
 
 /// Run `smcrun enable`.
@@ -336,15 +341,43 @@ pub fn enable(a: &EnableArgs) -> ExitCode {
     if let Err(e) = written {
         return fail(format!("cannot write {}: {e}", dir.join(DROPIN).display()));
     }
-    println!("wrote {}:", dir.join(DROPIN).display());
-    for l in text
+    let starts: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("ExecStart=") && l.len() > 10)
-    {
+        .collect();
+    let next = format!("systemctl daemon-reload && systemctl restart {unit}");
+    if a.json {
+        return format::print_json(&UnitChange {
+            unit: &unit,
+            dropin: dir.join(DROPIN).display().to_string(),
+            changed: true,
+            exec_start: starts.iter().map(|l| &l["ExecStart=".len()..]).collect(),
+            next: Some(&next),
+        });
+    }
+    println!("wrote {}:", dir.join(DROPIN).display());
+    for l in starts {
         println!("  {l}");
     }
-    println!("now run: systemctl daemon-reload && systemctl restart {unit}");
+    println!("now run: {next}");
     ExitCode::SUCCESS
+}
+
+/// `enable --json` and `disable --json`: what was written or removed, and what to run next.
+#[derive(serde::Serialize)]
+struct UnitChange<'a> {
+    /// The service (`redis-server.service`).
+    unit: &'a str,
+    /// The drop-in's path.
+    dropin: String,
+    /// Whether the drop-in was written (enable) or removed (disable); false for "nothing to do".
+    changed: bool,
+    /// enable: the ExecStart= lines of the drop-in, without `ExecStart=`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    exec_start: Vec<&'a str>,
+    /// The command that makes systemd use the change (none when nothing changed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next: Option<&'a str>,
 }
 
 /// Run `smcrun disable`.
@@ -364,6 +397,15 @@ pub fn disable(a: &DisableArgs) -> ExitCode {
             ))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if a.json {
+                return format::print_json(&UnitChange {
+                    unit: &unit,
+                    dropin: path.display().to_string(),
+                    changed: false,
+                    exec_start: Vec::new(),
+                    next: None,
+                });
+            }
             println!(
                 "{unit} does not run under smcrun ({} does not exist); nothing to do",
                 path.display()
@@ -377,8 +419,18 @@ pub fn disable(a: &DisableArgs) -> ExitCode {
     }
     // The directory goes too when it held nothing else.
     let _ = std::fs::remove_dir(&dir);
+    let next = format!("systemctl daemon-reload && systemctl restart {unit}");
+    if a.json {
+        return format::print_json(&UnitChange {
+            unit: &unit,
+            dropin: path.display().to_string(),
+            changed: true,
+            exec_start: Vec::new(),
+            next: Some(&next),
+        });
+    }
     println!("removed {}", path.display());
-    println!("now run: systemctl daemon-reload && systemctl restart {unit}");
+    println!("now run: {next}");
     ExitCode::SUCCESS
 }
 

@@ -266,7 +266,7 @@ pub struct AttachArgs {
     #[arg(long)]
     pub list: bool,
     /// Print JSON.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     pub json: bool,
 }
 
@@ -277,7 +277,7 @@ pub struct DetachArgs {
     #[arg(long, value_name = "PATH")]
     pub cgroup: PathBuf,
     /// Print JSON.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     pub json: bool,
 }
 
@@ -342,34 +342,44 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
         return list(args.json);
     }
     let Some(arg) = &args.cgroup else {
-        eprintln!("smcrun: attach needs --cgroup PATH or --list");
-        return ExitCode::from(Exit::Usage);
+        return crate::views::format::fail(
+            Exit::Usage,
+            "smcrun: attach needs --cgroup PATH or --list",
+        );
     };
     let policy = match attach_policy(args) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("smcrun: {e} (nothing was attached)");
-            return ExitCode::from(Exit::Usage);
+            return crate::views::format::fail(
+                Exit::Usage,
+                &format!("smcrun: {e} (nothing was attached)"),
+            );
         }
     };
     let analysis = rules::analyse(&policy);
     let Some(kernel_policy) = analysis.kernel.clone() else {
-        eprintln!(
-            "smcrun: attach: the policy's {}; BPF mode cannot honour it (nothing was attached; see smcrun policy check --bpf)",
-            analysis.refusal().unwrap_or_default()
+        return crate::views::format::fail(
+            Exit::Usage,
+            &format!(
+                "smcrun: attach: the policy's {}; BPF mode cannot honour it (nothing was attached; see smcrun policy check --bpf)",
+                analysis.refusal().unwrap_or_default()
+            ),
         );
-        return ExitCode::from(Exit::Usage);
     };
     let dir = match resolve_cgroup(arg) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("smcrun: attach: {e} (nothing was attached)");
-            return ExitCode::from(Exit::Usage);
+            return crate::views::format::fail(
+                Exit::Usage,
+                &format!("smcrun: attach: {e} (nothing was attached)"),
+            );
         }
     };
     if let Some(why) = prereq::check_before_attach().refusal(true) {
-        eprintln!("smcrun: attach: {why} (nothing was attached)");
-        return Exit::Unavailable.into();
+        return crate::views::format::fail(
+            Exit::Unavailable,
+            &format!("smcrun: attach: {why} (nothing was attached)"),
+        );
     }
     match cgroup::attach(&dir, &policy.to_string(), &kernel_policy) {
         Ok(a) => {
@@ -394,10 +404,10 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("smcrun: attach {}: {e}", dir.display());
-            ExitCode::from(Exit::Failed)
-        }
+        Err(e) => crate::views::format::fail(
+            Exit::Failed,
+            &format!("smcrun: attach {}: {e}", dir.display()),
+        ),
     }
 }
 
@@ -406,8 +416,7 @@ pub fn detach(args: &DetachArgs) -> ExitCode {
     let dir = match resolve_cgroup(&args.cgroup) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("smcrun: detach: {e}");
-            return ExitCode::from(Exit::Usage);
+            return crate::views::format::fail(Exit::Usage, &format!("smcrun: detach: {e}"));
         }
     };
     match cgroup::detach(&dir) {
@@ -416,9 +425,9 @@ pub fn detach(args: &DetachArgs) -> ExitCode {
                 print_json(&DetachView::new(&d));
             } else {
                 println!(
-                    "{}: detached after {} sockets made SMC, {} kept TCP by the policy{}",
+                    "{}: detached after {} made SMC, {} kept TCP by the policy{}",
                     dir.display(),
-                    d.scope.counters.converted,
+                    smcrun_report::count(d.scope.counters.converted, "socket"),
                     d.scope.counters.kept_tcp,
                     if d.unloaded {
                         "; nothing is attached any more"
@@ -429,10 +438,7 @@ pub fn detach(args: &DetachArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("smcrun: detach: {e}");
-            ExitCode::from(Exit::Failed)
-        }
+        Err(e) => crate::views::format::fail(Exit::Failed, &format!("smcrun: detach: {e}")),
     }
 }
 
@@ -494,7 +500,7 @@ fn programs_text(p: &[smcrun_bpf::maps::ProgramCount]) -> String {
 
 /// Print `v` as one line of JSON (how BPF mode's commands have always printed it).
 fn print_json(v: &impl serde::Serialize) {
-    println!("{}", serde_json::to_string(v).unwrap_or_default());
+    crate::views::format::print_json(v);
 }
 
 /// `smcrun attach --list`: every scope, since when, and its counts.
@@ -502,8 +508,10 @@ fn list(json_out: bool) -> ExitCode {
     let all = match scopes::all() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("smcrun: attach --list: {e}");
-            return ExitCode::from(Exit::Failed);
+            return crate::views::format::fail(
+                Exit::Failed,
+                &format!("smcrun: attach --list: {e}"),
+            );
         }
     };
     if json_out {
@@ -541,7 +549,13 @@ fn list(json_out: bool) -> ExitCode {
     }
     for t in &all.trees {
         let who = match t.processes.first() {
-            Some(p) => format!("tree of pid {p} ({} processes)", t.processes.len()),
+            Some(p) => format!(
+                "tree of pid {p} ({})",
+                match t.processes.len() {
+                    1 => "1 process".to_string(),
+                    n => format!("{n} processes"),
+                }
+            ),
             None => "tree (no process left)".to_string(),
         };
         println!(

@@ -33,7 +33,7 @@ pub struct DemoArgs {
     #[arg(long, default_value = "4m", value_parser = bytes_arg)]
     pub bytes: i32,
     /// Print the result as JSON.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     pub json: bool,
     /// Exit 1 unless every socket ran over SMC-R or SMC-D.
     #[arg(long)]
@@ -56,8 +56,10 @@ pub fn run(opts: &RunOptions, args: &DemoArgs) -> ExitCode {
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("smcrun: cannot find my own executable: {e}");
-            return ExitCode::from(Exit::Failed);
+            return crate::views::format::fail(
+                Exit::Failed,
+                &format!("smcrun: cannot find my own executable: {e}"),
+            );
         }
     };
     let mut argv: Vec<OsString> = vec!["smcrun".into(), "__demo-worker".into()];
@@ -82,8 +84,8 @@ struct SocketReport {
     /// What the socket is: "AF_SMC", "IPPROTO_SMC", "TCP", or "SMC" for an SMC socket whose fd
     /// already reads as TCP because it fell back.
     socket: &'static str,
-    /// "SMC-R", "SMC-D" or "TCP".
-    transport: &'static str,
+    /// "SMC-R", "SMC-D" or "TCP": the text's `mode` column (and `ps`'s and `ss`'s word).
+    mode: &'static str,
     /// The SMC device the connection used: the RDMA device (`rxe_lo`, `mlx5_0`) for SMC-R, the
     /// ISM device (`loopback-ism`) for SMC-D.
     device: Option<String>,
@@ -100,7 +102,10 @@ struct SocketReport {
 #[derive(Debug, Serialize)]
 struct Report {
     connections: u16,
-    bytes_each_way: u64,
+    /// Bytes each connection sent (and had echoed back).
+    bytes_per_connection: u64,
+    /// Bytes sent over all connections; as many were echoed back.
+    bytes_sent: u64,
     data_intact: bool,
     mismatched_connections: u16,
     smc_r: usize,
@@ -223,7 +228,7 @@ fn classify(conn: u16, side: &'static str, s: &TcpStream, kernel: &Kernel) -> So
         local: addr(s.local_addr()),
         peer: addr(s.peer_addr()),
         socket: "TCP",
-        transport: "TCP",
+        mode: "TCP",
         device: None,
         link_group: None,
         fallback_reason: None,
@@ -246,18 +251,18 @@ fn classify(conn: u16, side: &'static str, s: &TcpStream, kernel: &Kernel) -> So
     }
     r.socket = if kind.is_smc() { kind.label() } else { "SMC" };
     if let Err(e) = diag {
-        r.transport = "SMC?";
+        r.mode = "SMC?";
         r.why = format!("an SMC socket, but the kernel's smc_diag cannot be read: {e}");
         return r;
     }
     let Some(e) = entry else {
-        r.transport = "SMC?";
+        r.mode = "SMC?";
         r.why = "an SMC socket missing from the smc_diag dump".to_string();
         return r;
     };
     match classify::from_diag(e) {
         Verdict::Decided(o) => {
-            r.transport = classify::mode_name(o);
+            r.mode = classify::mode_name(o);
             r.why = match o {
                 Outcome::SmcR | Outcome::SmcD => {
                     (r.device, r.link_group) = kernel.device_of(e);
@@ -289,11 +294,11 @@ fn classify(conn: u16, side: &'static str, s: &TcpStream, kernel: &Kernel) -> So
             };
         }
         Verdict::Handshaking => {
-            r.transport = "SMC?";
+            r.mode = "SMC?";
             r.why = "the SMC handshake is still running".into();
         }
         Verdict::UnknownMode(m) => {
-            r.transport = "SMC?";
+            r.mode = "SMC?";
             r.why = format!("smc_diag reports mode {m}, which this smcrun does not know");
         }
     }
@@ -335,10 +340,7 @@ fn human(bytes: u64) -> String {
 pub fn worker(args: &DemoArgs) -> ExitCode {
     match work(args) {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("smcrun demo: {e}");
-            ExitCode::from(Exit::Failed)
-        }
+        Err(e) => crate::views::format::fail(Exit::Failed, &format!("smcrun demo: {e}")),
     }
 }
 
@@ -405,10 +407,11 @@ fn work(args: &DemoArgs) -> Result<ExitCode, String> {
         }
     }
     let seconds = started.elapsed().as_secs_f64();
-    let count = |t: &str| sockets.iter().filter(|s| s.transport == t).count();
+    let count = |t: &str| sockets.iter().filter(|s| s.mode == t).count();
     let report = Report {
         connections: n,
-        bytes_each_way: len * u64::from(n),
+        bytes_per_connection: len,
+        bytes_sent: len * u64::from(n),
         data_intact: mismatched == 0,
         mismatched_connections: mismatched,
         smc_r: count("SMC-R"),
@@ -418,10 +421,7 @@ fn work(args: &DemoArgs) -> Result<ExitCode, String> {
         sockets,
     };
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
-        );
+        crate::views::format::print_json(&report);
     } else {
         print_text(&report, server_addr, len);
     }
@@ -435,8 +435,8 @@ fn work(args: &DemoArgs) -> Result<ExitCode, String> {
 
 fn print_text(r: &Report, server: SocketAddr, len: u64) {
     println!(
-        "smcrun demo: {} connections to an echo server on {server}, {} each way per connection",
-        r.connections,
+        "smcrun demo: {} to an echo server on {server}, {} each way per connection",
+        smcrun_report::count(u64::from(r.connections), "connection"),
         human(len)
     );
     println!();
@@ -447,11 +447,11 @@ fn print_text(r: &Report, server: SocketAddr, len: u64) {
     for s in &r.sockets {
         println!(
             "{:<5} {:<7} {:<22} {:<22} {:<12} {:<6} {}",
-            s.connection, s.side, s.local, s.peer, s.socket, s.transport, s.why
+            s.connection, s.side, s.local, s.peer, s.socket, s.mode, s.why
         );
     }
     println!();
-    let total = r.bytes_each_way;
+    let total = r.bytes_sent;
     println!(
         "data: {} sent and {} echoed back in {:.2} s, {}",
         human(total),
@@ -460,12 +460,15 @@ fn print_text(r: &Report, server: SocketAddr, len: u64) {
         if r.data_intact {
             "every byte checked and intact".to_string()
         } else {
-            format!("{} connection(s) CORRUPTED", r.mismatched_connections)
+            format!(
+                "{} CORRUPTED",
+                smcrun_report::count(u64::from(r.mismatched_connections), "connection")
+            )
         }
     );
     println!(
-        "result: {} sockets: {} SMC-R, {} SMC-D, {} TCP",
-        r.sockets.len(),
+        "result: {}: {} SMC-R, {} SMC-D, {} TCP",
+        smcrun_report::count(r.sockets.len() as u64, "socket"),
         r.smc_r,
         r.smc_d,
         r.tcp

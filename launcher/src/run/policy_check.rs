@@ -16,7 +16,8 @@ use std::process::ExitCode;
 /// `smcrun policy ...`.
 #[derive(Subcommand, Debug)]
 pub enum PolicyCommand {
-    /// Print the rule that a program's connect or bind matches, and the action (smc or tcp).
+    /// Print the rule that a program's connect or bind matches, and the action (smc or tcp);
+    /// with the policy alone, check it and print it in its canonical form, one rule a line.
     Check(CheckArgs),
 }
 
@@ -31,15 +32,10 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// The program: a name (matched as a basename) or a path (also matched by path globs).
-    #[arg(long, value_name = "NAME", required_unless_present = "bpf")]
+    #[arg(long, value_name = "NAME")]
     pub program: Option<PathBuf>,
     /// Check a client connecting to ADDR:PORT (e.g. 10.0.0.5:6379 or [fd00::5]:6379).
-    #[arg(
-        long,
-        value_name = "ADDR:PORT",
-        required_unless_present_any = ["bind", "bpf"],
-        conflicts_with = "bind"
-    )]
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "bind")]
     pub connect: Option<SocketAddr>,
     /// Check a server binding ADDR:PORT (e.g. 0.0.0.0:6379).
     #[arg(long, value_name = "ADDR:PORT")]
@@ -52,7 +48,7 @@ pub struct CheckArgs {
     #[arg(long, conflicts_with_all = ["program", "connect", "bind", "local"])]
     pub bpf: bool,
     /// Print JSON.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     pub json: bool,
 }
 
@@ -111,23 +107,29 @@ fn check(args: &CheckArgs) -> ExitCode {
     let policy = match policy_of(args) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("smcrun: {e}");
-            return ExitCode::from(Exit::Usage);
+            return crate::views::format::fail(Exit::Usage, &format!("smcrun: {e}"));
         }
     };
     if args.bpf {
         return crate::run::bpf::policy_check(&policy, args.json);
     }
+    if args.program.is_none() && args.connect.is_none() && args.bind.is_none() {
+        return lint(&policy, args.json);
+    }
     let Some(program) = &args.program else {
-        eprintln!("smcrun: policy check needs --program NAME (or --bpf)");
-        return ExitCode::from(Exit::Usage);
+        return crate::views::format::fail(
+            Exit::Usage,
+            "smcrun: policy check needs --program NAME with --connect or --bind",
+        );
     };
     let (role, local, remote) = match (args.connect, args.bind) {
         (Some(to), _) => (Role::Client, args.local, Some(to)),
         (None, Some(at)) => (Role::Server, Some(at), None),
         (None, None) => {
-            eprintln!("smcrun: policy check needs --connect ADDR:PORT or --bind ADDR:PORT");
-            return ExitCode::from(Exit::Usage);
+            return crate::views::format::fail(
+                Exit::Usage,
+                "smcrun: policy check needs --connect ADDR:PORT or --bind ADDR:PORT",
+            );
         }
     };
     let exe = program.as_os_str().as_bytes();
@@ -156,4 +158,41 @@ fn check(args: &CheckArgs) -> ExitCode {
         };
         crate::views::format::print_lines([matched, format!("action: {} ({why})", decision.action)])
     }
+}
+
+/// `smcrun policy check --policy POLICY` alone: the policy parsed (a bad one is the usual one-line
+/// error), printed in its canonical form and one rule a line, with what a socket no rule matches
+/// gets.
+#[derive(Serialize)]
+struct LintJson {
+    /// The whole policy, canonical (what `ps`, `why` and the reports show).
+    policy: String,
+    /// Its rules in order; the default rule, when there is one, is the last.
+    rules: Vec<String>,
+    /// What a socket that matches no rule gets, in words.
+    default: String,
+}
+
+fn lint(policy: &Policy, json: bool) -> ExitCode {
+    let rules: Vec<String> = (0..policy.len())
+        .filter_map(|i| policy.rule_text(i))
+        .collect();
+    let default = policy.describe_rule(None);
+    if json {
+        return crate::views::format::print_json(&LintJson {
+            policy: policy.to_string(),
+            rules,
+            default,
+        });
+    }
+    let n = rules.len();
+    let mut lines = vec![format!("policy: {policy}")];
+    lines.extend(
+        rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| format!("rule {} of {n}: {r}", i + 1)),
+    );
+    lines.push(format!("otherwise: {default}"));
+    crate::views::format::print_lines(lines)
 }

@@ -10,20 +10,57 @@
 use crate::exit::Exit;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 pub use smcrun_report::text::safe;
 use smcrun_telemetry::Error;
 
+/// Whether the command asked for JSON (`-j`/`--json`), set once by `main` from the parsed line.
+static JSON: AtomicBool = AtomicBool::new(false);
+
+/// Remember that the command asked for JSON: its failures then print an error object too.
+pub fn set_json(on: bool) {
+    JSON.store(on, Ordering::Relaxed);
+}
+
+/// The error object a JSON command prints on stdout when it fails, so that a script reading
+/// stdout learns why there is no data (the same line also goes to stderr).
+#[derive(Serialize)]
+struct ErrorView<'a> {
+    /// The line printed on stderr.
+    error: &'a str,
+    /// The status smcrun exits with.
+    exit_code: u8,
+}
+
+/// A failure: its one line on stderr and, when the command asked for JSON, `{"error": LINE,
+/// "exit_code": N}` on stdout; returns the status. `line` is the whole line (`smcrun ps: ...`).
+pub fn fail(exit: Exit, line: &str) -> ExitCode {
+    eprintln!("{line}");
+    if JSON.load(Ordering::Relaxed) {
+        print_error_object(exit, line);
+    }
+    exit.into()
+}
+
+/// The error object alone (for a line already printed, as clap prints its usage errors).
+pub fn print_error_object(exit: Exit, line: &str) {
+    let _ = print_json(&ErrorView {
+        error: line,
+        exit_code: exit.code(),
+    });
+}
+
 /// Print the one-line refusal for `e` and return its status: 125 ([`Exit::Unavailable`]) when
 /// the kernel's version predates the interface, else 1.
 pub fn refused(e: &Error) -> ExitCode {
-    eprintln!("smcrun: {e}");
-    if e.is_kernel_lacking() {
-        Exit::Unavailable.into()
+    let exit = if e.is_kernel_lacking() {
+        Exit::Unavailable
     } else {
-        Exit::Failed.into()
-    }
+        Exit::Failed
+    };
+    fail(exit, &format!("smcrun: {e}"))
 }
 
 /// The end of writing a view to stdout: a reader that went away (`| head`) ends the output

@@ -25,7 +25,7 @@ pub struct LinkGroupArgs {
     #[arg(short = 'd', long = "details")]
     details: bool,
     /// Print JSON: {"link_groups": [...], "smcd_link_groups": [...]}.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     json: bool,
 }
 
@@ -33,8 +33,8 @@ pub struct LinkGroupArgs {
 #[derive(Args, Debug)]
 pub struct JsonArgs {
     /// Print JSON (stable snake_case keys, see the README).
-    #[arg(long)]
-    json: bool,
+    #[arg(short = 'j', long)]
+    pub json: bool,
 }
 
 fn open() -> Result<SmcGenl, Error> {

@@ -99,7 +99,7 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "N")]
     count: Option<u64>,
     /// One JSON object per line.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     json: bool,
 }
 
@@ -404,11 +404,13 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         (View::Connection, m) => m.unwrap_or(MonMode::All),
         (_, None) => MonMode::Smc,
         (_, Some(m @ (MonMode::Fallback | MonMode::All))) => {
-            eprintln!(
-                "smcrun monitor: -m {} counts connections only; speed, memory and base take smc, smcr or smcd",
-                m.name()
+            return crate::views::format::fail(
+                Exit::Usage,
+                &format!(
+                    "smcrun monitor: -m {} counts connections only; speed, memory and base take smc, smcr or smcd",
+                    m.name()
+                ),
             );
-            return ExitCode::from(Exit::Usage);
         }
         (_, Some(m)) => m,
     };

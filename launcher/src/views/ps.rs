@@ -25,7 +25,7 @@ pub struct PsArgs {
     pub all: bool,
     /// Print JSON: an array of {pid, program, exe, user, uid, state, report}; with --all an
     /// object {processes: that array, smc_processes, bpf_scopes}.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     pub json: bool,
 }
 
@@ -35,7 +35,7 @@ pub struct WhyArgs {
     /// The process to explain.
     pub pid: u32,
     /// Print the process's report as JSON.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     pub json: bool,
 }
 
@@ -200,8 +200,10 @@ fn output_error(e: io::Error) -> ExitCode {
     if e.kind() == io::ErrorKind::BrokenPipe {
         return ExitCode::SUCCESS;
     }
-    eprintln!("smcrun: cannot write the output: {e}");
-    ExitCode::from(Exit::Failed)
+    crate::views::format::fail(
+        Exit::Failed,
+        &format!("smcrun: cannot write the output: {e}"),
+    )
 }
 
 fn entries(dir: &RunDir) -> Vec<PsEntry> {
@@ -256,8 +258,7 @@ pub fn ps(a: &PsArgs) -> ExitCode {
     let dir = match RunDir::open() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("smcrun ps: {e}");
-            return ExitCode::from(Exit::Failed);
+            return crate::views::format::fail(Exit::Failed, &format!("smcrun ps: {e}"));
         }
     };
     let path = match &dir {
@@ -500,12 +501,14 @@ pub fn why(a: &WhyArgs) -> ExitCode {
         };
     }
     let no_report = |why: String| {
-        eprintln!(
-            "smcrun why: no report for pid {} ({why}); is it running under smcrun, started by this user? \
-             (a process that switched uid reports to the user who started it)",
-            a.pid
-        );
-        ExitCode::from(Exit::Failed)
+        crate::views::format::fail(
+            Exit::Failed,
+            &format!(
+                "smcrun why: no report for pid {} ({why}); is it running under smcrun, started by this user? \
+                 (a process that switched uid reports to the user who started it)",
+                a.pid
+            ),
+        )
     };
     let dir = match RunDir::open() {
         Ok(Some(d)) => d,

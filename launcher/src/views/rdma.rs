@@ -34,7 +34,7 @@ pub struct RdmaArgs {
     #[arg(long, value_name = "S")]
     state: Option<String>,
     /// Print JSON: {"max_known": BOOL, "devices": [...], "objects": [...]}.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     json: bool,
 }
 
@@ -146,13 +146,14 @@ fn port_text(d: &Device) -> String {
 }
 
 fn no_devices(e: Option<&Error>) -> ExitCode {
-    match e {
-        Some(e) => eprintln!("smcrun: no RDMA devices ({e})"),
-        None => eprintln!(
+    let line = match e {
+        Some(e) => format!("smcrun: no RDMA devices ({e})"),
+        None => {
             "smcrun: no RDMA devices (without RDMA hardware: smcrun setup soft-roce --netdev IF)"
-        ),
-    }
-    Exit::Failed.into()
+                .to_string()
+        }
+    };
+    format::fail(Exit::Failed, &line)
 }
 
 /// Run `smcrun rdma`.
@@ -160,8 +161,7 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
     let sel = match select(&a.words) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("smcrun rdma: {e}");
-            return ExitCode::from(Exit::Usage);
+            return format::fail(Exit::Usage, &format!("smcrun rdma: {e}"));
         }
     };
     let devices = match rdma::devices() {
@@ -176,11 +176,13 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
             let names: Vec<String> = devices.iter().map(|d| d.name.clone()).collect();
             let found: Vec<Device> = devices.into_iter().filter(|d| &d.name == name).collect();
             if found.is_empty() {
-                eprintln!(
-                    "smcrun rdma: no RDMA device named \"{name}\"; the devices are: {}",
-                    names.join(", ")
+                return format::fail(
+                    Exit::Failed,
+                    &format!(
+                        "smcrun rdma: no RDMA device named \"{name}\"; the devices are: {}",
+                        names.join(", ")
+                    ),
                 );
-                return Exit::Failed.into();
             }
             found
         }

@@ -163,9 +163,9 @@ pub fn scopes_text(s: &Scopes) -> Vec<String> {
     let mut out = Vec::new();
     for c in &s.cgroups {
         out.push(format!(
-            "cgroup {}: {} sockets made SMC, {} kept TCP{}",
+            "cgroup {}: {} made SMC, {} kept TCP{}",
             crate::views::format::safe(&c.path.display().to_string()),
-            c.counters.converted,
+            smcrun_report::count(c.counters.converted, "socket"),
             c.counters.kept_tcp,
             if c.policy.is_empty() {
                 String::new()
@@ -176,8 +176,11 @@ pub fn scopes_text(s: &Scopes) -> Vec<String> {
     }
     for t in &s.trees {
         out.push(format!(
-            "smcrun --bpf tree (program {}, pids {:?}): {} sockets made SMC, {} kept TCP",
-            t.program_id, t.processes, t.counters.converted, t.counters.kept_tcp
+            "smcrun --bpf tree (program {}, pids {:?}): {} made SMC, {} kept TCP",
+            t.program_id,
+            t.processes,
+            smcrun_report::count(t.counters.converted, "socket"),
+            t.counters.kept_tcp
         ));
     }
     out

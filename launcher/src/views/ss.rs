@@ -42,7 +42,7 @@ pub struct SsArgs {
     #[arg(short = 'p', long = "processes")]
     processes: bool,
     /// Print JSON: {"sockets": [...]}.
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     json: bool,
 }
 

@@ -40,7 +40,7 @@ pub struct StatsArgs {
     #[arg(long = "interval", value_name = "SEC", value_parser = format::seconds)]
     interval: Option<f64>,
     /// Print JSON (stable snake_case keys, see the README).
-    #[arg(long)]
+    #[arg(short = 'j', long)]
     json: bool,
 }
 

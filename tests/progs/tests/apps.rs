@@ -13,13 +13,15 @@ fn demo_moves_data_intact_and_says_why_each_socket_ran_as_it_did() {
     assert!(o.status.success(), "{err}\n{out}");
     let r: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(r["data_intact"], true);
-    assert_eq!(r["bytes_each_way"], 3 * 1024 * 1024);
+    // 1 MiB each way per connection; 3 MiB sent over all of them (and as much echoed back).
+    assert_eq!(r["bytes_per_connection"], 1024 * 1024);
+    assert_eq!(r["bytes_sent"], 3 * 1024 * 1024);
     let sockets = r["sockets"].as_array().unwrap();
     assert_eq!(sockets.len(), 6);
     if !kernel_has_af_smc() {
         assert_eq!(r["tcp"], 6);
         for s in sockets {
-            assert_eq!(s["transport"], "TCP");
+            assert_eq!(s["mode"], "TCP");
             assert!(
                 s["why"]
                     .as_str()
@@ -36,6 +38,16 @@ fn demo_moves_data_intact_and_says_why_each_socket_ran_as_it_did() {
             );
         }
     }
+    // One connection is "1 connection", never "1 connections".
+    let mut c = smcrun();
+    c.args(["demo", "--connections", "1", "--bytes", "1k"]);
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "{err}\n{out}");
+    assert!(
+        out.starts_with("smcrun demo: 1 connection to an echo server"),
+        "{out}"
+    );
+    assert!(out.contains("\nresult: 2 sockets: "), "{out}");
     // --require-smc turns "not SMC" into a failure, and only that.
     let mut c = smcrun();
     c.args([

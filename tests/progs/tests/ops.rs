@@ -988,3 +988,73 @@ fn a_program_named_like_a_subcommand_runs_and_says_so() {
         assert!(err.contains(&format!("  {sub} ")), "{sub}: {err}");
     }
 }
+
+/// Every view and command that prints data takes `-j`, prints one pretty JSON document on stdout
+/// and, when it fails, an error object there too (`{"error": LINE, "exit_code": N}`, the same
+/// line as on stderr), never nothing. On this host most of them fail (no SMC): that is the
+/// error object's test; on an SMC kernel the data's.
+#[test]
+fn every_data_command_takes_dash_j_and_fails_with_an_error_object() {
+    let units = std::env::temp_dir().join(format!("smcrun-json-units-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&units);
+    std::fs::create_dir_all(&units).unwrap();
+    std::fs::write(
+        units.join("smcrun-json-test.service"),
+        "[Service]\nExecStart=/bin/true\n",
+    )
+    .unwrap();
+    let unit_path = format!("{}:", units.display());
+    let lines: &[&[&str]] = &[
+        &["stats", "-j"],
+        &["linkgroup", "-j"],
+        &["link", "-j"],
+        &["device", "-j"],
+        &["info", "-j"],
+        &["rdma", "-j"],
+        &["ss", "-j"],
+        &["ps", "-j"],
+        &["why", "-j", "1"],
+        &["doctor", "-j"],
+        &["ueid", "show", "-j"],
+        &["pnet", "show", "-j"],
+        &["attach", "--list", "-j"],
+        &["policy", "check", "-j", "--policy", "smc port 6379; tcp"],
+        &["demo", "-j", "--connections", "1", "--bytes", "1k"],
+        &["enable", "-j", "smcrun-json-test", "--mode", "inet"],
+        &["disable", "-j", "smcrun-json-test"],
+        &["disable", "-j", "smcrun-json-test"],
+        // A usage error: the error object names the bad value.
+        &["ss", "-j", "--no-such-flag"],
+        &["stats", "-j", "bogus"],
+    ];
+    for args in lines {
+        let mut c = smcrun();
+        c.env("SYSTEMD_UNIT_PATH", &unit_path).args(*args);
+        let (out, err, o) = run(c);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| {
+            panic!("smcrun {args:?}: not one JSON document ({e}): {out:?} {err}")
+        });
+        assert!(
+            out.starts_with("{\n  ") || out.starts_with("[\n  ") || out == "[]\n",
+            "smcrun {args:?}: not pretty JSON: {out}"
+        );
+        let code = o.status.code().unwrap();
+        if code != 0 && v.get("error").is_some() {
+            let line = v["error"].as_str().unwrap();
+            assert!(line.starts_with("smcrun"), "{args:?}: {v}");
+            assert_eq!(v["exit_code"], code, "{args:?}: {v}");
+            assert!(
+                err.lines()
+                    .any(|l| l == line || line.ends_with(l.trim_start_matches("error: "))),
+                "{args:?}: stderr {err:?} has not {line:?}"
+            );
+        } else if code != 0 {
+            // doctor: its table is the data, the exit status its verdict.
+            assert_eq!(
+                args[0], "doctor",
+                "{args:?} failed without an error object: {out}{err}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&units);
+}

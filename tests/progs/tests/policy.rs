@@ -28,6 +28,14 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// `smcrun policy check ARGS` → (stdout, stderr, exit code).
+fn whole(args: &[&str]) -> (String, String, Option<i32>) {
+    let mut c = smcrun_clean();
+    c.args(["policy", "check"]).args(args);
+    let (out, err, o) = run(c);
+    (out, err, o.status.code())
+}
+
 /// `smcrun policy check ARGS` → (first line, second line, exit code).
 fn check(args: &[&str]) -> (String, String, Option<i32>) {
     let mut c = smcrun_clean();
@@ -195,6 +203,31 @@ default = "tcp"
     assert_eq!(code, Some(2), "no policy at all is bad usage");
     let (_, _, code) = check(&["--policy", "smc", "--program", "x"]);
     assert_eq!(code, Some(2), "--connect or --bind is required");
+    let (_, _, code) = check(&["--policy", "smc", "--connect", "10.0.0.1:22"]);
+    assert_eq!(code, Some(2), "--connect needs --program");
+    // The policy alone: checked, and printed in its canonical form, one rule a line.
+    let (out, err, code) = whole(&["--policy", "smc  port 6379,3306 ;  tcp"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        "policy: smc port 6379,3306; tcp\nrule 1 of 2: smc port 6379,3306\nrule 2 of 2: tcp\notherwise: the default: tcp (rule 2 of 2)\n"
+    );
+    let (out, _, code) = whole(&["-j", "--policy", "smc port 6379"]);
+    assert_eq!(code, Some(0));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["policy"], "smc port 6379");
+    assert_eq!(v["rules"], serde_json::json!(["smc port 6379"]));
+    assert_eq!(
+        v["default"],
+        "the default: smc (the policy has no default rule)"
+    );
+    // A bad one: the one-line error naming the bad value, exit 2.
+    let (out, err, code) = whole(&["--policy", "smc port 99999"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        out.is_empty() && err.contains("\"99999\" is not a port"),
+        "{out}{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -237,7 +237,7 @@ check_bpf_cgroup() {
     grep -q '^smc ' /proc/modules && [ -n "$(pidof smcrun)" ] || fail "no holder process (smcrun) runs while attached"
     out=$(smcrun detach --cgroup $CG/smcrun-a 2>&1) || fail "smcrun detach failed: $(first "$out")"
     echo "$out"
-    case $out in *"1 sockets made SMC"*"nothing is attached any more"*) ;; *) fail "detach said: $out" ;; esac
+    case $out in *"1 socket made SMC"*"nothing is attached any more"*) ;; *) fail "detach said: $out" ;; esac
     l=$(dial bcg 7 3)
     echo "detached: $l"
     [ "$l" = "ok 65536 proto=6" ] || fail "after detach: expected TCP (proto=6), got: $l"

@@ -43,7 +43,7 @@ check_old_demo() {
     cat /tmp/od.json /tmp/od.err
     jq -e . /tmp/od.json > /dev/null 2>&1 || fail "smcrun demo --json exited $rc without JSON: $(lastl "$(cat /tmp/od.err)")"
     [ $rc = 0 ] || fail "smcrun demo exited $rc: $(lastl "$(cat /tmp/od.err)")"
-    set -- $(jq -r '"\(.connections) \(.data_intact) \(.sockets | length) \([.sockets[] | select(.transport == "TCP")] | length)
+    set -- $(jq -r '"\(.connections) \(.data_intact) \(.sockets | length) \([.sockets[] | select(.mode == "TCP")] | length)
         \([.sockets[] | select(.side == "client" and (.why | test("no SMC device found")))] | length)
         \([.sockets[] | select(.side == "server" and (.why | test("peer declined.*peer: no SMC device found")))] | length)"' /tmp/od.json)
     [ "$1" = 3 ] && [ "$2" = true ] || fail "smcrun demo: $1 connections, data intact $2 (expected 3, true)"

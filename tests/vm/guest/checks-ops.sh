@@ -286,8 +286,8 @@ check_ops_reload() {
         smcrun demo --json --connections 1 --bytes 64k > /tmp/rl.demo 2>&1 || fail "smcrun demo after the reload failed: $(lastl "$(cat /tmp/rl.demo)")"
         cat /tmp/rl.demo
     fi
-    jq -e '[.sockets[] | select(.transport == "SMC-R")] | length == 2' /tmp/rl.demo > /dev/null ||
-        fail "the demo after the reload did not run over SMC-R: $(jq -r '[.sockets[] | "\(.side) \(.transport): \(.why)"][0]' /tmp/rl.demo 2>&1)"
+    jq -e '[.sockets[] | select(.mode == "SMC-R")] | length == 2' /tmp/rl.demo > /dev/null ||
+        fail "the demo after the reload did not run over SMC-R: $(jq -r '[.sockets[] | "\(.side) \(.mode): \(.why)"][0]' /tmp/rl.demo 2>&1)"
     scrape /tmp/rl.m3 $port
     [ "$(mval /tmp/rl.m3 'smc_connections_total{technology="smcr",role="client",version="v2"}')" = 1 ] ||
         fail "after one connection the counter is $(mval /tmp/rl.m3 'smc_connections_total{technology="smcr",role="client",version="v2"}')"

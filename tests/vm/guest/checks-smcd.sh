@@ -84,8 +84,8 @@ check_smcd_demo() {
     stats_snap /tmp/sd.s1
     cat /tmp/sd.err
     [ "$(head -c1 /tmp/sd.json)" = "{" ] || fail "smcrun demo --json exited $rc without JSON: $(lastl "$(cat /tmp/sd.err)")"
-    v=$(jq -r '"\(.connections) \(.data_intact) \(.sockets | length) \([.sockets[] | select(.transport == "SMC-D")] | length) \(.smc_d)",
-        ([.sockets[] | select(.transport != "SMC-D")][0] | if . then "\(.side) \(.socket) \(.transport): \(.why)" else "-" end)' /tmp/sd.json)
+    v=$(jq -r '"\(.connections) \(.data_intact) \(.sockets | length) \([.sockets[] | select(.mode == "SMC-D")] | length) \(.smc_d)",
+        ([.sockets[] | select(.mode != "SMC-D")][0] | if . then "\(.side) \(.socket) \(.mode): \(.why)" else "-" end)' /tmp/sd.json)
     other=$(printf '%s\n' "$v" | sed -n 2p)
     v=$(printf '%s\n' "$v" | head -n1)
     set -- $v

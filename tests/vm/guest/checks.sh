@@ -145,7 +145,7 @@ rxe_recycle() {
     # connection runs over SMC-R.
     for i in 1 2 3; do
         smcrun demo --json --connections 1 --bytes 4k 2> /dev/null |
-            jq -e '[.sockets[] | select(.transport == "SMC-R")] | length == 2' > /dev/null && return 0
+            jq -e '[.sockets[] | select(.mode == "SMC-R")] | length == 2' > /dev/null && return 0
     done
     return 1
 }
@@ -479,12 +479,12 @@ check_demo() {
     cat /tmp/demo.json /tmp/demo.err
     stats_snap /tmp/demo.s1
     jq -e . /tmp/demo.json > /dev/null 2>&1 || fail "smcrun demo --json exited $rc without JSON: $(lastl "$(cat /tmp/demo.err)")"
-    summary=$(jq -r '"\(.connections) \(.data_intact) \(.sockets | length) \([.sockets[] | select(.transport == "SMC-R")] | length)"' /tmp/demo.json)
+    summary=$(jq -r '"\(.connections) \(.data_intact) \(.sockets | length) \([.sockets[] | select(.mode == "SMC-R")] | length)"' /tmp/demo.json)
     set -- $summary
     [ "$1" = "$n" ] || fail "smcrun demo ran $1 connections, asked for $n"
     [ "$2" = true ] || fail "smcrun demo: data NOT intact ($(jq -r .mismatched_connections /tmp/demo.json) connections corrupted)"
     [ "$3" = $((2 * n)) ] || fail "smcrun demo reported $3 sockets, expected $((2 * n)) (client + server per connection)"
-    [ "$4" = "$3" ] || fail "smcrun demo: only $4 of $3 sockets SMC-R: $(jq -r '[.sockets[] | select(.transport != "SMC-R")][0] | "\(.side) \(.transport): \(.why)"' /tmp/demo.json)"
+    [ "$4" = "$3" ] || fail "smcrun demo: only $4 of $3 sockets SMC-R: $(jq -r '[.sockets[] | select(.mode != "SMC-R")][0] | "\(.side) \(.mode): \(.why)"' /tmp/demo.json)"
     [ $rc = 0 ] || fail "smcrun demo exited $rc: $(lastl "$(cat /tmp/demo.err)")"
     dev=$(jq "[.sockets[] | select(.device == \"$RXE\")] | length" /tmp/demo.json)
     [ "$dev" = "$3" ] || fail "smcrun demo names the RDMA device $RXE for $dev of $3 sockets: $(jq -c '[.sockets[].device]' /tmp/demo.json)"
