@@ -48,6 +48,13 @@ pub struct ProcessReport {
     pub exited: bool,
     /// The shim's mode setting: "smc", "inet" or "auto".
     pub mode: String,
+    /// The shim's fallback setting: "tcp" or "strict" (empty in an older smcrun's report).
+    #[serde(default)]
+    pub fallback: String,
+    /// The policy in effect, canonical (`smc port 6379; tcp`); empty without one (every TCP
+    /// socket is made SMC) or in an older smcrun's report.
+    #[serde(default)]
+    pub policy: String,
     /// Sockets the program created or was handed.
     pub sockets: SocketCounts,
     /// Connections (outgoing connects and accepted ones), by how they ran. Exact: counted by the

@@ -357,6 +357,8 @@ impl State {
             updated_unix: now_unix(),
             exited: self.exited,
             mode: mode_name().to_string(),
+            fallback: fallback_name().to_string(),
+            policy: POLICY.get().copied().unwrap_or_default().to_string(),
             sockets: SocketCounts {
                 converted: load(&c.converted),
                 tcp_at_creation: load(&c.tcp_at_creation),
@@ -494,6 +496,30 @@ pub fn set_mode(m: smcrun_settings::Mode) {
         },
         Ordering::Relaxed,
     );
+}
+
+static FALLBACK: AtomicU8 = AtomicU8::new(0);
+/// The policy's canonical text, set once at start-up (it lives as long as the shim's config).
+static POLICY: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Records the shim's fallback setting and policy for the report (at start-up: the report shows
+/// what the program runs with, `ps` and `why` and the exporter show it from there).
+pub fn set_settings(fallback: smcrun_settings::Fallback, policy: &'static str) {
+    FALLBACK.store(
+        match fallback {
+            smcrun_settings::Fallback::Tcp => 0,
+            smcrun_settings::Fallback::Strict => 1,
+        },
+        Ordering::Relaxed,
+    );
+    let _ = POLICY.set(policy);
+}
+
+fn fallback_name() -> &'static str {
+    match FALLBACK.load(Ordering::Relaxed) {
+        1 => smcrun_settings::Fallback::Strict.name(),
+        _ => smcrun_settings::Fallback::Tcp.name(),
+    }
 }
 
 fn mode_name() -> &'static str {

@@ -30,6 +30,8 @@ pub struct Config {
     pub report: bool,
     /// The policy's rules for this program (no policy: every TCP socket is SMC).
     pub policy: ProgramPolicy,
+    /// The whole policy's canonical text, for the report (empty: none, or a bad one).
+    pub policy_text: String,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -74,6 +76,7 @@ fn read<T>(s: &Setting, parse: fn(&str) -> Option<T>) -> Option<T> {
 }
 
 fn load() -> Config {
+    let (policy, policy_text) = program_policy();
     Config {
         mode: read(&settings::MODE, settings::parse_mode).unwrap_or(Mode::Auto),
         fallback: read(&settings::FALLBACK, settings::parse_fallback).unwrap_or(Fallback::Tcp),
@@ -81,16 +84,17 @@ fn load() -> Config {
         sndbuf: read(&settings::SNDBUF, settings::parse_size),
         rcvbuf: read(&settings::RCVBUF, settings::parse_size),
         report: read(&settings::REPORT, settings::parse_bool).unwrap_or(false),
-        policy: program_policy(),
+        policy,
+        policy_text,
     }
 }
 
 /// SMCRUN_POLICY, narrowed to this executable. A bad policy gets one warning and the default
 /// (every TCP socket SMC, as without a policy): the launcher refuses bad policies before exec, so
 /// this only happens when the variable is set by hand.
-fn program_policy() -> ProgramPolicy {
+fn program_policy() -> (ProgramPolicy, String) {
     let Some((name, text)) = lookup(&settings::POLICY) else {
-        return ProgramPolicy::default();
+        return (ProgramPolicy::default(), String::new());
     };
     match Policy::parse(text) {
         Ok(p) => {
@@ -100,14 +104,17 @@ fn program_policy() -> ProgramPolicy {
             let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
             let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
             let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
-            p.for_program_names(&[exe.as_os_str().as_encoded_bytes(), argv0])
+            (
+                p.for_program_names(&[exe.as_os_str().as_encoded_bytes(), argv0]),
+                p.to_string(),
+            )
         }
         Err(e) => {
             line!(
                 "warning: {name} is not valid: {e}; using {}",
                 settings::POLICY.default
             );
-            ProgramPolicy::default()
+            (ProgramPolicy::default(), String::new())
         }
     }
 }

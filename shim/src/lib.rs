@@ -53,6 +53,7 @@ extern "C" fn init(
         sidecar::init(argv0);
         let cfg = config::get();
         sidecar::set_mode(cfg.mode);
+        sidecar::set_settings(cfg.fallback, &cfg.policy_text);
         // SAFETY: registering extern "C" fns without arguments, as pthread_atfork and atexit
         // require.
         unsafe {

@@ -643,6 +643,18 @@ pub fn processes(f: &mut Families, p: &Processes, cap: usize) {
         let pid = r.pid.to_string();
         let prog = r.program.as_str();
         let c = &r.connections;
+        f.gauge(
+            "smcrun_process_settings_info",
+            "1 per program under smcrun, labelled with what it runs with: mode (--mode), fallback (--fallback), policy (canonical; empty: none, every TCP socket is made SMC)",
+            &[
+                ("pid", &pid),
+                ("program", prog),
+                ("mode", &r.mode),
+                ("fallback", &r.fallback),
+                ("policy", &r.policy),
+            ],
+            1.0,
+        );
         for (mode, v) in [
             ("smcr", c.smc_r),
             ("smcd", c.smc_d),
@@ -1127,6 +1139,9 @@ mod tests {
         let mut r = ProcessReport {
             pid,
             program: program.into(),
+            mode: "auto".into(),
+            fallback: "tcp".into(),
+            policy: "smc port 6379; tcp".into(),
             ..ProcessReport::default()
         };
         r.connections.total = total;
@@ -1161,6 +1176,15 @@ mod tests {
         );
         assert!(text.contains(r#"pid="10",program="redis-server""#));
         assert!(!text.contains(r#"program="idle""#), "{text}");
+        // What each runs with, one info series a program.
+        assert_eq!(
+            one(
+                &text,
+                "smcrun_process_settings_info",
+                r#"{pid="12",program="redis-benchmark",mode="auto",fallback="tcp",policy="smc port 6379; tcp"}"#
+            ),
+            1.0
+        );
     }
 
     #[test]

@@ -321,18 +321,20 @@ pub fn ps(a: &PsArgs) -> ExitCode {
         }
     } else {
         let header = format!(
-            "{:>7} {:<9} {:<16} {:<8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:<40} EXE",
+            "{:>7} {:<9} {:<16} {:<8} {:<11} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:<40} {:<32} EXE",
             "PID",
             "USER",
             "PROGRAM",
             "STATE",
+            "MODE",
             "CONNS",
             "SMC-R",
             "SMC-D",
             "SMC-?",
             "TCP",
             "UNCLASS",
-            "TOP REASON FOR TCP"
+            "TOP REASON FOR TCP",
+            "POLICY"
         );
         if let Err(e) = writeln!(out, "{header}") {
             return output_error(e);
@@ -348,12 +350,18 @@ pub fn ps(a: &PsArgs) -> ExitCode {
                 .as_ref()
                 .map(top_reason)
                 .unwrap_or_else(|| "-".into());
+            let (mode, policy) = e
+                .report
+                .as_ref()
+                .map(|r| (settings_text(r), policy_text(r)))
+                .unwrap_or_else(|| ("-".into(), "-".into()));
             let line = format!(
-                "{:>7} {:<9} {:<16} {:<8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:<40} {}",
+                "{:>7} {:<9} {:<16} {:<8} {:<11} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}  {:<40} {:<32} {}",
                 e.pid,
                 safe(&e.user),
                 safe(&e.program),
                 e.state,
+                mode,
                 c.total,
                 c.smc_r,
                 c.smc_d,
@@ -361,6 +369,7 @@ pub fn ps(a: &PsArgs) -> ExitCode {
                 c.tcp,
                 c.not_classified(),
                 reason,
+                policy,
                 safe(&e.exe)
             );
             if let Err(err) = writeln!(out, "{line}").and_then(|()| out.flush()) {
@@ -544,6 +553,24 @@ pub fn why(a: &WhyArgs) -> ExitCode {
 }
 
 /// `smcrun why`'s text for one report.
+/// The mode and fallback a program runs with, `auto/tcp` (`--mode`/`--fallback`); an older
+/// smcrun's report has the mode alone.
+fn settings_text(r: &ProcessReport) -> String {
+    match r.fallback.as_str() {
+        "" => safe(&r.mode).into_owned(),
+        f => format!("{}/{}", safe(&r.mode), safe(f)),
+    }
+}
+
+/// The policy a program runs with, `-` for none (every TCP socket is made SMC).
+fn policy_text(r: &ProcessReport) -> String {
+    if r.policy.is_empty() {
+        "-".into()
+    } else {
+        safe(&r.policy).into_owned()
+    }
+}
+
 fn why_text(r: &ProcessReport, state: &str, user: &str) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
@@ -556,11 +583,23 @@ fn why_text(r: &ProcessReport, state: &str, user: &str) -> String {
     );
     let _ = writeln!(
         s,
-        "sockets: {} converted to SMC, {} TCP at socket(), {} untouched; mode {}",
-        r.sockets.converted,
-        r.sockets.tcp_at_creation,
-        r.sockets.untouched,
-        safe(&r.mode)
+        "sockets: {} converted to SMC, {} TCP at socket(), {} untouched",
+        r.sockets.converted, r.sockets.tcp_at_creation, r.sockets.untouched,
+    );
+    let _ = writeln!(
+        s,
+        "runs with: mode {}, fallback {}, policy {}",
+        safe(&r.mode),
+        if r.fallback.is_empty() {
+            "(not reported)".into()
+        } else {
+            safe(&r.fallback)
+        },
+        if r.policy.is_empty() {
+            "none (every TCP socket is made SMC)".to_string()
+        } else {
+            format!("\"{}\"", safe(&r.policy))
+        }
     );
     if r.detail_dropped > 0 || r.errors > 0 {
         let _ = writeln!(

@@ -268,3 +268,90 @@ fn a_run_directory_open_to_others_is_refused() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// What a program runs with is in its report and everywhere it is read: `ps` and `why` (text and
+/// JSON) and the exporter's `smcrun_process_settings_info`; the policy as its canonical text.
+#[test]
+fn the_mode_fallback_and_policy_in_effect_are_shown() {
+    let dir = xdg("settings");
+    let mut child = with_xdg(smcrun(), &dir)
+        .args([
+            "--mode",
+            "smc",
+            "--fallback",
+            "tcp",
+            "--policy",
+            "tcp  port 22 ; smc",
+        ])
+        .arg(bin("sockcheck"))
+        .args(["conns", "1", "wait"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert_eq!(read_line(&mut child), format!("ready pid={pid}"));
+    let start = Instant::now();
+    let entry = loop {
+        let list = ps_json(&dir);
+        if let Some(e) = list
+            .iter()
+            .find(|e| e["pid"] == pid && e["report"].is_object())
+        {
+            break e.clone();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no report for {pid}: {list:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let r = &entry["report"];
+    assert_eq!(r["mode"], "smc", "{r}");
+    assert_eq!(r["fallback"], "tcp", "{r}");
+    assert_eq!(r["policy"], "tcp port 22; smc", "{r}");
+    let mut c = with_xdg(smcrun(), &dir);
+    c.arg("ps");
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "{err}");
+    let header = out.lines().next().unwrap();
+    assert!(
+        header.contains(" MODE ") && header.contains(" POLICY "),
+        "{out}"
+    );
+    let row = out
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{pid} ")))
+        .expect(&out);
+    assert!(
+        row.contains(" smc/tcp ") && row.contains(" tcp port 22; smc "),
+        "{row}"
+    );
+    let mut c = with_xdg(smcrun(), &dir);
+    c.args(["why", &pid.to_string()]);
+    let (out, err, o) = run(c);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("\nruns with: mode smc, fallback tcp, policy \"tcp port 22; smc\"\n"),
+        "{out}"
+    );
+    let mut c = with_xdg(smcrun(), &dir);
+    c.args(["why", "-j", &pid.to_string()]);
+    let (out, _, _) = run(c);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let report = if v["report"].is_object() {
+        &v["report"]
+    } else {
+        &v
+    };
+    assert_eq!(report["policy"], "tcp port 22; smc", "{v}");
+    let mut c = with_xdg(smcrun(), &dir);
+    c.arg("metrics");
+    let (out, err, _) = run(c);
+    let want = format!(
+        "smcrun_process_settings_info{{pid=\"{pid}\",program=\"sockcheck\",mode=\"smc\",fallback=\"tcp\",policy=\"tcp port 22; smc\"}} 1"
+    );
+    assert!(out.lines().any(|l| l == want), "no {want} in:\n{out}{err}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
