@@ -5,6 +5,7 @@
 //! built-in tools. A program whose name is also a subcommand is run with `smcrun -- NAME`.
 
 mod admin;
+mod completions;
 mod exit;
 mod run;
 mod views;
@@ -254,9 +255,7 @@ fn main() -> ExitCode {
             ExitCode::from(Exit::Usage)
         }
         (Some(Command::Completions { shell }), None) => {
-            let mut out = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "smcrun", &mut out);
-            views::format::write_stdout(&out)
+            views::format::write_stdout(&completions::script(shell, &Cli::command()))
         }
         (Some(Command::Man { dir }), None) => {
             match std::fs::create_dir_all(&dir)

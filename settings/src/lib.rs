@@ -127,6 +127,9 @@ pub const SHIM_SETTINGS: [&Setting; 7] =
     [&MODE, &FALLBACK, &DEBUG, &SNDBUF, &RCVBUF, &REPORT, &POLICY];
 
 impl Mode {
+    /// Every mode, in the order help and the shells' completions list them.
+    pub const ALL: [Mode; 3] = [Mode::Smc, Mode::Inet, Mode::Auto];
+
     /// The value as the variable and the config file spell it.
     pub fn name(self) -> &'static str {
         match self {
@@ -138,6 +141,9 @@ impl Mode {
 }
 
 impl Fallback {
+    /// Every fallback, in the order help and the shells' completions list them.
+    pub const ALL: [Fallback; 2] = [Fallback::Tcp, Fallback::Strict];
+
     /// The value as the variable and the config file spell it.
     pub fn name(self) -> &'static str {
         match self {

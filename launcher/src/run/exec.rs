@@ -23,23 +23,23 @@ pub struct RunOptions {
     /// Receive buffer of converted sockets (SMCRUN_RCVBUF), e.g. 256k or 1m; raises
     /// net.core.rmem_max when it is smaller. smc_run's -r.
     #[arg(short = 'r', long = "rcvbuf", value_name = "SIZE", allow_hyphen_values = true,
-          value_parser = Text(size_arg))]
+          value_parser = text(size_arg))]
     pub rcvbuf: Option<i32>,
     /// Send buffer of converted sockets (SMCRUN_SNDBUF), e.g. 256k or 1m; raises
     /// net.core.wmem_max when it is smaller. smc_run's -t.
     #[arg(short = 't', long = "sndbuf", value_name = "SIZE", allow_hyphen_values = true,
-          value_parser = Text(size_arg))]
+          value_parser = text(size_arg))]
     pub sndbuf: Option<i32>,
     /// How SMC sockets are made: smc (AF_SMC), inet (IPPROTO_SMC, Linux 6.11+) or auto
     /// (SMCRUN_MODE; default auto: inet if the kernel has it, else smc).
-    #[arg(long, value_name = "MODE", value_parser = Text(mode_arg))]
+    #[arg(long, value_name = "MODE", value_parser = Text(mode_arg, Some(mode_words)))]
     pub mode: Option<Mode>,
     /// What to do when the kernel refuses an SMC socket: tcp (make the TCP socket the program
     /// asked for; default) or strict (return the error) (SMCRUN_FALLBACK).
-    #[arg(long, value_name = "HOW", value_parser = Text(fallback_arg))]
+    #[arg(long, value_name = "HOW", value_parser = Text(fallback_arg, Some(fallback_words)))]
     pub fallback: Option<Fallback>,
     /// Set a net.smc.* or net.core.* sysctl before starting the program (repeatable; needs root).
-    #[arg(long = "sysctl", value_name = "KEY=VALUE", value_parser = Text(sysctl::parse_assignment))]
+    #[arg(long = "sysctl", value_name = "KEY=VALUE", value_parser = text(sysctl::parse_assignment))]
     pub sysctl: Vec<sysctl::Assignment>,
     /// When a --sysctl cannot be set, warn and go on instead of refusing to start.
     #[arg(long)]
@@ -53,7 +53,7 @@ pub struct RunOptions {
     pub report: bool,
     /// Which sockets get SMC and which stay TCP, first match wins, e.g. 'smc port 6379,3306; tcp'
     /// (SMCRUN_POLICY; try it with `smcrun policy check`). Overrides the policy of --config.
-    #[arg(long, value_name = "POLICY", value_parser = Text(|s: &str| Ok::<_, String>(s.to_string())))]
+    #[arg(long, value_name = "POLICY", value_parser = text(|s: &str| Ok::<_, String>(s.to_string())))]
     pub policy: Option<String>,
     /// Read the settings from a TOML file (mode, fallback, debug, sndbuf, rcvbuf, report, sysctl,
     /// policy, ...); options on the command line override it.
@@ -70,8 +70,26 @@ pub struct RunOptions {
 /// The value parser of the options whose values are text: one that is not UTF-8 is refused naming
 /// its option (clap's own error says only "invalid UTF-8"), and the parser's refusal names the
 /// option and the value.
+/// With `words`, the values are a fixed set of words (`--mode`'s), which --help and the shells'
+/// completions list (the parser still decides, with its own one-line refusal).
 #[derive(Clone)]
-pub struct Text<T>(pub fn(&str) -> Result<T, String>);
+pub struct Text<T>(
+    pub fn(&str) -> Result<T, String>,
+    pub Option<fn() -> Vec<&'static str>>,
+);
+
+/// A [`Text`] parser of free text (no fixed set of words).
+const fn text<T>(parse: fn(&str) -> Result<T, String>) -> Text<T> {
+    Text(parse, None)
+}
+
+fn mode_words() -> Vec<&'static str> {
+    Mode::ALL.iter().map(|m| m.name()).collect()
+}
+
+fn fallback_words() -> Vec<&'static str> {
+    Fallback::ALL.iter().map(|f| f.name()).collect()
+}
 
 impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for Text<T> {
     type Value = T;
@@ -96,6 +114,15 @@ impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for Text<
                 format!("invalid value '{text}' for '{name}': {e}"),
             )
         })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let words = (self.1?)();
+        Some(Box::new(
+            words.into_iter().map(clap::builder::PossibleValue::new),
+        ))
     }
 }
 
