@@ -27,6 +27,30 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// Every status smcrun itself exits with, in order (the man pages' EXIT STATUS).
+    pub const ALL: [Exit; 7] = [
+        Exit::Ok,
+        Exit::Failed,
+        Exit::Usage,
+        Exit::ChecksFailed,
+        Exit::Unavailable,
+        Exit::NotExecutable,
+        Exit::NotFound,
+    ];
+
+    /// What the status means, in one line (the man pages and the manual print it).
+    pub const fn meaning(self) -> &'static str {
+        match self {
+            Exit::Ok => "done",
+            Exit::Failed => "the kernel interface is missing or refused, a sysctl could not be set, the shim could not be found, the output could not be written, or a view found what it reports as a failure (demo --require-smc, doctor's warnings)",
+            Exit::Usage => "bad usage, or a bad option, config or policy value (the message names it)",
+            Exit::ChecksFailed => "doctor: a check failed (SMC, or with --bpf BPF mode, cannot work here)",
+            Exit::Unavailable => "not possible here: BPF mode's or the agent's prerequisite is missing, or the kernel predates what was asked for (the message names it and the version that has it)",
+            Exit::NotExecutable => "the program is not executable, or --require-preload refused it",
+            Exit::NotFound => "the program was not found",
+        }
+    }
+
     /// The status number.
     pub const fn code(self) -> u8 {
         match self {

@@ -7,6 +7,7 @@
 mod admin;
 mod completions;
 mod exit;
+mod man;
 mod run;
 mod views;
 
@@ -102,8 +103,8 @@ enum Command {
         /// bash, zsh, fish (or elvish, powershell).
         shell: clap_complete::Shell,
     },
-    /// Hidden: write the man pages (smcrun.1 and one per subcommand) into DIR.
-    #[command(hide = true, name = "__man")]
+    /// Write the man pages (smcrun.1 and one smcrun-COMMAND.1 per subcommand) into DIR; the
+    /// Debian package installs them (man smcrun, man smcrun-doctor).
     Man {
         /// Directory to write the pages into.
         dir: std::path::PathBuf,
@@ -147,6 +148,7 @@ const SUBCOMMANDS: &[&str] = &[
     "disable",
     "policy",
     "completions",
+    "man",
     "help",
 ];
 
@@ -257,17 +259,12 @@ fn main() -> ExitCode {
         (Some(Command::Completions { shell }), None) => {
             views::format::write_stdout(&completions::script(shell, &Cli::command()))
         }
-        (Some(Command::Man { dir }), None) => {
-            match std::fs::create_dir_all(&dir)
-                .and_then(|()| clap_mangen::generate_to(Cli::command(), &dir))
-            {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("smcrun __man: {}: {e}", dir.display());
-                    ExitCode::from(Exit::Failed)
-                }
+        (Some(Command::Man { dir }), None) => match man::write_pages(&Cli::command(), &dir) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                views::format::fail(Exit::Failed, &format!("smcrun man: {}: {e}", dir.display()))
             }
-        }
+        },
         (Some(Command::Demo(a)), None) => match run::config::resolve(&cli.run) {
             Ok(opts) => run::demo::run(&opts, &a),
             Err(f) => not_started(f),
@@ -403,6 +400,7 @@ mod tests {
             "agent",
             "metrics",
             "completions",
+            "man",
             "help",
         ];
         for p in &without {
@@ -449,7 +447,7 @@ mod tests {
             &["ps"],
             &["-d", "stats", "--json"],
             &["help"],
-            &["__man", "/tmp/x"],
+            &["man", "/tmp/x"],
             &["--help"],
             &["-v"],
             &["--version"],

@@ -126,6 +126,26 @@ pub const POLICY: Setting = Setting {
 pub const SHIM_SETTINGS: [&Setting; 7] =
     [&MODE, &FALLBACK, &DEBUG, &SNDBUF, &RCVBUF, &REPORT, &POLICY];
 
+/// A variable only the `smcrun` command reads (the shim never does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variable {
+    /// Its name.
+    pub var: &'static str,
+    /// What it does, in one line.
+    pub help: &'static str,
+}
+
+/// `SMCRUN_SHIM`: the shim library to preload instead of the one found beside smcrun.
+pub const SHIM_PATH: Variable = Variable {
+    var: "SMCRUN_SHIM",
+    help: "The shim library to preload (an absolute path; default: the one next to smcrun, in ../lib/smcrun/ beside it, or in the system library directories)",
+};
+
+/// Every variable the `smcrun` command reads besides [`SHIM_SETTINGS`] (which it also writes for
+/// the program it runs). With them, every `SMCRUN_` variable there is: the man pages' and the
+/// manual's ENVIRONMENT are made from these two lists, and a test checks the sources name no other.
+pub const LAUNCHER_VARIABLES: [&Variable; 1] = [&SHIM_PATH];
+
 impl Mode {
     /// Every mode, in the order help and the shells' completions list them.
     pub const ALL: [Mode; 3] = [Mode::Smc, Mode::Inet, Mode::Auto];

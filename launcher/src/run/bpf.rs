@@ -32,9 +32,9 @@ use std::time::Duration;
 /// preload).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BpfMode {
-    /// `--bpf`: BPF mode or nothing.
+    /// --bpf (or --bpf=on): BPF mode or nothing.
     On,
-    /// `--bpf=auto`: BPF mode when possible, else the preload.
+    /// --bpf=auto: BPF mode when possible, else the preload.
     Auto,
 }
 

@@ -23,7 +23,7 @@ const SYSTEM_DIRS: &[&str] = &[
 /// Finds the shim: `$SMCRUN_SHIM`, next to the smcrun executable, `../lib/smcrun/` beside it,
 /// then the system library directories. The result is absolute and usable in LD_PRELOAD.
 pub fn find_shim() -> Result<PathBuf, String> {
-    if let Some(explicit) = std::env::var_os("SMCRUN_SHIM") {
+    if let Some(explicit) = std::env::var_os(smcrun_settings::SHIM_PATH.var) {
         let p = PathBuf::from(&explicit);
         if let Some(why) = not_a_shim(&p) {
             return Err(format!(
