@@ -77,7 +77,8 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 pub struct ExporterArgs {
     /// Serve /metrics on this address [default: 127.0.0.1:9609]; give 0.0.0.0:9609 (or the node's
     /// address) to let a Prometheus server elsewhere scrape it.
-    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile")]
+    /// `:PORT` (node_exporter's spelling) is every IPv4 address, 0.0.0.0:PORT.
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with = "textfile", value_parser = listen_arg)]
     listen: Option<SocketAddr>,
     /// Instead of serving HTTP, write DIR/smcrun.prom for node_exporter's textfile collector.
     #[arg(long, value_name = "DIR")]
@@ -205,6 +206,16 @@ fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
         accept_loop(listener, server).await;
     });
     ExitCode::from(Exit::Failed)
+}
+
+/// `--listen`'s value: ADDR:PORT, or `:PORT` for every IPv4 address (as node_exporter takes it).
+fn listen_arg(s: &str) -> Result<SocketAddr, String> {
+    let full = match s.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => s.to_string(),
+    };
+    full.parse()
+        .map_err(|_| format!("expected ADDR:PORT (127.0.0.1:9609, [::1]:9609) or :PORT, not {s:?}"))
 }
 
 /// A listening socket on `addr` with a backlog of `LISTEN_BACKLOG`.
@@ -539,6 +550,20 @@ pub fn write_atomically_mode(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn listen_takes_node_exporters_port_alone() {
+        assert_eq!(
+            listen_arg(":9609").unwrap(),
+            "0.0.0.0:9609".parse().unwrap()
+        );
+        assert_eq!(
+            listen_arg("[::1]:9609").unwrap(),
+            "[::1]:9609".parse().unwrap()
+        );
+        assert!(listen_arg(":x").unwrap_err().contains(":PORT, not \":x\""));
+        assert!(listen_arg("9609").is_err());
+    }
     use super::*;
 
     fn tmpdir(tag: &str) -> PathBuf {
