@@ -42,6 +42,12 @@ pub struct ProcessReport {
     /// The process start time in clock ticks since boot (`/proc/PID/stat` field 22), so a reader
     /// can tell a live process from a new one that reused the pid.
     pub start_ticks: u64,
+    /// The process's pid namespace (the inode of `/proc/self/ns/pid`): `pid` is its number there.
+    /// A reader in another pid namespace (the host, reading a container's reports) finds the
+    /// process under its own number through it (see `smcrun_runtime::pidns`); 0 when unknown
+    /// (an older report), taken as the reader's own.
+    #[serde(default)]
+    pub pid_ns: u64,
     /// When the report was last written (seconds since the epoch).
     pub updated_unix: u64,
     /// True once the process has exited normally (the last report it wrote).

@@ -24,6 +24,7 @@ pub mod counters;
 pub mod exit;
 pub mod fdtable;
 pub mod log;
+pub mod pidns;
 pub mod record;
 pub mod rundir;
 pub mod sidecar;

@@ -354,6 +354,7 @@ impl State {
             exe,
             uid: rustix::process::geteuid().as_raw(),
             start_ticks: start_ticks("/proc/self/stat").unwrap_or(0),
+            pid_ns: crate::pidns::own().unwrap_or(0),
             updated_unix: now_unix(),
             exited: self.exited,
             mode: mode_name().to_string(),

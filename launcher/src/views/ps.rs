@@ -11,6 +11,7 @@ use clap::Args;
 use serde::Serialize;
 use smcrun_report::text::safe;
 use smcrun_report::{count, ProcessReport};
+use smcrun_runtime::pidns::{Locator, Seen};
 use smcrun_runtime::rundir::read::RunDir;
 use smcrun_runtime::sidecar::start_ticks;
 use std::io::{self, Write};
@@ -43,6 +44,23 @@ pub struct WhyArgs {
 /// reused by another program does not count). A process that registered but wrote no numbers yet
 /// is running if its pid exists.
 fn state_of(pid: u32, r: Option<&ProcessReport>) -> &'static str {
+    state_at(Seen::At(pid), r)
+}
+
+/// [`state_of`] for a report's process wherever it is: under a pid of this reader's, gone from
+/// its namespace, or in one this reader cannot see into (`elsewhere`: never removed).
+fn state_at(seen: Seen, r: Option<&ProcessReport>) -> &'static str {
+    let pid = match seen {
+        Seen::At(p) => p,
+        Seen::Invisible => return "elsewhere",
+        Seen::Gone => {
+            return if r.is_some_and(|r| r.exited) {
+                "exited"
+            } else {
+                "dead"
+            }
+        }
+    };
     let now = start_ticks(&format!("/proc/{pid}/stat"));
     match (r, now) {
         (Some(r), Some(t)) if t == r.start_ticks => "running",
@@ -168,7 +186,12 @@ fn kernel_text(p: &smcrun_views::agent::Process) -> String {
 
 #[derive(Serialize)]
 struct PsEntry {
+    /// The pid in this reader's pid namespace (the report's own pid when it is the same one).
     pid: u32,
+    /// The pid in the process's own pid namespace, when that is another one (a container's
+    /// process seen from the host); the report file is named by it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ns_pid: Option<u32>,
     program: String,
     exe: String,
     user: String,
@@ -208,6 +231,7 @@ fn output_error(e: io::Error) -> ExitCode {
 
 fn entries(dir: &RunDir) -> Vec<PsEntry> {
     let mut out = Vec::new();
+    let mut locator = Locator::new();
     for pid in dir.pids() {
         let report = match dir.report(pid) {
             Ok(r) => r,
@@ -221,7 +245,12 @@ fn entries(dir: &RunDir) -> Vec<PsEntry> {
                 continue;
             }
         };
-        let state = state_of(pid, report.as_ref());
+        let seen = locator.locate(pid, report.as_ref().map_or(0, |r| r.pid_ns));
+        let state = state_at(seen, report.as_ref());
+        let (here, ns_pid) = match seen {
+            Seen::At(p) if p != pid => (p, Some(pid)),
+            _ => (pid, None),
+        };
         if report.is_none() && state != "running" {
             // Registered and gone without a number: nothing to show.
             dir.remove(pid);
@@ -230,17 +259,21 @@ fn entries(dir: &RunDir) -> Vec<PsEntry> {
         let (program, exe) = match &report {
             Some(r) => (r.program.clone(), r.exe.clone()),
             None => (
-                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                std::fs::read_to_string(format!("/proc/{here}/comm"))
                     .map(|c| c.trim_end().to_string())
                     .unwrap_or_default(),
-                std::fs::read_link(format!("/proc/{pid}/exe"))
+                std::fs::read_link(format!("/proc/{here}/exe"))
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
             ),
         };
-        let uid = uid_of(pid, report.as_ref());
+        let uid = match seen {
+            Seen::At(p) => uid_of(p, report.as_ref()),
+            _ => report.as_ref().map(|r| r.uid),
+        };
         out.push(PsEntry {
-            pid,
+            pid: here,
+            ns_pid,
             program,
             exe,
             user: user_name(uid),
@@ -266,11 +299,11 @@ pub fn ps(a: &PsArgs) -> ExitCode {
         None => smcrun_runtime::rundir::read::path().unwrap_or_default(),
     };
     let entries = dir.as_ref().map(entries).unwrap_or_default();
-    let gone = |e: &PsEntry| e.state != "running";
+    let gone = |e: &PsEntry| e.state == "exited" || e.state == "dead";
     let remove_gone = |shown: &[PsEntry]| {
         if let Some(d) = &dir {
             for e in shown.iter().filter(|e| gone(e)) {
-                d.remove(e.pid);
+                d.remove(e.ns_pid.unwrap_or(e.pid));
             }
         }
     };
@@ -371,7 +404,10 @@ pub fn ps(a: &PsArgs) -> ExitCode {
                 reason,
                 policy,
                 safe(&e.exe)
-            );
+            ) + &e
+                .ns_pid
+                .map(|p| format!("  (pid {p} in its pid namespace)"))
+                .unwrap_or_default();
             if let Err(err) = writeln!(out, "{line}").and_then(|()| out.flush()) {
                 // Only what was shown is removed.
                 remove_gone(&entries[..i]);
@@ -479,7 +515,7 @@ pub fn why(a: &WhyArgs) -> ExitCode {
     let report = RunDir::open()
         .ok()
         .flatten()
-        .and_then(|d| d.report(a.pid).ok().flatten());
+        .and_then(|d| report_of(&d, a.pid).ok().flatten());
     if let Some(k) = kernel {
         let mut out = io::stdout().lock();
         let text = if a.json {
@@ -524,7 +560,7 @@ pub fn why(a: &WhyArgs) -> ExitCode {
         Ok(None) => return no_report("no run directory".into()),
         Err(e) => return no_report(e),
     };
-    let r = match dir.report(a.pid) {
+    let r = match report_of(&dir, a.pid) {
         Ok(Some(r)) => r,
         Ok(None) => {
             println!(
@@ -549,6 +585,29 @@ pub fn why(a: &WhyArgs) -> ExitCode {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => output_error(e),
+    }
+}
+
+/// The report of this reader's process `pid`: the file of its pid in its own pid namespace when
+/// that is another one (a container's process, asked about by its host pid); a report of another
+/// namespace's process that happens to have the same number is not it.
+fn report_of(dir: &RunDir, pid: u32) -> Result<Option<ProcessReport>, String> {
+    let locator = Locator::new();
+    let (ns, file_pid) = match locator.inner(pid) {
+        Some((ns, inner)) => (Some(ns), inner),
+        None => (smcrun_runtime::pidns::own(), pid),
+    };
+    match dir.report(file_pid)? {
+        Some(r) if r.pid_ns != 0 && Some(r.pid_ns) != ns => Err(format!(
+            "{}/{file_pid}.json is of pid {file_pid} of another pid namespace, not of this pid {pid}",
+            dir.path
+        )),
+        // Named by this reader's pid, as `smcrun ps` shows it.
+        Some(mut r) => {
+            r.pid = pid;
+            Ok(Some(r))
+        }
+        None => Ok(None),
     }
 }
 
