@@ -1,7 +1,7 @@
 //! The operator views on this machine's kernel: without SMC each says in one line which module is
 //! missing and, only where the kernel can load it, how (never `modprobe` on a kernel without
 //! module support), and exits 1; without RDMA devices `smcrun rdma` says "no RDMA
-//! devices" and exits 1; bad usage exits 2. (What they show on a real SMC kernel is checked by
+//! devices" and exits 1 (under `--json` also as an error object on stdout); bad usage exits 2. (What they show on a real SMC kernel is checked by
 //! the VM test bed's `views` check.)
 
 mod common;
@@ -31,6 +31,23 @@ fn lines(s: &str) -> Vec<&str> {
     s.lines().filter(|l| !l.trim().is_empty()).collect()
 }
 
+/// What a failing view prints on stdout: nothing, or under `--json` an error object carrying the
+/// same line as stderr and the exit status (a script reading stdout still learns why).
+fn assert_failure_stdout(args: &[&str], out: &str, err: &str, code: i32) {
+    if !args.iter().any(|a| *a == "--json" || *a == "-j") {
+        assert!(out.is_empty(), "{args:?} printed on stdout: {out}");
+        return;
+    }
+    let v: serde_json::Value = serde_json::from_str(out)
+        .unwrap_or_else(|e| panic!("{args:?}: stdout is not one JSON object ({e}): {out}"));
+    assert_eq!(v["error"].as_str(), Some(err.trim()), "{args:?}: {out}");
+    assert_eq!(
+        v["exit_code"].as_i64(),
+        Some(i64::from(code)),
+        "{args:?}: {out}"
+    );
+}
+
 #[test]
 fn without_smc_each_view_names_the_missing_module_in_one_line() {
     let has_smc = kernel_has_af_smc();
@@ -48,7 +65,7 @@ fn without_smc_each_view_names_the_missing_module_in_one_line() {
             continue;
         }
         assert_eq!(o.status.code(), Some(1), "{args:?}: {out}{err}");
-        assert!(out.is_empty(), "{args:?} printed on stdout: {out}");
+        assert_failure_stdout(args, &out, &err, 1);
         let l = lines(&err);
         assert_eq!(l.len(), 1, "{args:?} must say it in one line: {err}");
         assert!(l[0].starts_with("smcrun: "), "{args:?}: {err}");
@@ -91,7 +108,7 @@ fn without_rdma_devices_the_rdma_view_says_so() {
             continue;
         }
         assert_eq!(o.status.code(), Some(1), "{args:?}: {out}{err}");
-        assert!(out.is_empty(), "{args:?}: {out}");
+        assert_failure_stdout(args, &out, &err, 1);
         let l = lines(&err);
         assert_eq!(l.len(), 1, "{args:?}: {err}");
         assert!(

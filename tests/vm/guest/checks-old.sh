@@ -21,15 +21,22 @@ CHECK_LIMIT_old_demo=150
 # old_has_genl: 0 when this kernel has the SMC generic netlink family
 old_has_genl() { [ "$KERNEL" != 5.10 ]; }
 
-# one_line OUT-FILE ERR-FILE RC WANT-RC WANT-TEXT WHAT: the command printed nothing on stdout, exactly
-#   one line on stderr containing WANT-TEXT, and exited WANT-RC
+# one_line OUT-FILE ERR-FILE RC WANT-RC WANT-TEXT WHAT: exactly one line on stderr containing
+#   WANT-TEXT, exit WANT-RC, and on stdout nothing, or under --json/-j (in WHAT) the error object:
+#   {"error": the same line, "exit_code": WANT-RC}
 one_line() {
     local n
     [ "$3" = "$4" ] || fail "$6 exited $3, expected $4: $(first "$(cat "$2" "$1")")"
     n=$(grep -c . "$2")
     [ "$n" = 1 ] || fail "$6 printed $n lines on stderr, expected one: $(cat "$2" | tr '\n' '|' | cut -c1-300)"
     grep -qF -- "$5" "$2" || fail "$6 said \"$(first "$(cat "$2")")\", expected it to name \"$5\""
-    [ ! -s "$1" ] || fail "$6 printed on stdout too: $(first "$(cat "$1")")"
+    case " $6 " in
+    *" --json "* | *" -j "*)
+        jq -e --arg e "$(cat "$2")" --argjson c "$4" '.error == $e and .exit_code == $c' "$1" >/dev/null 2>&1 ||
+            fail "$6: stdout is not the error object {error, exit_code: $4}: $(first "$(cat "$1")")"
+        ;;
+    *) [ ! -s "$1" ] || fail "$6 printed on stdout too: $(first "$(cat "$1")")" ;;
+    esac
 }
 
 # old-demo: smcrun demo over AF_SMC: every socket is SMC, fell back to TCP with the kernel's reason
