@@ -8,6 +8,8 @@ mod admin;
 mod completions;
 mod exit;
 mod man;
+#[cfg(test)]
+mod reference;
 mod run;
 mod views;
 

@@ -38,6 +38,15 @@ pub struct DoctorArgs {
     program: Vec<OsString>,
 }
 
+/// The rows this command adds to the host's (`smcrun_views::doctor::ROWS`), with what they look
+/// at; with `--bpf`, `bpf` gives way to one `bpf:ID` row per `smcrun_bpf::prereq` check. The
+/// manual's table of checks is made from these lists.
+pub const ROWS: [(&str, &str); 3] = [
+    ("bpf", "BPF mode, not checked: one skipped row that points to `--bpf` (it never decides the exit status)"),
+    ("program", "with `-- PROGRAM`: whether LD_PRELOAD reaches it: statically linked, Go, setuid/setgid, file capabilities, or a shell script that runs one of those"),
+    ("java", "with `-- java ...`: whether its sockets can use SMC (before 6.14, not without `-Djava.net.preferIPv4Stack=true`)"),
+];
+
 /// How much of a script is read to find the programs it runs.
 const SCRIPT_READ_LIMIT: u64 = 64 * 1024;
 
