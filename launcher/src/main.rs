@@ -10,6 +10,8 @@ mod exit;
 mod man;
 #[cfg(test)]
 mod reference;
+#[cfg(test)]
+mod doc_links;
 mod run;
 mod views;
 

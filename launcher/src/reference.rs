@@ -32,12 +32,22 @@ fn header(title: &str, source: &str) -> String {
     )
 }
 
-/// Text for a markdown table cell: one line, `|` escaped.
+/// Text for a markdown table cell or list item: one line, `|` escaped, and outside code spans
+/// `<` and `>` too (`/usr/lib/<multiarch>` is no HTML tag).
 fn cell(text: &str) -> String {
-    text.split_whitespace()
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    line.split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            let part = part.replace('|', "\\|");
+            if i % 2 == 0 {
+                part.replace('<', "&lt;").replace('>', "&gt;")
+            } else {
+                part
+            }
+        })
         .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
+        .join("`")
 }
 
 fn commands() -> String {
@@ -47,7 +57,10 @@ fn commands() -> String {
     out.push_str("`smcrun --help`, `smcrun COMMAND --help` and the man pages (`man smcrun`, `man smcrun-COMMAND`) say the same.\n");
     fn walk(c: &clap::Command, words: &str, out: &mut String) {
         let about = c.get_long_about().or(c.get_about()).map(|a| a.to_string());
-        write!(out, "\n## `{words}`\n\n").unwrap();
+        if !out.ends_with("\n\n") {
+            out.push('\n');
+        }
+        write!(out, "## `{words}`\n\n").unwrap();
         if let Some(a) = about {
             out.push_str(&cell(&a));
             out.push_str("\n\n");
