@@ -109,7 +109,11 @@ fn every_link_of_the_manual_and_the_readme_leads_somewhere() {
             } else {
                 page.parent().unwrap().join(file)
             };
-            let shown = page.strip_prefix(repo()).unwrap_or(&page).display().to_string();
+            let shown = page
+                .strip_prefix(repo())
+                .unwrap_or(&page)
+                .display()
+                .to_string();
             if !target.exists() {
                 broken.push(format!("{shown}: ({link}): no such file"));
             } else if !frag.is_empty() && target.extension().is_some_and(|x| x == "md") {

@@ -6,12 +6,12 @@
 
 mod admin;
 mod completions;
+#[cfg(test)]
+mod doc_links;
 mod exit;
 mod man;
 #[cfg(test)]
 mod reference;
-#[cfg(test)]
-mod doc_links;
 mod run;
 mod views;
 

@@ -1,8 +1,8 @@
 //! The manual's reference pages (`docs/src/reference/`), made from the definitions they describe,
 //! so that they cannot drift from the code: the commands and their options (the clap tree), the
 //! environment variables (the settings crate, and the man pages' other variables), the exit
-//! statuses ([`Exit::ALL`]), doctor's checks (`smcrun_views::doctor::ROWS`, this command's rows
-//! and BPF mode's prerequisites), the metric families (what the exporter's code makes of the real
+//! statuses ([`Exit::ALL`]), doctor's checks (`smcrun_views::doctor::ROWS` and BPF mode's
+//! prerequisites), the metric families (what the exporter's code makes of the real
 //! kernel's captures), the JSON keys (the views' golden files, which the views' tests hold equal to
 //! what the code prints) and the files (the man pages' FILES).
 //!
@@ -53,7 +53,10 @@ fn cell(text: &str) -> String {
 fn commands() -> String {
     let mut tree = crate::completions::tree(&crate::Cli::command());
     tree.build();
-    let mut out = header("Commands", "the command line's definition (launcher/src/main.rs and each command's arguments)");
+    let mut out = header(
+        "Commands",
+        "the command line's definition (launcher/src/main.rs and each command's arguments)",
+    );
     out.push_str("`smcrun --help`, `smcrun COMMAND --help` and the man pages (`man smcrun`, `man smcrun-COMMAND`) say the same.\n");
     fn walk(c: &clap::Command, words: &str, out: &mut String) {
         let about = c.get_long_about().or(c.get_about()).map(|a| a.to_string());
@@ -72,7 +75,12 @@ fn commands() -> String {
         for a in &args {
             let values = a
                 .get_value_names()
-                .map(|v| v.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" "))
+                .map(|v| {
+                    v.iter()
+                        .map(|n| n.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
                 .unwrap_or_else(|| a.get_id().as_str().to_uppercase());
             let takes = a.get_num_args().is_some_and(|n| n.takes_values());
             let name = if a.is_positional() {
@@ -82,7 +90,8 @@ fn commands() -> String {
                     values
                 }
             } else {
-                let mut n: Vec<String> = a.get_short().map(|s| format!("-{s}")).into_iter().collect();
+                let mut n: Vec<String> =
+                    a.get_short().map(|s| format!("-{s}")).into_iter().collect();
                 n.extend(a.get_long().map(|l| format!("--{l}")));
                 let n = n.join(", ");
                 match (takes, a.is_require_equals_set()) {
@@ -170,13 +179,10 @@ fn exit_statuses() -> String {
 fn doctor_checks() -> String {
     let mut out = header(
         "Doctor's checks",
-        "views/src/doctor.rs (`ROWS`), launcher/src/views/doctor.rs (`ROWS`) and bpf/src/prereq.rs",
+        "views/src/doctor.rs (`ROWS`) and bpf/src/prereq.rs",
     );
     out.push_str("One row per check, in the order `smcrun doctor` prints them (see [Doctor](../guide/doctor.md)).\n\n| check | looks at |\n|---|---|\n");
-    for (id, what) in smcrun_views::doctor::ROWS
-        .iter()
-        .chain(&crate::views::doctor::ROWS)
-    {
+    for (id, what) in smcrun_views::doctor::ROWS {
         writeln!(out, "| `{id}` | {} |", cell(what)).unwrap();
     }
     for c in smcrun_bpf::prereq::check().checks {
@@ -307,7 +313,11 @@ fn metrics() -> String {
         }
     }
     for (name, help, labels) in &families {
-        let kind = if name.ends_with("_total") { "counter" } else { "gauge" };
+        let kind = if name.ends_with("_total") {
+            "counter"
+        } else {
+            "gauge"
+        };
         let labels: Vec<String> = labels.iter().map(|l| format!("`{l}`")).collect();
         writeln!(
             out,
@@ -329,7 +339,8 @@ fn family_names_in_the_source() -> Vec<String> {
         .filter_map(|l| {
             let n = l.trim().strip_prefix('"')?.strip_suffix("\",")?;
             ((n.starts_with("smc_") || n.starts_with("smcrun_"))
-                && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'))
+                && n.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'))
             .then(|| n.to_string())
         })
         .collect()
@@ -428,11 +439,25 @@ fn json_keys() -> String {
             walk_json(&v, "", &mut keys, &mut order);
         }
         assert!(n > 0, "no golden file for {view} ({prefix}*)");
-        write!(out, "\n## `{view}`\n\n| key | type | e.g. |\n|---|---|---|\n").unwrap();
+        write!(
+            out,
+            "\n## `{view}`\n\n| key | type | e.g. |\n|---|---|---|\n"
+        )
+        .unwrap();
         for k in &order {
             let key = &keys[k];
-            let ex: Vec<String> = key.examples.iter().map(|e| format!("`{}`", cell(e))).collect();
-            writeln!(out, "| `{k}` | {} | {} |", key.types.join(" or "), ex.join(", ")).unwrap();
+            let ex: Vec<String> = key
+                .examples
+                .iter()
+                .map(|e| format!("`{}`", cell(e)))
+                .collect();
+            writeln!(
+                out,
+                "| `{k}` | {} | {} |",
+                key.types.join(" or "),
+                ex.join(", ")
+            )
+            .unwrap();
         }
     }
     let seen: Vec<String> = files
@@ -440,12 +465,18 @@ fn json_keys() -> String {
         .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
         .filter(|n| !JSON_VIEWS.iter().any(|(_, p)| n.starts_with(p)))
         .collect();
-    assert!(seen.is_empty(), "golden files no view of JSON_VIEWS claims: {seen:?}");
+    assert!(
+        seen.is_empty(),
+        "golden files no view of JSON_VIEWS claims: {seen:?}"
+    );
     out
 }
 
 fn files() -> String {
-    let mut out = header("Files", "launcher/src/man.rs (`FILES`, the man pages' FILES)");
+    let mut out = header(
+        "Files",
+        "launcher/src/man.rs (`FILES`, the man pages' FILES)",
+    );
     out.push_str("| path | what |\n|---|---|\n");
     for (path, what) in crate::man::FILES {
         writeln!(out, "| `{path}` | {} |", cell(what)).unwrap();

@@ -670,11 +670,13 @@ fn counters(h: &Host) -> Vec<Check> {
     out
 }
 
-/// Every row [`checks`] can give, in the table's order, with what it looks at: the manual's table
-/// of checks (docs/src/reference/doctor-checks.md) is made from this list, and a test checks that
-/// [`checks`] gives no other. A `:TECH` row comes once per technology that saw traffic (`smcr`,
-/// `smcd`); `traffic` stands in for them when none did.
-pub const ROWS: [(&str, &str); 15] = [
+/// Every row `smcrun doctor` can give, in the table's order, with what it looks at: those of
+/// [`checks`], then the launcher's own (`bpf`, `program`, `java`; with `--bpf`, `bpf` gives way to
+/// one `bpf:ID` row per `smcrun_bpf::prereq` check). The manual's table of checks
+/// (docs/src/reference/doctor-checks.md) is made from this list, and tests check that [`checks`]
+/// and the launcher give no other. A `:TECH` row comes once per technology that saw traffic
+/// (`smcr`, `smcd`); `traffic` stands in for them when none did.
+pub const ROWS: [(&str, &str); 18] = [
     ("kernel", "the version and the modes it allows: AF_SMC (any SMC kernel), IPPROTO_SMC (6.11+), IPv4-mapped IPv6 clients over SMC-Rv2 (6.14+); skipped on a kernel without SMC"),
     ("smc", "whether the kernel has SMC at all (built in, loaded, loadable, not built, no module support) and `socket(AF_SMC)` works; seccomp/LSM refusals are told apart"),
     ("smc_diag", "the smc_diag module, which `smcrun ss` and the runtime's fallback reasons read"),
@@ -690,6 +692,9 @@ pub const ROWS: [(&str, &str); 15] = [
     ("peer-buffer:TECH", "the live counters: the peer's receive buffer full or too small (5 %); the advice names the peer's `net.smc.rmem`"),
     ("traffic", "the live counters when no technology saw traffic since smc was loaded (no ratios to judge yet), or could not be read"),
     ("fallbacks", "the share of connections that fell back (threshold 10 %), the top reasons, and what to do about the first"),
+    ("bpf", "BPF mode, not checked: one skipped row that points to `--bpf` (it never decides the exit status)"),
+    ("program", "with `-- PROGRAM`: whether LD_PRELOAD reaches it: statically linked, Go, setuid/setgid, file capabilities, or a shell script that runs one of those"),
+    ("java", "with `-- java ...`: whether its sockets can use SMC (before 6.14, not without `-Djava.net.preferIPv4Stack=true`)"),
 ];
 
 /// The host's checks, in the table's order (the program's and BPF mode's are added by the caller).
@@ -991,7 +996,11 @@ pub(crate) mod tests {
         for h in &hosts {
             for c in checks(h) {
                 let id = c.id.replace(":smcr", ":TECH").replace(":smcd", ":TECH");
-                assert!(ROWS.iter().any(|r| r.0 == id), "{} is not in doctor::ROWS", c.id);
+                assert!(
+                    ROWS.iter().any(|r| r.0 == id),
+                    "{} is not in doctor::ROWS",
+                    c.id
+                );
                 seen.insert(id);
             }
         }

@@ -38,15 +38,6 @@ pub struct DoctorArgs {
     program: Vec<OsString>,
 }
 
-/// The rows this command adds to the host's (`smcrun_views::doctor::ROWS`), with what they look
-/// at; with `--bpf`, `bpf` gives way to one `bpf:ID` row per `smcrun_bpf::prereq` check. The
-/// manual's table of checks is made from these lists.
-pub const ROWS: [(&str, &str); 3] = [
-    ("bpf", "BPF mode, not checked: one skipped row that points to `--bpf` (it never decides the exit status)"),
-    ("program", "with `-- PROGRAM`: whether LD_PRELOAD reaches it: statically linked, Go, setuid/setgid, file capabilities, or a shell script that runs one of those"),
-    ("java", "with `-- java ...`: whether its sockets can use SMC (before 6.14, not without `-Djava.net.preferIPv4Stack=true`)"),
-];
-
 /// How much of a script is read to find the programs it runs.
 const SCRIPT_READ_LIMIT: u64 = 64 * 1024;
 
@@ -310,6 +301,25 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    /// The rows this command adds are in the manual's list of rows (`doctor::ROWS`).
+    #[test]
+    fn the_rows_added_here_are_in_the_list_of_rows() {
+        let mut rows = vec![bpf_not_checked()];
+        rows.extend(program_check(&["java".into()], "6.12.0"));
+        rows.extend(program_check(&["sh".into()], "6.12.0"));
+        rows.extend(program_check(&["smcrun-no-such-program".into()], "6.12.0"));
+        for c in &rows {
+            assert!(
+                doctor::ROWS.iter().any(|r| r.0 == c.id),
+                "{} is not in smcrun_views::doctor::ROWS",
+                c.id
+            );
+        }
+        for c in smcrun_bpf::prereq::check_before_attach().checks {
+            assert!(!doctor::ROWS.iter().any(|r| r.0 == format!("bpf:{}", c.id)));
+        }
     }
 
     #[test]

@@ -71,7 +71,11 @@ fn nothing_is_installed_setuid() {
     for page in &pages {
         let text = std::fs::read_to_string(page).unwrap();
         for bad in ["chmod u+s", "chmod 4755", "chmod +s", "setcap cap_"] {
-            assert!(!text.contains(bad), "{} installs with {bad}", page.display());
+            assert!(
+                !text.contains(bad),
+                "{} installs with {bad}",
+                page.display()
+            );
         }
     }
 }
