@@ -132,7 +132,7 @@ pub(crate) const OTHER_VARIABLES: [(&str, &str); 2] = [
 
 /// The files smcrun reads and writes: the man pages' FILES and the manual's.
 pub(crate) const FILES: [(&str, &str); 6] = [
-    ("/usr/lib/smcrun/libsmcrun_shim.so", "the shim smcrun preloads (the Debian package's; else next to smcrun, in ../lib/smcrun/ beside it, /usr/local/lib/smcrun, /usr/lib/<multiarch>/smcrun, /usr/lib64/smcrun, /usr/local/lib or /usr/lib; SMCRUN_SHIM overrides)"),
+    ("/usr/lib/smcrun/libsmcrun_shim.so", "the shim smcrun preloads (the Debian package's), found in this order: $SMCRUN_SHIM, next to smcrun, ../lib/smcrun/ beside it, /usr/local/lib/smcrun, /usr/lib/smcrun, /usr/lib/<multiarch>/smcrun (x86_64, aarch64, s390x), /usr/lib64/smcrun, /usr/local/lib, /usr/lib"),
     ("/run/smcrun/, $XDG_RUNTIME_DIR/smcrun/, /tmp/smcrun-UID/", "the run directory (0700): one report per program under smcrun (PID.json, 0600), read by ps, why and the exporter"),
     ("/etc/systemd/system/UNIT.service.d/smcrun.conf", "the drop-in smcrun enable writes"),
     ("/sys/fs/bpf/smcrun/", "BPF mode's pinned cgroup attachments (smcrun attach)"),
