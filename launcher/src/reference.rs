@@ -203,8 +203,8 @@ fn doctor_checks() -> String {
 
 /// A snapshot that gives every metric family: the real kernel's captures (SMC-R, SMC-D, fallbacks) with
 /// a program under smcrun, BPF mode's two kinds of scope, the agent and a sysctl added.
-/// Each family as (name, help, label names in the order first seen).
-fn metric_families() -> Vec<(String, String, Vec<String>)> {
+/// Each family as (name, type, help, labels in the order first seen with the values seen).
+fn metric_families() -> Vec<Family> {
     use smcrun_bpf::scopes::{Scopes, TreeInfo};
     use smcrun_views::agent::{Counts, Group, Sides, State};
     use smcrun_views::snapshot::{replay, Part, Processes};
@@ -252,42 +252,36 @@ fn metric_families() -> Vec<(String, String, Vec<String>)> {
                 programs: Vec::new(),
             }],
         });
-        let mut c = Counts {
+        let mut client = Counts {
             smcr: 1,
             ..Counts::default()
         };
-        c.reasons.insert("0x03010000".into(), 1);
+        client.reasons.insert("0x03010000".into(), 1);
         let sides = Sides {
-            client: c,
+            client,
             server: Counts::default(),
         };
         s.agent = Part::Read(State {
-            agent_pid: 1,
-            agent_start_ticks: 1,
-            written_ms: 1,
             attached: true,
-            error: None,
-            attachments: 1,
-            total: sides.clone(),
-            processes: Vec::new(),
             cgroups: vec![Group {
                 name: "/a".into(),
-                sides: sides.clone(),
+                sides,
             }],
-            programs: Vec::new(),
-            sockets: Vec::new(),
-            overflow: Default::default(),
+            ..State::default()
         });
         for f in smcrun_views::metrics::families(&s, &Default::default()) {
-            let mut labels: Vec<String> = Vec::new();
+            let mut fam = Family {
+                name: f.name().to_string(),
+                kind: format!("{:?}", f.get_field_type()).to_lowercase(),
+                help: f.help().to_string(),
+                labels: Vec::new(),
+            };
             for m in f.get_metric() {
                 for l in m.get_label() {
-                    if !labels.iter().any(|x| x == l.name()) {
-                        labels.push(l.name().to_string());
-                    }
+                    fam.add(l.name(), l.value());
                 }
             }
-            all.push((f.name().to_string(), f.help().to_string(), labels));
+            all.push(fam);
         }
     }
     all
@@ -298,36 +292,72 @@ fn metrics() -> String {
         "Metrics",
         "views/src/metrics.rs (the families the exporter makes of the real kernel's captures)",
     );
-    out.push_str("Every family `smcrun exporter` and `smcrun metrics` serve (see [the exporter](../guide/exporter.md)). Counters end in `_total`. `technology` is `smcr` or `smcd`, `direction` `rx` or `tx`, `role` `client` or `server`; `device` and `port` are the RDMA device and port, as the RDMA exporters (node_exporter's infiniband collector) name them, so their series join. A part the kernel does not have gives no series (never zeros that look like measurements).\n\n| metric | type | labels | help |\n|---|---|---|---|\n");
-    let mut families: Vec<(String, String, Vec<String>)> = Vec::new();
-    for (name, help, labels) in metric_families() {
-        match families.iter_mut().find(|f| f.0 == name) {
-            Some(f) => {
-                for l in labels {
-                    if !f.2.contains(&l) {
-                        f.2.push(l);
+    out.push_str("Every family `smcrun exporter` and `smcrun metrics` serve (see [the exporter](../guide/exporter.md)). Counters end in `_total`. A label with a few words for values lists the values the sample scrape gave. `technology` is `smcr` or `smcd`, `direction` `rx` or `tx`, `role` `client` or `server`; `device` and `port` are the RDMA device and port, as the RDMA exporters (node_exporter's infiniband collector) name them, so their series join. A part the kernel does not have gives no series (never zeros that look like measurements).\n\n| metric | type | labels | help |\n|---|---|---|---|\n");
+    let mut families: Vec<Family> = Vec::new();
+    for f in metric_families() {
+        match families.iter_mut().find(|x| x.name == f.name) {
+            Some(x) => {
+                for (l, values) in f.labels {
+                    for v in values {
+                        x.add(&l, &v);
                     }
                 }
             }
-            None => families.push((name, help, labels)),
+            None => families.push(f),
         }
     }
-    for (name, help, labels) in &families {
-        let kind = if name.ends_with("_total") {
-            "counter"
-        } else {
-            "gauge"
-        };
-        let labels: Vec<String> = labels.iter().map(|l| format!("`{l}`")).collect();
+    for f in &families {
+        let labels: Vec<String> = f
+            .labels
+            .iter()
+            .map(|(l, values)| {
+                // A closed set of words (a mode, a collector, a scope's kind) is worth listing;
+                // numbers, addresses and names of this capture's devices are not.
+                let words = values.iter().all(|v| {
+                    v.len() <= 16 && v.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+                });
+                if words && values.len() <= 8 && values.len() > 1 {
+                    let vs: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
+                    format!("`{l}` ({})", vs.join(", "))
+                } else {
+                    format!("`{l}`")
+                }
+            })
+            .collect();
         writeln!(
             out,
-            "| `{name}` | {kind} | {} | {} |",
+            "| `{}` | {} | {} | {} |",
+            f.name,
+            f.kind,
             labels.join(", "),
-            cell(help)
+            cell(&f.help)
         )
         .unwrap();
     }
     out
+}
+
+/// One metric family of the sample scrape, with each label's values as seen.
+struct Family {
+    name: String,
+    kind: String,
+    help: String,
+    labels: Vec<(String, Vec<String>)>,
+}
+
+impl Family {
+    fn add(&mut self, label: &str, value: &str) {
+        let i = match self.labels.iter().position(|(l, _)| l == label) {
+            Some(i) => i,
+            None => {
+                self.labels.push((label.to_string(), Vec::new()));
+                self.labels.len() - 1
+            }
+        };
+        if !self.labels[i].1.iter().any(|v| v == value) {
+            self.labels[i].1.push(value.to_string());
+        }
+    }
 }
 
 /// The family names views/src/metrics.rs makes (a name alone on its line, as every call to
@@ -519,7 +549,7 @@ fn reference_pages_are_what_the_code_makes() {
 
 #[test]
 fn the_sample_scrape_has_every_family_of_the_source() {
-    let made: Vec<String> = metric_families().into_iter().map(|f| f.0).collect();
+    let made: Vec<String> = metric_families().into_iter().map(|f| f.name).collect();
     let named = family_names_in_the_source();
     assert!(named.len() > 40, "the scan found too few names: {named:?}");
     for n in &named {
