@@ -50,6 +50,14 @@ fn cell(text: &str) -> String {
         .join("`")
 }
 
+/// A two-column table: its head, then one row per (name, shown as code; text).
+fn table<'a>(out: &mut String, head: [&str; 2], rows: impl IntoIterator<Item = (String, &'a str)>) {
+    writeln!(out, "| {} | {} |\n|---|---|", head[0], head[1]).unwrap();
+    for (name, text) in rows {
+        writeln!(out, "| `{name}` | {} |", cell(text)).unwrap();
+    }
+}
+
 fn commands() -> String {
     let mut tree = crate::completions::tree(&crate::Cli::command());
     tree.build();
@@ -157,22 +165,24 @@ fn environment() -> String {
         )
         .unwrap();
     }
-    out.push_str("\nRead by `smcrun` itself:\n\n| variable | what |\n|---|---|\n");
-    for v in smcrun_settings::LAUNCHER_VARIABLES {
-        writeln!(out, "| `{}` | {} |", v.var, cell(v.help)).unwrap();
-    }
-    for (var, what) in crate::man::OTHER_VARIABLES {
-        writeln!(out, "| `{var}` | {} |", cell(what)).unwrap();
-    }
+    out.push_str("\nRead by `smcrun` itself:\n\n");
+    let launcher = smcrun_settings::LAUNCHER_VARIABLES
+        .iter()
+        .map(|v| (v.var.to_string(), v.help));
+    let other = crate::man::OTHER_VARIABLES
+        .iter()
+        .map(|(v, what)| (v.to_string(), *what));
+    table(&mut out, ["variable", "what"], launcher.chain(other));
     out
 }
 
 fn exit_statuses() -> String {
     let mut out = header("Exit statuses", "launcher/src/exit.rs (`Exit::ALL`)");
-    out.push_str("Running a program, smcrun execs it and is gone: the status is the program's own. smcrun's own statuses:\n\n| status | meaning |\n|---|---|\n");
-    for e in Exit::ALL {
-        writeln!(out, "| {} | {} |", e.code(), cell(e.meaning())).unwrap();
-    }
+    out.push_str("Running a program, smcrun execs it and is gone: the status is the program's own. smcrun's own statuses:\n\n");
+    let rows = Exit::ALL
+        .iter()
+        .map(|e| (e.code().to_string(), e.meaning()));
+    table(&mut out, ["status", "meaning"], rows);
     out
 }
 
@@ -181,10 +191,11 @@ fn doctor_checks() -> String {
         "Doctor's checks",
         "views/src/doctor.rs (`ROWS`) and bpf/src/prereq.rs",
     );
-    out.push_str("One row per check, in the order `smcrun doctor` prints them (see [Doctor](../guide/doctor.md)).\n\n| check | looks at |\n|---|---|\n");
-    for (id, what) in smcrun_views::doctor::ROWS {
-        writeln!(out, "| `{id}` | {} |", cell(what)).unwrap();
-    }
+    out.push_str("One row per check, in the order `smcrun doctor` prints them (see [Doctor](../guide/doctor.md)).\n\n");
+    let rows = smcrun_views::doctor::ROWS
+        .iter()
+        .map(|(id, what)| (id.to_string(), *what));
+    table(&mut out, ["check", "looks at"], rows);
     for c in smcrun_bpf::prereq::check().checks {
         let scope = match c.needed {
             smcrun_bpf::prereq::Needed::Always => "",
@@ -507,10 +518,10 @@ fn files() -> String {
         "Files",
         "launcher/src/man.rs (`FILES`, the man pages' FILES)",
     );
-    out.push_str("| path | what |\n|---|---|\n");
-    for (path, what) in crate::man::FILES {
-        writeln!(out, "| `{path}` | {} |", cell(what)).unwrap();
-    }
+    let rows = crate::man::FILES
+        .iter()
+        .map(|(p, what)| (p.to_string(), *what));
+    table(&mut out, ["path", "what"], rows);
     out
 }
 
