@@ -6,8 +6,12 @@
 
 mod admin;
 mod completions;
+#[cfg(test)]
+mod doc_links;
 mod exit;
 mod man;
+#[cfg(test)]
+mod reference;
 mod run;
 mod views;
 

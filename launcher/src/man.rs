@@ -123,6 +123,23 @@ fn synopsis_lines(c: &Command, words: &str, out: &mut Vec<String>) {
     }
 }
 
+/// Variables smcrun reads that are not its own (every `SMCRUN_` one is the settings crate's): the
+/// man pages' ENVIRONMENT and the manual's list them after those.
+pub(crate) const OTHER_VARIABLES: [(&str, &str); 2] = [
+    ("XDG_RUNTIME_DIR", "where a user's programs write their reports ($XDG_RUNTIME_DIR/smcrun/; root: /run/smcrun/; else /tmp/smcrun-UID/), followed only to the user's own private directory"),
+    ("SYSTEMD_UNIT_PATH", "the unit directories enable and disable use, first one first (as systemd reads it)"),
+];
+
+/// The files smcrun reads and writes: the man pages' FILES and the manual's.
+pub(crate) const FILES: [(&str, &str); 6] = [
+    ("/usr/lib/smcrun/libsmcrun_shim.so", "the shim smcrun preloads (the Debian package's), found in this order: $SMCRUN_SHIM, next to smcrun, ../lib/smcrun/ beside it, /usr/local/lib/smcrun, /usr/lib/smcrun, /usr/lib/<multiarch>/smcrun (x86_64, aarch64, s390x), /usr/lib64/smcrun, /usr/local/lib, /usr/lib"),
+    ("/run/smcrun/, $XDG_RUNTIME_DIR/smcrun/, /tmp/smcrun-UID/", "the run directory (0700): one report per program under smcrun (PID.json, 0600), read by ps, why and the exporter"),
+    ("/etc/systemd/system/UNIT.service.d/smcrun.conf", "the drop-in smcrun enable writes"),
+    ("/sys/fs/bpf/smcrun/", "BPF mode's pinned cgroup attachments (smcrun attach)"),
+    ("/run/smcrun-agent/state.json", "the agent's record of every SMC socket (directory 0700, file 0600, root's), read by ps --all, why, ss -p and the exporter"),
+    ("DIR/smcrun.prom", "the exporter's node_exporter textfile (exporter --textfile DIR), replaced whole"),
+];
+
 /// Examples per page: (command line, what it does). Every page has at least one.
 fn examples(page: &str) -> Vec<(&'static str, &'static str)> {
     match page {
@@ -201,33 +218,13 @@ fn own_sections(c: &Command, page: &str, words: &str, siblings: &[String]) -> St
     for v in smcrun_settings::LAUNCHER_VARIABLES {
         tagged(&mut s, &format!("\\fB{}\\fR", roff(v.var)), v.help);
     }
-    tagged(&mut s, "\\fBXDG_RUNTIME_DIR\\fR", "where a user's programs write their reports ($XDG_RUNTIME_DIR/smcrun/; root: /run/smcrun/)");
-    tagged(
-        &mut s,
-        "\\fBSYSTEMD_UNIT_PATH\\fR",
-        "the unit directories enable and disable use, first one first (as systemd reads it)",
-    );
+    for (var, what) in OTHER_VARIABLES {
+        tagged(&mut s, &format!("\\fB{}\\fR", roff(var)), what);
+    }
     section(&mut s, "FILES");
-    tagged(
-        &mut s,
-        "\\fI/usr/lib/smcrun/libsmcrun_shim.so\\fR",
-        "the shim smcrun preloads",
-    );
-    tagged(
-        &mut s,
-        "\\fI/run/smcrun/\\fR, \\fI$XDG_RUNTIME_DIR/smcrun/\\fR",
-        "one report per program under smcrun (PID.json), read by ps, why and the exporter",
-    );
-    tagged(
-        &mut s,
-        "\\fI/etc/systemd/system/UNIT.service.d/smcrun.conf\\fR",
-        "the drop-in smcrun enable writes",
-    );
-    tagged(
-        &mut s,
-        "\\fI/sys/fs/bpf/smcrun/\\fR",
-        "BPF mode's pinned cgroup attachments (smcrun attach)",
-    );
+    for (path, what) in FILES {
+        tagged(&mut s, &format!("\\fI{}\\fR", roff(path)), what);
+    }
     section(&mut s, "EXAMPLES");
     let ex = examples(page);
     if ex.is_empty() {

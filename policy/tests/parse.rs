@@ -6,7 +6,7 @@ use smcrun_policy::{Action, Policy};
 #[test]
 fn accepted_policies_and_their_canonical_form() {
     for (text, canonical, len) in [
-        // The README's examples.
+        // The manual's examples (docs/src/guide/policy.md).
         ("smc port 6379,3306; tcp", "smc port 6379,3306; tcp", 2),
         (
             "tcp remote 127.0.0.0/8,::1; smc",

@@ -131,8 +131,9 @@ pub struct Overflow {
     pub processes_dropped: u64,
 }
 
-/// The whole published state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The whole published state (its `Default` is an agent that recorded nothing, which tests and
+/// the manual's sample scrape fill in).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct State {
     /// The agent's pid.
     pub agent_pid: u32,

@@ -670,6 +670,33 @@ fn counters(h: &Host) -> Vec<Check> {
     out
 }
 
+/// Every row `smcrun doctor` can give, in the table's order, with what it looks at: those of
+/// [`checks`], then the launcher's own (`bpf`, `program`, `java`; with `--bpf`, `bpf` gives way to
+/// one `bpf:ID` row per `smcrun_bpf::prereq` check). The manual's table of checks
+/// (docs/src/reference/doctor-checks.md) is made from this list, and tests check that [`checks`]
+/// and the launcher give no other. A `:TECH` row comes once per technology that saw traffic
+/// (`smcr`, `smcd`); `traffic` stands in for them when none did.
+pub const ROWS: [(&str, &str); 18] = [
+    ("kernel", "the version and the modes it allows: AF_SMC (any SMC kernel), IPPROTO_SMC (6.11+), IPv4-mapped IPv6 clients over SMC-Rv2 (6.14+); skipped on a kernel without SMC"),
+    ("smc", "whether the kernel has SMC at all (built in, loaded, loadable, not built, no module support) and `socket(AF_SMC)` works; seccomp/LSM refusals are told apart"),
+    ("smc_diag", "the smc_diag module, which `smcrun ss` and the runtime's fallback reasons read"),
+    ("rdma", "RDMA devices and their port states (SMC-R uses ACTIVE ports only)"),
+    ("smc-devices", "the device ports SMC can use: active SMC-R ports, SMC-D devices"),
+    ("smc-rv2", "SMC-Rv2 capability and a UEID (SMC-Rv2 needs one both peers share)"),
+    ("pnet", "the PNET table, and interfaces it names that are not in this namespace"),
+    ("sysctls", "every `net.smc.*` sysctl and its value"),
+    ("ipv6-java", "before 6.14, AF_INET6 sockets to IPv4 peers (Java's default) fall back: `-Djava.net.preferIPv4Stack=true`"),
+    ("memlock", "RLIMIT_MEMLOCK (SMC's buffers are kernel memory and do not count against it)"),
+    ("rx-buffer-full:TECH", "the live counters: receive buffer full, against the threshold (5 %); the advice names `net.smc.rmem`"),
+    ("tx-buffer:TECH", "the live counters: send buffer full or too small (5 %); the advice names `net.smc.wmem`"),
+    ("peer-buffer:TECH", "the live counters: the peer's receive buffer full or too small (5 %); the advice names the peer's `net.smc.rmem`"),
+    ("traffic", "the live counters when no technology saw traffic since smc was loaded (no ratios to judge yet), or could not be read"),
+    ("fallbacks", "the share of connections that fell back (threshold 10 %), the top reasons, and what to do about the first"),
+    ("bpf", "BPF mode, not checked: one skipped row that points to `--bpf` (it never decides the exit status)"),
+    ("program", "with `-- PROGRAM`: whether LD_PRELOAD reaches it: statically linked, Go, setuid/setgid, file capabilities, or a shell script that runs one of those"),
+    ("java", "with `-- java ...`: whether its sockets can use SMC (before 6.14, not without `-Djava.net.preferIPv4Stack=true`)"),
+];
+
 /// The host's checks, in the table's order (the program's and BPF mode's are added by the caller).
 pub fn checks(h: &Host) -> Vec<Check> {
     let mut out = vec![
@@ -953,6 +980,31 @@ pub(crate) mod tests {
             ..h
         };
         assert!(by_id(&checks(&h), "smc").advice.starts_with("modprobe smc"));
+    }
+
+    /// Every row the checks give is one of [`ROWS`] (the manual's table).
+    #[test]
+    fn every_row_is_in_the_list_of_rows() {
+        let mut hosts: Vec<Host> = ["smcr", "smcd", "fallback", "smcd-fallback"]
+            .into_iter()
+            .map(vm_host)
+            .collect();
+        let mut bare = vm_host("smcr");
+        bare.counters = Part::Absent("x".into());
+        hosts.push(bare);
+        let mut seen = std::collections::BTreeSet::new();
+        for h in &hosts {
+            for c in checks(h) {
+                let id = c.id.replace(":smcr", ":TECH").replace(":smcd", ":TECH");
+                assert!(
+                    ROWS.iter().any(|r| r.0 == id),
+                    "{} is not in doctor::ROWS",
+                    c.id
+                );
+                seen.insert(id);
+            }
+        }
+        assert!(seen.len() >= 13, "the hosts gave too few rows: {seen:?}");
     }
 
     #[test]

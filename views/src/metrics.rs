@@ -5,7 +5,8 @@
 //! `smcrun_*` for the runtime's per-process reports and the exporter itself. Counters end in
 //! `_total`; label names join with the RDMA exporters' (`device`, `port`). A part the kernel does
 //! not have gives no series at all (never a zero that looks like a measurement); `smc_up` says
-//! whether SMC answered. The README's metrics table lists every family.
+//! whether SMC answered. The manual's metrics page (docs/src/reference/metrics.md) is made from
+//! these families: after adding one, `UPDATE_DOCS=1 cargo test -p smcrun reference`.
 
 use std::collections::HashMap;
 

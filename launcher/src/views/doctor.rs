@@ -303,6 +303,25 @@ mod tests {
         d
     }
 
+    /// The rows this command adds are in the manual's list of rows (`doctor::ROWS`).
+    #[test]
+    fn the_rows_added_here_are_in_the_list_of_rows() {
+        let mut rows = vec![bpf_not_checked()];
+        rows.extend(program_check(&["java".into()], "6.12.0"));
+        rows.extend(program_check(&["sh".into()], "6.12.0"));
+        rows.extend(program_check(&["smcrun-no-such-program".into()], "6.12.0"));
+        for c in &rows {
+            assert!(
+                doctor::ROWS.iter().any(|r| r.0 == c.id),
+                "{} is not in smcrun_views::doctor::ROWS",
+                c.id
+            );
+        }
+        for c in smcrun_bpf::prereq::check_before_attach().checks {
+            assert!(!doctor::ROWS.iter().any(|r| r.0 == format!("bpf:{}", c.id)));
+        }
+    }
+
     #[test]
     fn a_dynamic_program_passes_and_a_missing_one_fails() {
         let c = program_check(&["sh".into()], "6.12.0");

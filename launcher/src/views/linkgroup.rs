@@ -1,6 +1,6 @@
 //! `smcrun linkgroup [-d]`, `smcrun link`, `smcrun device` and `smcrun info`: the link groups,
 //! links and devices SMC uses, and what this kernel's SMC can do, in `smcr`'s columns (and
-//! `smcd`'s where SMC-D has any), or as JSON with the stable keys documented in the README.
+//! `smcd`'s where SMC-D has any), or as JSON with the stable keys of docs/src/reference/json.md.
 //!
 //! The kernel's SMC-R link group list is global; the views keep the groups of this network
 //! namespace (by its cookie) as smc-tools does not.
@@ -32,7 +32,7 @@ pub struct LinkGroupArgs {
 /// Arguments of `smcrun link`, `smcrun device` and `smcrun info`.
 #[derive(Args, Debug)]
 pub struct JsonArgs {
-    /// Print JSON (stable snake_case keys, see the README).
+    /// Print JSON (stable snake_case keys: the manual's JSON keys page).
     #[arg(short = 'j', long)]
     pub json: bool,
 }

@@ -9,7 +9,7 @@
 //!   counters where it has them (Linux 6.13+), else summed over the sockets' buffers (sock_diag).
 //! - base: all of them.
 //!
-//! `--json` prints one JSON object per line (keys in the README).
+//! `--json` prints one JSON object per line (its rules in docs/src/guide/tools.md, "JSON of the views").
 
 use crate::exit::Exit;
 use std::process::ExitCode;

@@ -39,7 +39,7 @@ pub struct StatsArgs {
     /// module was loaded.
     #[arg(long = "interval", value_name = "SEC", value_parser = format::seconds)]
     interval: Option<f64>,
-    /// Print JSON (stable snake_case keys, see the README).
+    /// Print JSON (stable snake_case keys: the manual's JSON keys page).
     #[arg(short = 'j', long)]
     json: bool,
 }

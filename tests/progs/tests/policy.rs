@@ -1,4 +1,4 @@
-//! The policy from the outside: `smcrun policy check` on the README's examples, a bad policy or
+//! The policy from the outside: `smcrun policy check` on the manual's examples (docs/src/guide/policy.md), a bad policy or
 //! config file refused with its position before anything starts, and a config file's settings
 //! reaching the program.
 
@@ -52,7 +52,7 @@ fn check(args: &[&str]) -> (String, String, Option<i32>) {
 }
 
 #[test]
-fn policy_check_answers_the_readme_examples() {
+fn policy_check_answers_the_manuals_examples() {
     let only = "smc port 6379,3306; tcp";
     let no_loopback = "tcp remote 127.0.0.0/8,::1; smc";
     let never = "tcp remote 10.1.2.3; smc";

@@ -61,11 +61,22 @@ fn nothing_is_installed_setuid() {
         let mode = std::fs::metadata(bin(f)).unwrap().mode();
         assert_eq!(mode & 0o6000, 0, "{f} has mode {mode:o}");
     }
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
-    for bad in ["chmod u+s", "chmod 4755", "chmod +s", "setcap cap_"] {
-        assert!(!readme.contains(bad), "README installs with {bad}");
+    // What a user is told to run: the README and the user guide.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut pages = vec![repo.join("README.md")];
+    for e in std::fs::read_dir(repo.join("docs/src/guide")).unwrap() {
+        pages.push(e.unwrap().path());
+    }
+    assert!(pages.len() > 5, "the user guide is missing: {pages:?}");
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for bad in ["chmod u+s", "chmod 4755", "chmod +s", "setcap cap_"] {
+            assert!(
+                !text.contains(bad),
+                "{} installs with {bad}",
+                page.display()
+            );
+        }
     }
 }
 

@@ -3,8 +3,8 @@
 //! --list`/`policy check --bpf`, and `ps --all`'s `bpf_scopes` print one of these, built from
 //! the telemetry types (`StatsView::new(&sample, interval)`, ...) and serialized with serde.
 //! (`ps --json`'s process entries are the launcher's `PsEntry`, from the runtime's reports.) The
-//! keys are the README's
-//! ("JSON of the views"): snake_case and stable (new ones may be added, none renamed), and a
+//! keys are the manual's (docs/src/guide/tools.md, "JSON of the views"; every key in
+//! docs/src/reference/json.md, made from the golden files): snake_case and stable (new ones may be added, none renamed), and a
 //! value the kernel does not report is `null`.
 //!
 //! Where the text form of a view shows the same figure (a ratio, a summary, a decoded reason),
