@@ -163,12 +163,21 @@ pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
     if let Some(a) = s.agent.get() {
         agent(&mut f, a);
     }
-    for (name, ok, _) in s.parts() {
+    let parts = s.parts();
+    for (c, ok, _) in &parts {
         f.gauge(
             "smcrun_scrape_collector_success",
-            "1 when this part of the scrape was read, 0 when the kernel lacks it or refused",
-            &[("collector", name)],
-            if ok { 1.0 } else { 0.0 },
+            "1 when this collector's part of the scrape was read, 0 when the kernel lacks it or refused (only the collectors on)",
+            &[("collector", c.name())],
+            if *ok { 1.0 } else { 0.0 },
+        );
+    }
+    for (c, _, _) in &parts {
+        f.gauge(
+            "smcrun_scrape_collector_duration_seconds",
+            "Seconds this collector's kernel reads took in this scrape",
+            &[("collector", c.name())],
+            s.seconds[c.index()],
         );
     }
     f.gauge(
@@ -1100,6 +1109,7 @@ mod tests {
             [
                 "smc_up",
                 "smcrun_scrape_collector_success",
+                "smcrun_scrape_collector_duration_seconds",
                 "smcrun_scrape_duration_seconds",
                 "smcrun_scrape_errors_total",
                 "smcrun_build_info"
@@ -1115,6 +1125,43 @@ mod tests {
             0.0
         );
         assert_eq!(s.failures(), 0, "a missing module is not an error");
+    }
+
+    /// Issue 24: a collector switched off leaves no series at all, not even its own
+    /// `smcrun_scrape_collector_*`; the others are as before.
+    #[test]
+    fn a_collector_off_has_no_series() {
+        use crate::snapshot::{Collector, Collectors};
+        let all = captured("smcr");
+        let text = text_of(&all);
+        assert!(!samples(&text, "smc_sockets").is_empty());
+        let on = Collectors::ALL.with(Collector::Sockets, false);
+        let fewer = text_of(&all.clone().only(on));
+        assert!(samples(&fewer, "smc_sockets").is_empty(), "{fewer}");
+        assert!(!fewer.contains(r#"collector="sockets""#), "{fewer}");
+        assert_eq!(
+            samples(&fewer, "smc_bytes_total"),
+            samples(&text, "smc_bytes_total")
+        );
+        let collectors = |t: &str, name: &str| -> Vec<String> {
+            samples(t, name).into_iter().map(|(l, _)| l).collect()
+        };
+        assert_eq!(
+            collectors(&fewer, "smcrun_scrape_collector_success"),
+            collectors(&fewer, "smcrun_scrape_collector_duration_seconds")
+        );
+        assert_eq!(
+            collectors(&fewer, "smcrun_scrape_collector_success").len(),
+            Collector::ALL.len() - 1
+        );
+        // Only the RDMA collector: no SMC series, smc_up 0.
+        let rdma = text_of(&all.only(Collectors::NONE.with(Collector::Rdma, true)));
+        assert_eq!(
+            collectors(&rdma, "smcrun_scrape_collector_success"),
+            [r#"{collector="rdma"}"#]
+        );
+        assert!(samples(&rdma, "smc_bytes_total").is_empty());
+        assert!(!samples(&rdma, "smc_rdma_resources_used").is_empty());
     }
 
     #[test]

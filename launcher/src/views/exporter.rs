@@ -35,7 +35,7 @@ use tokio::sync::{Notify, Semaphore};
 
 use clap::Args;
 use smcrun_views::metrics::{self, ScrapeMeta};
-use smcrun_views::snapshot::{self, Snapshot};
+use smcrun_views::snapshot::{self, Collector, Collectors, Snapshot};
 
 use crate::views::format;
 
@@ -89,10 +89,8 @@ pub struct ExporterArgs {
     /// Write the textfile once and exit (for cron).
     #[arg(long, requires = "textfile")]
     once: bool,
-    /// Leave out the SMC socket census (`smc_sockets`): on hosts with tens of thousands of SMC
-    /// sockets it is most of a scrape's cost (the kernel's smc_diag dump of every socket).
-    #[arg(long)]
-    no_sockets: bool,
+    #[command(flatten)]
+    collectors: CollectorFlags,
 }
 
 /// `smcrun metrics` arguments.
@@ -101,19 +99,118 @@ pub struct MetricsArgs {
     /// Hidden: show what a capture of `smcrun __capture DIR` held, instead of this kernel.
     #[arg(long, value_name = "DIR", hide = true)]
     replay: Option<PathBuf>,
+    #[command(flatten)]
+    collectors: CollectorFlags,
 }
 
-/// What lasts across scrapes: the error count, and whether the socket census is on.
+/// node_exporter's collector flags, on `exporter` and `metrics`: `--collector.NAME` and
+/// `--no-collector.NAME` for each [`Collector`], and `--collector.disable-defaults` (every
+/// collector is on by default; with it, only those named by `--collector.NAME`).
+#[derive(Debug, Clone, Copy)]
+pub struct CollectorFlags(pub Collectors);
+
+/// node_exporter's flag that turns every collector off but those named.
+const DISABLE_DEFAULTS: &str = "collector.disable-defaults";
+
+fn on_flag(c: Collector) -> String {
+    format!("collector.{}", c.name())
+}
+
+fn off_flag(c: Collector) -> String {
+    format!("no-collector.{}", c.name())
+}
+
+impl clap::FromArgMatches for CollectorFlags {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut on = if m.get_flag(DISABLE_DEFAULTS) {
+            Collectors::NONE
+        } else {
+            Collectors::ALL
+        };
+        for c in Collector::ALL {
+            if m.get_flag(&on_flag(c)) {
+                on = on.with(c, true);
+            }
+            if m.get_flag(&off_flag(c)) {
+                on = on.with(c, false);
+            }
+        }
+        Ok(CollectorFlags(on))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for CollectorFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        use clap::{Arg, ArgAction};
+        let mut cmd = cmd.arg(
+            Arg::new(DISABLE_DEFAULTS)
+                .long(DISABLE_DEFAULTS)
+                .action(ArgAction::SetTrue)
+                .help("Turn every collector off but those named by --collector.NAME"),
+        );
+        for c in Collector::ALL {
+            let off = Arg::new(off_flag(c))
+                .long(off_flag(c))
+                .action(ArgAction::SetTrue)
+                .conflicts_with(on_flag(c))
+                .help(format!("Turn the {} collector off", c.name()));
+            // `--no-sockets` came before the collector flags, and stays.
+            let off = match c {
+                Collector::Sockets => off.visible_alias("no-sockets"),
+                _ => off,
+            };
+            cmd = cmd
+                .arg(
+                    Arg::new(on_flag(c))
+                        .long(on_flag(c))
+                        .action(ArgAction::SetTrue)
+                        .help(format!("Turn the {} collector on: {}", c.name(), c.about())),
+                )
+                .arg(off);
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// The one line for an unknown `--collector.NAME` (clap's own error names no collectors).
+pub fn unknown_collector(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = arg.split('=').next().unwrap_or(arg);
+    let name = flag
+        .strip_prefix("--collector.")
+        .or_else(|| flag.strip_prefix("--no-collector."))?;
+    Some(format!(
+        "smcrun: unknown collector {name:?} in {flag}; the collectors are: {}",
+        Collector::names()
+    ))
+}
+
+/// What lasts across scrapes: the error count, and which collectors are on.
 struct Exporter {
     errors: AtomicU64,
-    sockets: bool,
+    collectors: Collectors,
 }
 
 impl Exporter {
-    fn new(sockets: bool) -> Exporter {
+    fn new(collectors: Collectors) -> Exporter {
         Exporter {
             errors: AtomicU64::new(0),
-            sockets,
+            collectors,
         }
     }
 
@@ -132,19 +229,16 @@ impl Exporter {
     /// Read the kernel and render.
     fn scrape(&self) -> Result<String, String> {
         let t0 = Instant::now();
-        let snap = snapshot::read(snapshot::Reads {
-            processes: true,
-            sockets: self.sockets,
-        });
+        let snap = snapshot::read(self.collectors);
         self.render(&snap, t0.elapsed().as_secs_f64())
     }
 }
 
 /// Run `smcrun metrics`.
 pub fn metrics(a: &MetricsArgs) -> ExitCode {
-    let e = Exporter::new(true);
+    let e = Exporter::new(a.collectors.0);
     let text = match &a.replay {
-        Some(dir) => e.render(&snapshot::replay(dir), 0.0),
+        Some(dir) => e.render(&snapshot::replay(dir).only(e.collectors), 0.0),
         None => e.scrape(),
     };
     match text {
@@ -158,7 +252,7 @@ pub fn metrics(a: &MetricsArgs) -> ExitCode {
 
 /// Run `smcrun exporter`.
 pub fn exporter(a: &ExporterArgs) -> ExitCode {
-    let exporter = Exporter::new(!a.no_sockets);
+    let exporter = Exporter::new(a.collectors.0);
     match &a.textfile {
         Some(dir) => textfile_loop(exporter, dir, a.interval.unwrap_or(15.0), a.once),
         None => {

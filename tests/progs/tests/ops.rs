@@ -135,6 +135,65 @@ fn the_fixtures_metrics_pass_promtool_and_are_the_kernels_numbers() {
     }
 }
 
+/// The `collector` labels of `smcrun_scrape_collector_success` in `text`.
+fn collectors_in(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("smcrun_scrape_collector_success{collector=\""))
+        .filter_map(|l| l.split('"').next())
+        .collect()
+}
+
+/// Issue 24: node_exporter's collector flags, on `metrics` (and `exporter`, the same flags).
+#[test]
+fn collectors_switch_on_and_off_as_node_exporters_do() {
+    let smcr = fixtures("smcr");
+    let replay = ["--replay", smcr.to_str().unwrap()];
+    let all = metrics_of(&replay);
+    assert!(all.contains("\nsmc_sockets{"), "{all}");
+    for off in ["--no-collector.sockets", "--no-sockets"] {
+        let text = metrics_of(&[&replay[..], &[off]].concat());
+        assert!(promtool_check(&text).0, "{off}: {text}");
+        assert!(!text.contains("smc_sockets"), "{off}: {text}");
+        assert!(!collectors_in(&text).contains(&"sockets"), "{off}: {text}");
+        assert!(text.contains("\nsmc_bytes_total{"), "{off}: {text}");
+    }
+    let only = metrics_of(
+        &[
+            &replay[..],
+            &[
+                "--collector.disable-defaults",
+                "--collector.counters",
+                "--collector.rdma",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(collectors_in(&only), ["counters", "rdma"], "{only}");
+    assert!(only.contains("smcrun_scrape_collector_duration_seconds{collector=\"rdma\"}"));
+    assert!(!only.contains("smc_link_up"), "topology is off: {only}");
+    assert_eq!(sample(&only, "smc_up"), Some(1.0));
+    // This kernel, with only the sysctl collector.
+    let host = metrics_of(&["--collector.disable-defaults", "--collector.sysctl"]);
+    assert_eq!(collectors_in(&host), ["sysctl"], "{host}");
+    // An unknown name: one line naming it and every collector, exit 2.
+    for bad in ["--collector.nope", "--no-collector.nope"] {
+        let mut c = smcrun();
+        c.args(["metrics", bad]);
+        let (_, err, o) = run(c);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert_eq!(err.lines().count(), 1, "{bad}: {err}");
+        assert!(err.contains("\"nope\""), "{bad}: {err}");
+        assert!(
+            err.contains("counters, info, topology, sockets, rdma"),
+            "{err}"
+        );
+    }
+    let mut c = smcrun();
+    c.args(["exporter", "--collector.sockets", "--no-collector.sockets"]);
+    let (_, err, o) = run(c);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+}
+
 /// One HTTP GET on 127.0.0.1: (status, body).
 fn get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
