@@ -20,8 +20,9 @@ use smcrun_telemetry::sock_diag::Mode;
 use crate::rdma::{max, usage_ratio, used};
 use crate::snapshot::{Counters, Info, Processes, RdmaDevice, Snapshot, Topology};
 
-/// The content type of [`encode`]'s output, for HTTP.
-pub const CONTENT_TYPE: &str = prometheus::TEXT_FORMAT;
+/// The content type of [`encode`]'s output, for HTTP: the text format 0.0.4 with its charset
+/// said, as node_exporter says it (the text is UTF-8: label values such as program names).
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// How many processes get per-process series (the busiest first); the rest are counted in
 /// `smcrun_processes_not_exported`.
@@ -125,19 +126,29 @@ pub fn encode(families: &[MetricFamily]) -> Result<String, String> {
 
 /// The metric families of a snapshot.
 pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
+    use crate::snapshot::Collector;
     let mut f = Families::default();
-    f.gauge(
-        "smc_up",
-        "1 when the kernel's SMC answered this scrape (the smc module is there; on a kernel without SMC's netlink counters, smc_diag answered), else 0",
-        &[],
-        if s.counters.get().is_some()
-            || (s.counters.lacking().is_some() && s.sockets.get().is_some())
-        {
-            1.0
-        } else {
-            0.0
-        },
-    );
+    let on = |c| s.collectors.has(c);
+    // With the counters collector off, any SMC part that answered shows SMC is there; with no
+    // SMC collector on, nothing can say, and there is no smc_up (never a 0 that fires SmcDown).
+    let up = if on(Collector::Counters) {
+        Some(
+            s.counters.get().is_some()
+                || (s.counters.lacking().is_some() && s.sockets.get().is_some()),
+        )
+    } else if on(Collector::Info) || on(Collector::Topology) || on(Collector::Sockets) {
+        Some(s.info.get().is_some() || s.topology.get().is_some() || s.sockets.get().is_some())
+    } else {
+        None
+    };
+    if let Some(up) = up {
+        f.gauge(
+            "smc_up",
+            "1 when the kernel's SMC answered this scrape (the smc module is there; on a kernel without SMC's netlink counters, smc_diag answered), else 0",
+            &[],
+            if up { 1.0 } else { 0.0 },
+        );
+    }
     if let Some(c) = s.counters.get() {
         counters(&mut f, c);
     }
@@ -1130,6 +1141,14 @@ mod tests {
     /// Issue 24: a collector switched off leaves no series at all, not even its own
     /// `smcrun_scrape_collector_*`; the others are as before.
     #[test]
+    fn the_content_type_is_the_encoders_with_its_charset() {
+        assert_eq!(
+            CONTENT_TYPE,
+            format!("{}; charset=utf-8", prometheus::TEXT_FORMAT)
+        );
+    }
+
+    #[test]
     fn a_collector_off_has_no_series() {
         use crate::snapshot::{Collector, Collectors};
         let all = captured("smcr");
@@ -1161,6 +1180,10 @@ mod tests {
             [r#"{collector="rdma"}"#]
         );
         assert!(samples(&rdma, "smc_bytes_total").is_empty());
+        // Nothing on could tell whether SMC is there: no smc_up rather than a 0 that alerts.
+        assert!(samples(&rdma, "smc_up").is_empty(), "{rdma}");
+        let info = text_of(&captured("smcr").only(Collectors::NONE.with(Collector::Info, true)));
+        assert_eq!(one(&info, "smc_up", ""), 1.0);
         assert!(!samples(&rdma, "smc_rdma_resources_used").is_empty());
     }
 

@@ -278,10 +278,11 @@ fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
         }
     };
     let server = Arc::new(Server {
-        exporter,
         open: Mutex::new(BTreeMap::new()),
         capacity: connection_capacity(),
         scrapes: Arc::new(Semaphore::new(SCRAPE_THREADS)),
+        landing: Bytes::from(landing_page(exporter.collectors)),
+        exporter,
     });
     runtime.block_on(async {
         let listener = match listen(addr) {
@@ -344,6 +345,32 @@ struct Server {
     capacity: usize,
     /// One permit per scrape thread.
     scrapes: Arc<Semaphore>,
+    /// The page at `/` ([`landing_page`]).
+    landing: Bytes,
+}
+
+/// The content type of the landing page.
+const HTML: &str = "text/html; charset=utf-8";
+
+/// The content type of the short answers (404, 405, a failed scrape).
+const PLAIN: &str = "text/plain; charset=utf-8";
+
+/// The page at `/`, as node_exporter has one: what this is, its version, a link to the metrics
+/// and the collectors on (nothing in it comes from a request).
+fn landing_page(collectors: Collectors) -> String {
+    let items: String = Collector::ALL
+        .iter()
+        .map(|c| {
+            let state = if collectors.has(*c) { "on" } else { "off" };
+            format!("<li><code>{}</code>: {state}</li>\n", c.name())
+        })
+        .collect();
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\"><title>smcrun exporter</title></head>\n\
+         <body>\n<h1>smcrun exporter</h1>\n<p>Linux SMC metrics, smcrun {}.</p>\n\
+         <p><a href=\"/metrics\">Metrics</a></p>\n<h2>Collectors</h2>\n<ul>\n{items}</ul>\n</body>\n</html>\n",
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// One open connection as the accept loop sees it.
@@ -393,7 +420,7 @@ impl Server {
         .unwrap_or_else(|e| Err(format!("the scrape failed: {e}")))
     }
 
-    /// Answer one HTTP request: GET /metrics is a scrape, / a pointer to it, anything else
+    /// Answer one HTTP request: GET /metrics is a scrape, / the landing page, anything else
     /// 404/405.
     async fn answer(
         self: &Arc<Self>,
@@ -412,10 +439,12 @@ impl Server {
                 }
                 Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),
             },
-            (true, "/") => (
-                StatusCode::OK,
-                "smcrun exporter: Linux SMC metrics at /metrics\n".into(),
-            ),
+            (true, "/") => {
+                let mut r = Response::new(Full::new(self.landing.clone()));
+                r.headers_mut()
+                    .insert(header::CONTENT_TYPE, header::HeaderValue::from_static(HTML));
+                return r;
+            }
             (true, _) => (
                 StatusCode::NOT_FOUND,
                 "not found; the metrics are at /metrics\n".into(),
@@ -424,6 +453,10 @@ impl Server {
         };
         let mut r = Response::new(Full::new(Bytes::from(text)));
         *r.status_mut() = status;
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static(PLAIN),
+        );
         if status == StatusCode::METHOD_NOT_ALLOWED {
             r.headers_mut()
                 .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));

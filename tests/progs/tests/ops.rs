@@ -246,6 +246,110 @@ fn start_exporter() -> (Killed, u16) {
     (child, port)
 }
 
+/// `smcrun exporter --listen 127.0.0.1:PORT ARGS`, once its port takes connections.
+fn spawn_exporter(args: &[&str]) -> (Killed, u16) {
+    let port = free_port();
+    let mut c = smcrun();
+    c.args(["exporter", "--listen", &format!("127.0.0.1:{port}")])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let child = Killed(c.spawn().unwrap());
+    wait_for("the exporter to listen", 20, || {
+        TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    (child, port)
+}
+
+/// A response as curl got it.
+struct Curled {
+    /// The HTTP status (0: curl got none; `err` says why).
+    status: u16,
+    /// The header lines, lower-cased.
+    headers: String,
+    body: String,
+    err: String,
+}
+
+/// `curl -sS -i ARGS URL`: a real HTTP client's view of the exporter.
+fn curl(args: &[&str], url: &str) -> Curled {
+    let o = tool("curl")
+        .args(["-sS", "-i", "--max-time", "20"])
+        .args(args)
+        .arg(url)
+        .output()
+        .unwrap();
+    let raw = String::from_utf8_lossy(&o.stdout).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    Curled {
+        status: head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0),
+        headers: head.to_ascii_lowercase(),
+        body: body.to_string(),
+        err: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Issue 24: `/` is an HTML page naming the version, linking the metrics and listing the
+/// collectors on; every answer says its charset; an unknown path is 404.
+#[test]
+fn the_exporter_has_a_landing_page_and_says_its_charset() {
+    let (_exporter, port) = spawn_exporter(&["--no-collector.sockets"]);
+    let base = format!("http://127.0.0.1:{port}");
+    let page = curl(&[], &format!("{base}/"));
+    assert_eq!(page.status, 200, "{}", page.err);
+    assert!(
+        page.headers
+            .contains("content-type: text/html; charset=utf-8\r\n"),
+        "{}",
+        page.headers
+    );
+    assert!(page.body.starts_with("<!DOCTYPE html>"), "{}", page.body);
+    assert!(page.body.contains("<title>smcrun exporter</title>"));
+    assert!(page.body.contains("<a href=\"/metrics\">"), "{}", page.body);
+    let mut c = smcrun();
+    c.arg("--version");
+    let (version, _, _) = run(c);
+    let version = version.split_whitespace().last().unwrap().to_string();
+    assert!(
+        page.body.contains(&format!("smcrun {version}")),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("<code>sockets</code>: off"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("<code>counters</code>: on"),
+        "{}",
+        page.body
+    );
+    let metrics = curl(&[], &format!("{base}/metrics"));
+    assert_eq!(metrics.status, 200, "{}", metrics.err);
+    assert!(
+        metrics
+            .headers
+            .contains("content-type: text/plain; version=0.0.4; charset=utf-8\r\n"),
+        "{}",
+        metrics.headers
+    );
+    assert!(metrics.body.contains("\nsmc_up "), "{}", metrics.body);
+    let missing = curl(&[], &format!("{base}/nope"));
+    assert_eq!(missing.status, 404);
+    assert!(
+        missing.headers.contains("charset=utf-8"),
+        "{}",
+        missing.headers
+    );
+    let post = curl(&["-X", "POST"], &format!("{base}/metrics"));
+    assert_eq!(post.status, 405);
+}
+
 #[test]
 fn the_exporter_serves_concurrent_scrapes() {
     let (_exporter, port) = start_exporter();
