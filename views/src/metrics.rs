@@ -214,21 +214,6 @@ pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
 
 const TECHS: [&str; 2] = ["smcr", "smcd"];
 
-/// The kernel's size buckets as label values.
-fn buckets(h: &SizeHistogram) -> [(&'static str, u64); 9] {
-    [
-        ("8k", h.le_8k),
-        ("16k", h.le_16k),
-        ("32k", h.le_32k),
-        ("64k", h.le_64k),
-        ("128k", h.le_128k),
-        ("256k", h.le_256k),
-        ("512k", h.le_512k),
-        ("1024k", h.le_1024k),
-        ("gt_1024k", h.gt_1024k),
-    ]
-}
-
 fn buffer_events(f: &mut Families, tech: &str, dir: &str, b: &BufferStats) {
     let l = [("technology", tech), ("direction", dir)];
     for (name, help, v) in [
@@ -328,7 +313,7 @@ fn tech(f: &mut Families, tech: &str, t: &TechStats) {
             );
         }
         buffer_events(f, tech, dir, events);
-        for (size, v) in buckets(bufs) {
+        for (size, v) in bufs.buckets() {
             f.counter(
                 "smc_buffers_by_size_total",
                 "Buffers taken (allocated or reused) by size bucket (size: at most that many bytes; gt_1024k: more)",
@@ -336,7 +321,7 @@ fn tech(f: &mut Families, tech: &str, t: &TechStats) {
                 v,
             );
         }
-        for (size, v) in buckets(sizes) {
+        for (size, v) in sizes.buckets() {
             f.counter(
                 "smc_requests_by_size_total",
                 "Receive (rx) or send (tx) calls by payload size bucket",
@@ -1140,6 +1125,59 @@ mod tests {
 
     /// Issue 24: a collector switched off leaves no series at all, not even its own
     /// `smcrun_scrape_collector_*`; the others are as before.
+    /// Issue 24: the exporter's size buckets (to 1024k) and `stats --json`'s (to 512k) differed;
+    /// now every `size` label is a key of `bufs`/`reqs` with the same count, and back.
+    #[test]
+    fn size_buckets_agree_with_stats_json() {
+        use crate::counters::Sample;
+        use crate::json::stats::StatsView;
+        for phase in ["smcr", "smcd", "fallback"] {
+            let s = captured(phase);
+            let text = text_of(&s);
+            let c = s.counters.get().unwrap();
+            let sample = Sample {
+                stats: c.stats,
+                fallback: c.fallback.clone(),
+            };
+            let json = serde_json::to_value(StatsView::new(&sample, None)).unwrap();
+            let mut compared = 0;
+            for (family, key) in [
+                ("smc_buffers_by_size_total", "bufs"),
+                ("smc_requests_by_size_total", "reqs"),
+            ] {
+                for (labels, v) in samples(&text, family) {
+                    let label = |k: &str| {
+                        let start = labels.find(&format!("{k}=\"")).unwrap() + k.len() + 2;
+                        labels[start..].split('"').next().unwrap().to_string()
+                    };
+                    let (tech, dir, size) =
+                        (label("technology"), label("direction"), label("size"));
+                    assert_eq!(
+                        json[&tech][&dir][key][&size], v as u64,
+                        "{phase} {family}{labels}"
+                    );
+                    compared += 1;
+                }
+                for tech in TECHS {
+                    for dir in ["rx", "tx"] {
+                        let keys: Vec<&String> = json[tech][dir][key]
+                            .as_object()
+                            .unwrap()
+                            .keys()
+                            .filter(|k| *k != "gt_512k")
+                            .collect();
+                        let mut want: Vec<&str> = smcrun_telemetry::smc_genl::SIZE_BUCKETS.to_vec();
+                        want.sort();
+                        let mut keys: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
+                        keys.sort();
+                        assert_eq!(keys, want, "{phase} {tech} {dir} {key}");
+                    }
+                }
+            }
+            assert_eq!(compared, 2 * 2 * 2 * 9, "{phase}");
+        }
+    }
+
     #[test]
     fn the_content_type_is_the_encoders_with_its_charset() {
         assert_eq!(
