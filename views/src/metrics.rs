@@ -14,7 +14,7 @@ use prometheus::{Encoder, TextEncoder};
 use smcrun_report::ProcessReport;
 use smcrun_telemetry::rdma::{port_state, ResourceKind};
 use smcrun_telemetry::reasons;
-use smcrun_telemetry::smc_genl::{BufferStats, SizeHistogram, TechStats};
+use smcrun_telemetry::smc_genl::{BufferStats, TechStats};
 use smcrun_telemetry::sock_diag::Mode;
 
 use crate::rdma::{max, usage_ratio, used};

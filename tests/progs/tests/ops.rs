@@ -389,7 +389,7 @@ fn the_exporter_listens_on_loopback_unless_told() {
 
 #[test]
 fn a_prometheus_server_scrapes_the_exporter() {
-    let (_exporter, port) = start_exporter();
+    let (exporter, port) = start_exporter();
     let dir = std::env::temp_dir().join(format!("smcrun-prom-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -437,6 +437,34 @@ fn a_prometheus_server_scrapes_the_exporter() {
         query("up").filter(|u| u["value"][1] == "1")
     });
     assert_eq!(target["metric"]["instance"], format!("127.0.0.1:{port}"));
+    // Issue 24: the exporter gone, the SmcrunExporterDown rule's expression (as the rules file
+    // has it) finds this target.
+    let rules =
+        std::fs::read_to_string(repo().join("examples/prometheus/smcrun-rules.yml")).unwrap();
+    let expr = rules
+        .split("alert: SmcrunExporterDown")
+        .nth(1)
+        .and_then(|r| r.lines().find_map(|l| l.trim().strip_prefix("expr: ")))
+        .expect("SmcrunExporterDown has an expr")
+        .to_string();
+    let encoded: String = expr
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    assert!(query(&encoded).is_none(), "{expr}: the exporter is up");
+    drop(exporter);
+    let down = wait_for("the exporter-down expression to match", 30, || {
+        query(&encoded)
+    });
+    assert_eq!(
+        down["metric"]["instance"],
+        format!("127.0.0.1:{port}"),
+        "{down}"
+    );
+    assert_eq!(down["metric"]["job"], "smcrun", "{down}");
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
