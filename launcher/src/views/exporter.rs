@@ -38,6 +38,7 @@ use smcrun_views::metrics::{self, ScrapeMeta};
 use smcrun_views::snapshot::{self, Collector, Collectors, Snapshot};
 
 use crate::views::format;
+use crate::views::web_config::{self, WebConfig};
 
 /// Where `smcrun exporter` listens unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9609";
@@ -89,6 +90,15 @@ pub struct ExporterArgs {
     /// Write the textfile once and exit (for cron).
     #[arg(long, requires = "textfile")]
     once: bool,
+    /// node_exporter's web configuration file (YAML): `tls_server_config` (`cert_file`,
+    /// `key_file`, optionally `client_auth_type`, `client_ca_file`, `min_version`,
+    /// `max_version`) and `basic_auth_users` (user: bcrypt hash); read once, at start.
+    #[arg(
+        long = "web.config.file",
+        value_name = "PATH",
+        conflicts_with = "textfile"
+    )]
+    web_config: Option<PathBuf>,
     #[command(flatten)]
     collectors: CollectorFlags,
 }
@@ -256,15 +266,26 @@ pub fn exporter(a: &ExporterArgs) -> ExitCode {
     match &a.textfile {
         Some(dir) => textfile_loop(exporter, dir, a.interval.unwrap_or(15.0), a.once),
         None => {
+            // A bad web config stops the exporter before it listens.
+            let web = match &a.web_config {
+                Some(path) => match WebConfig::read(path) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        eprintln!("smcrun exporter: {e}");
+                        return ExitCode::from(Exit::Usage);
+                    }
+                },
+                None => WebConfig::none(),
+            };
             let default = DEFAULT_LISTEN
                 .parse()
                 .expect("DEFAULT_LISTEN is an address");
-            serve(exporter, a.listen.unwrap_or(default))
+            serve(exporter, web, a.listen.unwrap_or(default))
         }
     }
 }
 
-fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
+fn serve(exporter: Exporter, web: WebConfig, addr: SocketAddr) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -277,7 +298,14 @@ fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
             return ExitCode::from(Exit::Failed);
         }
     };
+    let scheme = if web.tls.is_some() { "https" } else { "http" };
+    let auth = if web.auth.is_some() {
+        ", basic auth"
+    } else {
+        ""
+    };
     let server = Arc::new(Server {
+        web,
         open: Mutex::new(BTreeMap::new()),
         capacity: connection_capacity(),
         scrapes: Arc::new(Semaphore::new(SCRAPE_THREADS)),
@@ -297,7 +325,7 @@ fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
         } else {
             "reachable from other hosts"
         };
-        eprintln!("smcrun exporter: serving http://{addr}/metrics ({scope})");
+        eprintln!("smcrun exporter: serving {scheme}://{addr}/metrics ({scope}{auth})");
         accept_loop(listener, server).await;
     });
     ExitCode::from(Exit::Failed)
@@ -339,6 +367,8 @@ fn connection_capacity() -> usize {
 /// What the HTTP server shares among its connections.
 struct Server {
     exporter: Exporter,
+    /// TLS and basic auth (`--web.config.file`).
+    web: WebConfig,
     /// The open connections by number, oldest first.
     open: Mutex<BTreeMap<u64, Arc<Connection>>>,
     /// The most connections open at once.
@@ -420,15 +450,42 @@ impl Server {
         .unwrap_or_else(|e| Err(format!("the scrape failed: {e}")))
     }
 
-    /// Answer one HTTP request: GET /metrics is a scrape, / the landing page, anything else
-    /// 404/405.
+    /// Whether the request may be answered: no basic auth configured, or its user and password
+    /// (checked on a scrape thread: a bcrypt is CPU work, not for the connections' thread).
+    async fn authorized(self: &Arc<Self>, req: &Request<hyper::body::Incoming>) -> bool {
+        if self.web.auth.is_none() {
+            return true;
+        }
+        let header = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .map(|h| h.as_bytes().to_vec());
+        let permit = Arc::clone(&self.scrapes).acquire_owned().await;
+        let server = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let auth = server.web.auth.as_ref();
+            auth.is_some_and(|a| a.allows(header.as_deref()))
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    /// Answer one HTTP request: with basic auth configured, 401 without a user's password; then
+    /// GET /metrics is a scrape, / the landing page, anything else 404/405.
     async fn answer(
         self: &Arc<Self>,
         req: Request<hyper::body::Incoming>,
     ) -> Response<Full<Bytes>> {
         let get = matches!(*req.method(), Method::GET | Method::HEAD);
-        let (status, text) = match (get, req.uri().path()) {
-            (true, "/metrics") => match self.scrape().await {
+        let allowed = self.authorized(&req).await;
+        let (status, text) = match (allowed, get, req.uri().path()) {
+            (false, _, _) => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: give the user and password of the web config's basic_auth_users\n"
+                    .into(),
+            ),
+            (true, true, "/metrics") => match self.scrape().await {
                 Ok(text) => {
                     let mut r = Response::new(Full::new(Bytes::from(text)));
                     r.headers_mut().insert(
@@ -439,17 +496,17 @@ impl Server {
                 }
                 Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),
             },
-            (true, "/") => {
+            (true, true, "/") => {
                 let mut r = Response::new(Full::new(self.landing.clone()));
                 r.headers_mut()
                     .insert(header::CONTENT_TYPE, header::HeaderValue::from_static(HTML));
                 return r;
             }
-            (true, _) => (
+            (true, true, _) => (
                 StatusCode::NOT_FOUND,
                 "not found; the metrics are at /metrics\n".into(),
             ),
-            (false, _) => (StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into()),
+            (true, false, _) => (StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into()),
         };
         let mut r = Response::new(Full::new(Bytes::from(text)));
         *r.status_mut() = status;
@@ -460,6 +517,12 @@ impl Server {
         if status == StatusCode::METHOD_NOT_ALLOWED {
             r.headers_mut()
                 .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static(web_config::REALM),
+            );
         }
         r
     }
@@ -498,19 +561,20 @@ async fn serve_connection(
     conn: Arc<Connection>,
     stream: tokio::net::TcpStream,
 ) {
-    let service = {
-        let (server, conn) = (Arc::clone(&server), Arc::clone(&conn));
-        hyper::service::service_fn(move |req| {
-            conn.requested.store(true, Ordering::Relaxed);
-            let server = Arc::clone(&server);
-            async move { Ok::<_, Infallible>(server.answer(req).await) }
-        })
+    let serving = async {
+        let Some(tls) = &server.web.tls else {
+            return http(&server, &conn, stream).await;
+        };
+        if !starts_tls(&stream).await {
+            // Plain HTTP to a TLS port: said as Go's servers (node_exporter's) say it.
+            let mut stream = stream;
+            let _ = tokio::io::AsyncWriteExt::write_all(&mut stream, PLAIN_TO_TLS).await;
+            return;
+        }
+        if let Ok(stream) = tls.accept(stream).await {
+            http(&server, &conn, stream).await;
+        }
     };
-    let serving = hyper::server::conn::http1::Builder::new()
-        .keep_alive(false)
-        .max_buf_size(MAX_HEADER_BYTES)
-        .header_read_timeout(None)
-        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
     let header_late = async {
         tokio::time::sleep(HEADER_TIMEOUT).await;
         if conn.requested.load(Ordering::Relaxed) {
@@ -519,12 +583,45 @@ async fn serve_connection(
     };
     // Whichever ends first ends the connection; a client that went away is its own business.
     tokio::select! {
-        _ = serving => {}
+        () = serving => {}
         () = header_late => {}
         () = conn.evict.notified() => {}
         () = tokio::time::sleep(CONNECTION_TIMEOUT) => {}
     }
     server.leave(id);
+}
+
+/// The answer to plain HTTP on a TLS port.
+const PLAIN_TO_TLS: &[u8] =
+    b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n\
+    Client sent an HTTP request to an HTTPS server.\n";
+
+/// Whether a connection's first byte is a TLS handshake record's (22), not a letter of a plain
+/// HTTP request.
+async fn starts_tls(stream: &tokio::net::TcpStream) -> bool {
+    let mut first = [0u8; 1];
+    matches!(stream.peek(&mut first).await, Ok(1) if first[0] == 0x16)
+}
+
+/// HTTP/1 on `io` (TCP, or TLS over it): one request.
+async fn http<S>(server: &Arc<Server>, conn: &Arc<Connection>, io: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = {
+        let (server, conn) = (Arc::clone(server), Arc::clone(conn));
+        hyper::service::service_fn(move |req| {
+            conn.requested.store(true, Ordering::Relaxed);
+            let server = Arc::clone(&server);
+            async move { Ok::<_, Infallible>(server.answer(req).await) }
+        })
+    };
+    let _ = hyper::server::conn::http1::Builder::new()
+        .keep_alive(false)
+        .max_buf_size(MAX_HEADER_BYTES)
+        .header_read_timeout(None)
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+        .await;
 }
 
 fn textfile_loop(exporter: Exporter, dir: &Path, interval: f64, once: bool) -> ExitCode {
