@@ -1123,8 +1123,6 @@ mod tests {
         assert_eq!(s.failures(), 0, "a missing module is not an error");
     }
 
-    /// Issue 24: a collector switched off leaves no series at all, not even its own
-    /// `smcrun_scrape_collector_*`; the others are as before.
     /// Issue 24: the exporter's size buckets (to 1024k) and `stats --json`'s (to 512k) differed;
     /// now every `size` label is a key of `bufs`/`reqs` with the same count, and back.
     #[test]
@@ -1186,6 +1184,8 @@ mod tests {
         );
     }
 
+    /// Issue 24: a collector switched off leaves no series at all, not even its own
+    /// `smcrun_scrape_collector_*`; the others are as before.
     #[test]
     fn a_collector_off_has_no_series() {
         use crate::snapshot::{Collector, Collectors};
