@@ -475,18 +475,14 @@ pub fn replay(dir: &Path) -> Snapshot {
             })
             .collect::<Result<Vec<_>, Replay>>()
     })());
+    // The rest (per-process reports, BPF scopes, the agent, sysctls) is not in a capture.
     Snapshot {
         counters,
         info,
         topology,
         sockets,
         rdma,
-        processes: Part::Absent("a capture has no per-process reports".into()),
-        bpf: Part::Absent("a capture has no BPF scopes".into()),
-        agent: Part::Absent("a capture has no agent".into()),
-        sysctls: Vec::new(),
-        collectors: Collectors::ALL,
-        seconds: [0.0; Collector::ALL.len()],
+        ..Snapshot::empty("a capture has no per-process reports, BPF scopes, agent or sysctls")
     }
 }
 
