@@ -567,8 +567,21 @@ async fn serve_connection(
         };
         if !starts_tls(&stream).await {
             // Plain HTTP to a TLS port: said as Go's servers (node_exporter's) say it.
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
             let mut stream = stream;
-            let _ = tokio::io::AsyncWriteExt::write_all(&mut stream, PLAIN_TO_TLS).await;
+            if stream.write_all(PLAIN_TO_TLS).await.is_ok() && stream.shutdown().await.is_ok() {
+                // The request unread would make the close a reset, which can beat the answer to
+                // the client: read it away (a second at most, a little of it).
+                let mut sink = [0u8; 4096];
+                let drain = async {
+                    for _ in 0..16 {
+                        if !matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {
+                            break;
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+            }
             return;
         }
         if let Ok(stream) = tls.accept(stream).await {
