@@ -195,7 +195,10 @@ fn tls_and_basic_auth_as_curl_sees_them() {
         &format!("http://127.0.0.1:{port}/metrics"),
     );
     assert_eq!(code, 400, "{text}");
-    assert!(text.contains("Client sent an HTTP request to an HTTPS server."), "{text}");
+    assert!(
+        text.contains("Client sent an HTTP request to an HTTPS server."),
+        "{text}"
+    );
     assert!(!text.contains("smc_up"), "{text}");
     // A certificate curl does not trust: curl refuses it (exit 60), the exporter is not fooled
     // into plain text.
