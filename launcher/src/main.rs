@@ -218,7 +218,10 @@ fn main() -> ExitCode {
     let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
-            let _ = e.print();
+            match views::exporter::unknown_collector(&e) {
+                Some(line) => eprintln!("{line}"),
+                None => drop(e.print()),
+            }
             if asked_json {
                 // The JSON error object carries clap's first line, the one that names the bad
                 // value; the usage that follows it is for a person.

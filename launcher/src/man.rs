@@ -161,7 +161,10 @@ fn examples(page: &str) -> Vec<(&'static str, &'static str)> {
         "smcrun-exporter" => vec![
             ("smcrun exporter --listen :9609", "serve /metrics on every address, port 9609"),
             ("smcrun exporter --textfile /var/lib/node_exporter/textfile", "write a node_exporter textfile instead"),
+            ("smcrun exporter --listen :9609 --web.config.file /etc/smcrun/web.yml", "HTTPS and basic auth, by node_exporter's web config file (tls_server_config, basic_auth_users)"),
+            ("smcrun exporter --no-collector.sockets", "without the SMC socket census, most of a scrape's cost on hosts with very many sockets"),
         ],
+        "smcrun-metrics" => vec![("smcrun metrics --collector.disable-defaults --collector.counters", "only SMC's counters, once")],
         "smcrun-enable" => vec![("smcrun enable redis-server --policy 'smc port 6379; tcp'", "run the redis-server service under smcrun (then systemctl daemon-reload and restart it)")],
         "smcrun-disable" => vec![("smcrun disable redis-server", "remove smcrun enable's drop-in")],
         "smcrun-policy" => vec![

@@ -301,7 +301,29 @@ pub struct SizeHistogram {
     pub gt_1024k: u64,
 }
 
+/// The kernel's size buckets by name, in order: the exporter's `size` label values and the keys
+/// of `stats --json`'s `bufs` and `reqs` (one definition, so the two cannot drift apart).
+pub const SIZE_BUCKETS: [&str; 9] = [
+    "8k", "16k", "32k", "64k", "128k", "256k", "512k", "1024k", "gt_1024k",
+];
+
 impl SizeHistogram {
+    /// Each bucket's count under its [`SIZE_BUCKETS`] name.
+    pub fn buckets(&self) -> [(&'static str, u64); 9] {
+        let counts = [
+            self.le_8k,
+            self.le_16k,
+            self.le_32k,
+            self.le_64k,
+            self.le_128k,
+            self.le_256k,
+            self.le_512k,
+            self.le_1024k,
+            self.gt_1024k,
+        ];
+        std::array::from_fn(|i| (SIZE_BUCKETS[i], counts[i]))
+    }
+
     fn parse(attrs: &[Attr<'_>], what: &str) -> Result<Self, Error> {
         let mut h = SizeHistogram::default();
         for a in attrs {

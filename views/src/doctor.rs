@@ -744,10 +744,17 @@ impl Host {
         let ib_core = kmod::availability("ib_core");
         let af_smc = probe(43, 0);
         let ipproto_smc = probe(libc::AF_INET, 256);
-        let snap = snapshot::read(snapshot::Reads {
-            processes: false,
-            sockets: false,
-        });
+        use snapshot::{Collector, Collectors};
+        let snap = snapshot::read(
+            [
+                Collector::Counters,
+                Collector::Info,
+                Collector::Topology,
+                Collector::Rdma,
+            ]
+            .into_iter()
+            .fold(Collectors::NONE, |s, c| s.with(c, true)),
+        );
         let pnet = match pnet::Pnet::open().and_then(|p| p.show()) {
             Ok(r) => Part::Read(r),
             Err(e) => Part::from_error(&e),

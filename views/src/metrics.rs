@@ -15,14 +15,15 @@ use prometheus::{Encoder, TextEncoder};
 use smcrun_report::ProcessReport;
 use smcrun_telemetry::rdma::{port_state, ResourceKind};
 use smcrun_telemetry::reasons;
-use smcrun_telemetry::smc_genl::{BufferStats, SizeHistogram, TechStats};
+use smcrun_telemetry::smc_genl::{BufferStats, TechStats};
 use smcrun_telemetry::sock_diag::Mode;
 
 use crate::rdma::{max, usage_ratio, used};
 use crate::snapshot::{Counters, Info, Processes, RdmaDevice, Snapshot, Topology};
 
-/// The content type of [`encode`]'s output, for HTTP.
-pub const CONTENT_TYPE: &str = prometheus::TEXT_FORMAT;
+/// The content type of [`encode`]'s output, for HTTP: the text format 0.0.4 with its charset
+/// said, as node_exporter says it (the text is UTF-8: label values such as program names).
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// How many processes get per-process series (the busiest first); the rest are counted in
 /// `smcrun_processes_not_exported`.
@@ -126,19 +127,29 @@ pub fn encode(families: &[MetricFamily]) -> Result<String, String> {
 
 /// The metric families of a snapshot.
 pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
+    use crate::snapshot::Collector;
     let mut f = Families::default();
-    f.gauge(
-        "smc_up",
-        "1 when the kernel's SMC answered this scrape (the smc module is there; on a kernel without SMC's netlink counters, smc_diag answered), else 0",
-        &[],
-        if s.counters.get().is_some()
-            || (s.counters.lacking().is_some() && s.sockets.get().is_some())
-        {
-            1.0
-        } else {
-            0.0
-        },
-    );
+    let on = |c| s.collectors.has(c);
+    // With the counters collector off, any SMC part that answered shows SMC is there; with no
+    // SMC collector on, nothing can say, and there is no smc_up (never a 0 that fires SmcDown).
+    let up = if on(Collector::Counters) {
+        Some(
+            s.counters.get().is_some()
+                || (s.counters.lacking().is_some() && s.sockets.get().is_some()),
+        )
+    } else if on(Collector::Info) || on(Collector::Topology) || on(Collector::Sockets) {
+        Some(s.info.get().is_some() || s.topology.get().is_some() || s.sockets.get().is_some())
+    } else {
+        None
+    };
+    if let Some(up) = up {
+        f.gauge(
+            "smc_up",
+            "1 when the kernel's SMC answered this scrape (the smc module is there; on a kernel without SMC's netlink counters, smc_diag answered), else 0",
+            &[],
+            if up { 1.0 } else { 0.0 },
+        );
+    }
     if let Some(c) = s.counters.get() {
         counters(&mut f, c);
     }
@@ -164,12 +175,21 @@ pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
     if let Some(a) = s.agent.get() {
         agent(&mut f, a);
     }
-    for (name, ok, _) in s.parts() {
+    let parts = s.parts();
+    for (c, ok, _) in &parts {
         f.gauge(
             "smcrun_scrape_collector_success",
-            "1 when this part of the scrape was read, 0 when the kernel lacks it or refused",
-            &[("collector", name)],
-            if ok { 1.0 } else { 0.0 },
+            "1 when this collector's part of the scrape was read, 0 when the kernel lacks it or refused (only the collectors on)",
+            &[("collector", c.name())],
+            if *ok { 1.0 } else { 0.0 },
+        );
+    }
+    for (c, _, _) in &parts {
+        f.gauge(
+            "smcrun_scrape_collector_duration_seconds",
+            "Seconds this collector's kernel reads took in this scrape",
+            &[("collector", c.name())],
+            s.seconds[c.index()],
         );
     }
     f.gauge(
@@ -194,21 +214,6 @@ pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
 }
 
 const TECHS: [&str; 2] = ["smcr", "smcd"];
-
-/// The kernel's size buckets as label values.
-fn buckets(h: &SizeHistogram) -> [(&'static str, u64); 9] {
-    [
-        ("8k", h.le_8k),
-        ("16k", h.le_16k),
-        ("32k", h.le_32k),
-        ("64k", h.le_64k),
-        ("128k", h.le_128k),
-        ("256k", h.le_256k),
-        ("512k", h.le_512k),
-        ("1024k", h.le_1024k),
-        ("gt_1024k", h.gt_1024k),
-    ]
-}
 
 fn buffer_events(f: &mut Families, tech: &str, dir: &str, b: &BufferStats) {
     let l = [("technology", tech), ("direction", dir)];
@@ -309,7 +314,7 @@ fn tech(f: &mut Families, tech: &str, t: &TechStats) {
             );
         }
         buffer_events(f, tech, dir, events);
-        for (size, v) in buckets(bufs) {
+        for (size, v) in bufs.buckets() {
             f.counter(
                 "smc_buffers_by_size_total",
                 "Buffers taken (allocated or reused) by size bucket (size: at most that many bytes; gt_1024k: more)",
@@ -317,7 +322,7 @@ fn tech(f: &mut Families, tech: &str, t: &TechStats) {
                 v,
             );
         }
-        for (size, v) in buckets(sizes) {
+        for (size, v) in sizes.buckets() {
             f.counter(
                 "smc_requests_by_size_total",
                 "Receive (rx) or send (tx) calls by payload size bucket",
@@ -1101,6 +1106,7 @@ mod tests {
             [
                 "smc_up",
                 "smcrun_scrape_collector_success",
+                "smcrun_scrape_collector_duration_seconds",
                 "smcrun_scrape_duration_seconds",
                 "smcrun_scrape_errors_total",
                 "smcrun_build_info"
@@ -1116,6 +1122,108 @@ mod tests {
             0.0
         );
         assert_eq!(s.failures(), 0, "a missing module is not an error");
+    }
+
+    /// Issue 24: the exporter's size buckets (to 1024k) and `stats --json`'s (to 512k) differed;
+    /// now every `size` label is a key of `bufs`/`reqs` with the same count, and back.
+    #[test]
+    fn size_buckets_agree_with_stats_json() {
+        use crate::counters::Sample;
+        use crate::json::stats::StatsView;
+        for phase in ["smcr", "smcd", "fallback"] {
+            let s = captured(phase);
+            let text = text_of(&s);
+            let c = s.counters.get().unwrap();
+            let sample = Sample {
+                stats: c.stats,
+                fallback: c.fallback.clone(),
+            };
+            let json = serde_json::to_value(StatsView::new(&sample, None)).unwrap();
+            let mut compared = 0;
+            for (family, key) in [
+                ("smc_buffers_by_size_total", "bufs"),
+                ("smc_requests_by_size_total", "reqs"),
+            ] {
+                for (labels, v) in samples(&text, family) {
+                    let label = |k: &str| {
+                        let start = labels.find(&format!("{k}=\"")).unwrap() + k.len() + 2;
+                        labels[start..].split('"').next().unwrap().to_string()
+                    };
+                    let (tech, dir, size) =
+                        (label("technology"), label("direction"), label("size"));
+                    assert_eq!(
+                        json[&tech][&dir][key][&size], v as u64,
+                        "{phase} {family}{labels}"
+                    );
+                    compared += 1;
+                }
+                for tech in TECHS {
+                    for dir in ["rx", "tx"] {
+                        let keys: Vec<&String> = json[tech][dir][key]
+                            .as_object()
+                            .unwrap()
+                            .keys()
+                            .filter(|k| *k != "gt_512k")
+                            .collect();
+                        let mut want: Vec<&str> = smcrun_telemetry::smc_genl::SIZE_BUCKETS.to_vec();
+                        want.sort();
+                        let mut keys: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
+                        keys.sort();
+                        assert_eq!(keys, want, "{phase} {tech} {dir} {key}");
+                    }
+                }
+            }
+            assert_eq!(compared, 2 * 2 * 2 * 9, "{phase}");
+        }
+    }
+
+    #[test]
+    fn the_content_type_is_the_encoders_with_its_charset() {
+        assert_eq!(
+            CONTENT_TYPE,
+            format!("{}; charset=utf-8", prometheus::TEXT_FORMAT)
+        );
+    }
+
+    /// Issue 24: a collector switched off leaves no series at all, not even its own
+    /// `smcrun_scrape_collector_*`; the others are as before.
+    #[test]
+    fn a_collector_off_has_no_series() {
+        use crate::snapshot::{Collector, Collectors};
+        let all = captured("smcr");
+        let text = text_of(&all);
+        assert!(!samples(&text, "smc_sockets").is_empty());
+        let on = Collectors::ALL.with(Collector::Sockets, false);
+        let fewer = text_of(&all.clone().only(on));
+        assert!(samples(&fewer, "smc_sockets").is_empty(), "{fewer}");
+        assert!(!fewer.contains(r#"collector="sockets""#), "{fewer}");
+        assert_eq!(
+            samples(&fewer, "smc_bytes_total"),
+            samples(&text, "smc_bytes_total")
+        );
+        let collectors = |t: &str, name: &str| -> Vec<String> {
+            samples(t, name).into_iter().map(|(l, _)| l).collect()
+        };
+        assert_eq!(
+            collectors(&fewer, "smcrun_scrape_collector_success"),
+            collectors(&fewer, "smcrun_scrape_collector_duration_seconds")
+        );
+        assert_eq!(
+            collectors(&fewer, "smcrun_scrape_collector_success").len(),
+            Collector::ALL.len() - 1
+        );
+        // Only the RDMA collector: no SMC series, smc_up 0.
+        let rdma = text_of(&all.only(Collectors::NONE.with(Collector::Rdma, true)));
+        assert_eq!(
+            collectors(&rdma, "smcrun_scrape_collector_success"),
+            [r#"{collector="rdma"}"#]
+        );
+        assert!(samples(&rdma, "smc_bytes_total").is_empty());
+        // Nothing on could tell whether SMC is there: no smc_up rather than a 0 that alerts.
+        assert!(samples(&rdma, "smc_up").is_empty(), "{rdma}");
+        let info = text_of(&captured("smcr").only(Collectors::NONE.with(Collector::Info, true)));
+        assert_eq!(one(&info, "smc_up", ""), 1.0);
+        assert!(!samples(&rdma, "smc_rdma_resources_used").is_empty());
     }
 
     #[test]

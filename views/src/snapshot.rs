@@ -176,6 +176,121 @@ pub struct Snapshot {
     pub agent: Part<crate::agent::State>,
     /// The `net.smc.*` sysctls and their values, by name without the prefix ([`read_sysctls`]).
     pub sysctls: Vec<(String, String)>,
+    /// The collectors that were on: only they have `smcrun_scrape_collector_*` series.
+    pub collectors: Collectors,
+    /// Seconds each collector's kernel reads took, by [`Collector::index`] (0 for a replay).
+    pub seconds: [f64; Collector::ALL.len()],
+}
+
+/// One part of a scrape that can be switched on or off, as node_exporter's collectors are
+/// (`--collector.NAME`, `--no-collector.NAME`): the names are defined here, once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collector {
+    /// SMC's counters (GET_STATS, GET_FBACK_STATS).
+    Counters,
+    /// SMC's description of itself (GET_SYS_INFO, the UEIDs).
+    Info,
+    /// Link groups, links and devices.
+    Topology,
+    /// The smc_diag census of every SMC socket (with very many sockets, most of a scrape's cost).
+    Sockets,
+    /// RDMA devices, their resources and limits.
+    Rdma,
+    /// The runtime's per-process reports.
+    Processes,
+    /// BPF mode's scopes.
+    Bpf,
+    /// The smcrun agent's state.
+    Agent,
+    /// The `net.smc.*` sysctls.
+    Sysctl,
+}
+
+impl Collector {
+    /// Every collector, in the order of a scrape.
+    pub const ALL: [Collector; 9] = [
+        Collector::Counters,
+        Collector::Info,
+        Collector::Topology,
+        Collector::Sockets,
+        Collector::Rdma,
+        Collector::Processes,
+        Collector::Bpf,
+        Collector::Agent,
+        Collector::Sysctl,
+    ];
+
+    /// Its name: the `collector` label and the `--collector.NAME` flag.
+    pub fn name(self) -> &'static str {
+        match self {
+            Collector::Counters => "counters",
+            Collector::Info => "info",
+            Collector::Topology => "topology",
+            Collector::Sockets => "sockets",
+            Collector::Rdma => "rdma",
+            Collector::Processes => "processes",
+            Collector::Bpf => "bpf",
+            Collector::Agent => "agent",
+            Collector::Sysctl => "sysctl",
+        }
+    }
+
+    /// What it reads, for `--help`.
+    pub fn about(self) -> &'static str {
+        match self {
+            Collector::Counters => "SMC's counters: connections, bytes, buffers, fallbacks and their reasons",
+            Collector::Info => "SMC's version, v2 capabilities and user EIDs",
+            Collector::Topology => "link groups, links and SMC devices",
+            Collector::Sockets => "the census of every SMC socket (smc_diag; most of a scrape's cost on hosts with tens of thousands of SMC sockets)",
+            Collector::Rdma => "RDMA devices' ports and resources (used, max)",
+            Collector::Processes => "the runtime's per-process reports",
+            Collector::Bpf => "BPF mode's scopes and their counts",
+            Collector::Agent => "the smcrun agent's record",
+            Collector::Sysctl => "the numeric net.smc.* sysctls",
+        }
+    }
+
+    /// The collector named `name`.
+    pub fn named(name: &str) -> Option<Collector> {
+        Collector::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// Its place in [`Collector::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Every name, comma-separated, for messages.
+    pub fn names() -> String {
+        Collector::ALL.map(Collector::name).join(", ")
+    }
+}
+
+/// A set of collectors: which parts a scrape reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Collectors(u16);
+
+impl Collectors {
+    /// Every collector (the exporter's default, as node_exporter's defaults are its usual ones).
+    pub const ALL: Collectors = Collectors((1 << Collector::ALL.len()) - 1);
+    /// None (`--collector.disable-defaults` before any `--collector.NAME`).
+    pub const NONE: Collectors = Collectors(0);
+
+    /// This set with `c` on or off.
+    pub fn with(self, c: Collector, on: bool) -> Collectors {
+        let bit = 1 << c.index();
+        Collectors(if on { self.0 | bit } else { self.0 & !bit })
+    }
+
+    /// Whether `c` is on.
+    pub fn has(self, c: Collector) -> bool {
+        self.0 & (1 << c.index()) != 0
+    }
+
+    /// The collectors that are on, in [`Collector::ALL`]'s order.
+    pub fn on(self) -> impl Iterator<Item = Collector> {
+        Collector::ALL.into_iter().filter(move |c| self.has(*c))
+    }
 }
 
 /// Every `net.smc.*` sysctl this kernel has (whatever its version adds: the directory is the
@@ -210,24 +325,58 @@ impl Snapshot {
             bpf: Part::Absent(a()),
             agent: Part::Absent(a()),
             sysctls: Vec::new(),
+            collectors: Collectors::ALL,
+            seconds: [0.0; Collector::ALL.len()],
         }
     }
 
-    /// The parts by collector name, for `smcrun_scrape_collector_success` and the error count.
-    pub fn parts(&self) -> [(&'static str, bool, Option<&str>); 8] {
-        fn s<'a, T>(name: &'static str, p: &'a Part<T>) -> (&'static str, bool, Option<&'a str>) {
-            (name, p.get().is_some(), p.failure())
+    /// The parts of the collectors that were on, for `smcrun_scrape_collector_success` and the
+    /// error count: (collector, read, the failure).
+    pub fn parts(&self) -> Vec<(Collector, bool, Option<&str>)> {
+        fn s<T>(p: &Part<T>) -> (bool, Option<&str>) {
+            (p.get().is_some(), p.failure())
         }
-        [
-            s("counters", &self.counters),
-            s("info", &self.info),
-            s("topology", &self.topology),
-            s("sockets", &self.sockets),
-            s("rdma", &self.rdma),
-            s("processes", &self.processes),
-            s("bpf", &self.bpf),
-            s("agent", &self.agent),
-        ]
+        self.collectors
+            .on()
+            .map(|c| {
+                let (ok, failure) = match c {
+                    Collector::Counters => s(&self.counters),
+                    Collector::Info => s(&self.info),
+                    Collector::Topology => s(&self.topology),
+                    Collector::Sockets => s(&self.sockets),
+                    Collector::Rdma => s(&self.rdma),
+                    Collector::Processes => s(&self.processes),
+                    Collector::Bpf => s(&self.bpf),
+                    Collector::Agent => s(&self.agent),
+                    // A directory listing: what is there is what this kernel has.
+                    Collector::Sysctl => (true, None),
+                };
+                (c, ok, failure)
+            })
+            .collect()
+    }
+
+    /// This snapshot with only the collectors `on` (a replay's parts, say, as a scrape with those
+    /// collectors would have read them).
+    pub fn only(mut self, on: Collectors) -> Snapshot {
+        fn keep<T>(p: &mut Part<T>, on: Collectors, c: Collector) {
+            if !on.has(c) {
+                *p = off(c);
+            }
+        }
+        keep(&mut self.counters, on, Collector::Counters);
+        keep(&mut self.info, on, Collector::Info);
+        keep(&mut self.topology, on, Collector::Topology);
+        keep(&mut self.sockets, on, Collector::Sockets);
+        keep(&mut self.rdma, on, Collector::Rdma);
+        keep(&mut self.processes, on, Collector::Processes);
+        keep(&mut self.bpf, on, Collector::Bpf);
+        keep(&mut self.agent, on, Collector::Agent);
+        if !on.has(Collector::Sysctl) {
+            self.sysctls.clear();
+        }
+        self.collectors = Collectors(self.collectors.0 & on.0);
+        self
     }
 
     /// How many parts failed (not counting parts the kernel simply does not have).
@@ -326,74 +475,112 @@ pub fn replay(dir: &Path) -> Snapshot {
             })
             .collect::<Result<Vec<_>, Replay>>()
     })());
+    // The rest (per-process reports, BPF scopes, the agent, sysctls) is not in a capture.
     Snapshot {
         counters,
         info,
         topology,
         sockets,
         rdma,
-        processes: Part::Absent("a capture has no per-process reports".into()),
-        bpf: Part::Absent("a capture has no BPF scopes".into()),
-        agent: Part::Absent("a capture has no agent".into()),
-        sysctls: Vec::new(),
+        ..Snapshot::empty("a capture has no per-process reports, BPF scopes, agent or sysctls")
     }
 }
 
-/// What [`read`] reads besides the always-read parts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reads {
-    /// The per-process reports (of the user running the exporter; false: no per-process part).
-    pub processes: bool,
-    /// The SMC socket census (smc_diag dumps every socket: with tens of thousands of sockets
-    /// this is most of a scrape's cost, nearly all of it in the kernel).
-    pub sockets: bool,
+/// A part whose collector is off: no series, not an error, no `smcrun_scrape_collector_*`.
+fn off<T>(c: Collector) -> Part<T> {
+    Part::Absent(format!("the {} collector is off", c.name()))
 }
 
-/// Read a snapshot from the running kernel, with the optional parts `reads` asks for.
-pub fn read(reads: Reads) -> Snapshot {
-    let (counters, info, topology) = match SmcGenl::open() {
-        Ok(c) => (
-            Part::from_result(read_counters(&c)),
-            Part::from_result(c.sys_info().map(|sys| Info {
-                sys,
-                ueids: c.ueid_dump().ok(),
-            })),
-            Part::from_result(read_topology(&c)),
-        ),
-        Err(e) => {
-            let p: Part<()> = Part::from_result(Err(e));
-            (p.map_err(), p.map_err(), p.map_err())
-        }
-    };
-    let sockets = if reads.sockets {
+/// Seconds each collector took, by [`Collector::index`].
+type Seconds = [f64; Collector::ALL.len()];
+
+/// `read()` when collector `c` is on (its time added to `seconds`), else the part is off.
+fn timed<T>(
+    on: Collectors,
+    c: Collector,
+    seconds: &mut Seconds,
+    read: impl FnOnce() -> Part<T>,
+) -> Part<T> {
+    if !on.has(c) {
+        return off(c);
+    }
+    let t0 = std::time::Instant::now();
+    let part = read();
+    seconds[c.index()] += t0.elapsed().as_secs_f64();
+    part
+}
+
+/// An SMC part read through the one generic netlink socket `genl` (its error when it did not
+/// open), when collector `c` is on.
+fn smc_part<T>(
+    genl: &Option<Part<SmcGenl>>,
+    on: Collectors,
+    c: Collector,
+    seconds: &mut Seconds,
+    read: impl FnOnce(&SmcGenl) -> Part<T>,
+) -> Part<T> {
+    match genl {
+        Some(Part::Read(g)) => timed(on, c, seconds, || read(g)),
+        Some(p) if on.has(c) => p.map_err(),
+        _ => off(c),
+    }
+}
+
+/// Read a snapshot from the running kernel: the parts of the collectors `on`, each timed.
+pub fn read(on: Collectors) -> Snapshot {
+    let mut seconds = [0.0; Collector::ALL.len()];
+    let smc_parts = [Collector::Counters, Collector::Info, Collector::Topology];
+    // One generic netlink socket for the three SMC parts; opening it counts to the first one on.
+    let genl = smc_parts.into_iter().find(|c| on.has(*c)).map(|first| {
+        timed(on, first, &mut seconds, || {
+            Part::from_result(SmcGenl::open())
+        })
+    });
+    let counters = smc_part(&genl, on, Collector::Counters, &mut seconds, |g| {
+        Part::from_result(read_counters(g))
+    });
+    let info = smc_part(&genl, on, Collector::Info, &mut seconds, |g| {
+        Part::from_result(g.sys_info().map(|sys| Info {
+            sys,
+            ueids: g.ueid_dump().ok(),
+        }))
+    });
+    let topology = smc_part(&genl, on, Collector::Topology, &mut seconds, |g| {
+        Part::from_result(read_topology(g))
+    });
+    let sockets = timed(on, Collector::Sockets, &mut seconds, || {
         Part::from_result(sock_diag::dump_raw(0).and_then(|raw| sock_diag::parse_states(&raw)))
-    } else {
-        Part::Absent("the socket census is off (--no-sockets)".into())
-    };
-    let rdma = Part::from_result(read_rdma());
-    let processes = if !reads.processes {
-        Part::Absent("the per-process part is off".into())
-    } else {
-        match smcrun_runtime::rundir::read::RunDir::open() {
-            Ok(Some(dir)) => {
-                let (running, unreadable) = crate::processes::running(&dir);
-                Part::Read(Processes {
-                    running,
-                    unreadable,
-                })
-            }
-            // No run directory yet: no program has reported.
-            Ok(None) => Part::Read(Processes {
-                running: Vec::new(),
-                unreadable: 0,
-            }),
-            // A run directory that is refused (another user's, open to others) is not read.
-            Err(_) => Part::Read(Processes {
-                running: Vec::new(),
-                unreadable: 1,
-            }),
-        }
-    };
+    });
+    let rdma = timed(on, Collector::Rdma, &mut seconds, || {
+        Part::from_result(read_rdma())
+    });
+    let processes = timed(on, Collector::Processes, &mut seconds, read_processes);
+    // Reading BPF programs needs CAP_SYS_ADMIN; without it (or without BPF) there is simply no
+    // such part, not a failed scrape.
+    let bpf = timed(
+        on,
+        Collector::Bpf,
+        &mut seconds,
+        || match smcrun_bpf::scopes::all() {
+            Ok(sc) => Part::Read(sc),
+            Err(e) => Part::Absent(e.to_string()),
+        },
+    );
+    // No agent (or one that is gone) is no part; a state that is refused (not root's, too big,
+    // unreadable) is a failed part.
+    let agent = timed(
+        on,
+        Collector::Agent,
+        &mut seconds,
+        || match crate::agent::read() {
+            Ok(st) => Part::Read(st),
+            Err(e @ crate::agent::Unavailable::Refused(_)) => Part::Failed(e.to_string()),
+            Err(e) => Part::Absent(e.to_string()),
+        },
+    );
+    let sysctls = timed(on, Collector::Sysctl, &mut seconds, || {
+        Part::Read(read_sysctls())
+    });
     Snapshot {
         counters,
         info,
@@ -401,19 +588,33 @@ pub fn read(reads: Reads) -> Snapshot {
         sockets,
         rdma,
         processes,
-        // Reading BPF programs needs CAP_SYS_ADMIN; without it (or without BPF) there is simply no
-        // such part, not a failed scrape.
-        bpf: match smcrun_bpf::scopes::all() {
-            Ok(sc) => Part::Read(sc),
-            Err(e) => Part::Absent(e.to_string()),
-        },
-        // No agent (or one that is gone) is no part; a state that is refused (not root's, too
-        // big, unreadable) is a failed part.
-        agent: match crate::agent::read() {
-            Ok(st) => Part::Read(st),
-            Err(e @ crate::agent::Unavailable::Refused(_)) => Part::Failed(e.to_string()),
-            Err(e) => Part::Absent(e.to_string()),
-        },
-        sysctls: read_sysctls(),
+        bpf,
+        agent,
+        sysctls: sysctls.get().cloned().unwrap_or_default(),
+        collectors: on,
+        seconds,
+    }
+}
+
+/// The runtime's per-process reports (of the user running the exporter).
+fn read_processes() -> Part<Processes> {
+    match smcrun_runtime::rundir::read::RunDir::open() {
+        Ok(Some(dir)) => {
+            let (running, unreadable) = crate::processes::running(&dir);
+            Part::Read(Processes {
+                running,
+                unreadable,
+            })
+        }
+        // No run directory yet: no program has reported.
+        Ok(None) => Part::Read(Processes {
+            running: Vec::new(),
+            unreadable: 0,
+        }),
+        // A run directory that is refused (another user's, open to others) is not read.
+        Err(_) => Part::Read(Processes {
+            running: Vec::new(),
+            unreadable: 1,
+        }),
     }
 }

@@ -35,9 +35,10 @@ use tokio::sync::{Notify, Semaphore};
 
 use clap::Args;
 use smcrun_views::metrics::{self, ScrapeMeta};
-use smcrun_views::snapshot::{self, Snapshot};
+use smcrun_views::snapshot::{self, Collector, Collectors, Snapshot};
 
 use crate::views::format;
+use crate::views::web_config::{self, WebConfig};
 
 /// Where `smcrun exporter` listens unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9609";
@@ -89,10 +90,17 @@ pub struct ExporterArgs {
     /// Write the textfile once and exit (for cron).
     #[arg(long, requires = "textfile")]
     once: bool,
-    /// Leave out the SMC socket census (`smc_sockets`): on hosts with tens of thousands of SMC
-    /// sockets it is most of a scrape's cost (the kernel's smc_diag dump of every socket).
-    #[arg(long)]
-    no_sockets: bool,
+    /// node_exporter's web configuration file (YAML): `tls_server_config` (`cert_file`,
+    /// `key_file`, optionally `client_auth_type`, `client_ca_file`, `min_version`,
+    /// `max_version`) and `basic_auth_users` (user: bcrypt hash); read once, at start.
+    #[arg(
+        long = "web.config.file",
+        value_name = "PATH",
+        conflicts_with = "textfile"
+    )]
+    web_config: Option<PathBuf>,
+    #[command(flatten)]
+    collectors: CollectorFlags,
 }
 
 /// `smcrun metrics` arguments.
@@ -101,19 +109,118 @@ pub struct MetricsArgs {
     /// Hidden: show what a capture of `smcrun __capture DIR` held, instead of this kernel.
     #[arg(long, value_name = "DIR", hide = true)]
     replay: Option<PathBuf>,
+    #[command(flatten)]
+    collectors: CollectorFlags,
 }
 
-/// What lasts across scrapes: the error count, and whether the socket census is on.
+/// node_exporter's collector flags, on `exporter` and `metrics`: `--collector.NAME` and
+/// `--no-collector.NAME` for each [`Collector`], and `--collector.disable-defaults` (every
+/// collector is on by default; with it, only those named by `--collector.NAME`).
+#[derive(Debug, Clone, Copy)]
+pub struct CollectorFlags(pub Collectors);
+
+/// node_exporter's flag that turns every collector off but those named.
+const DISABLE_DEFAULTS: &str = "collector.disable-defaults";
+
+fn on_flag(c: Collector) -> String {
+    format!("collector.{}", c.name())
+}
+
+fn off_flag(c: Collector) -> String {
+    format!("no-collector.{}", c.name())
+}
+
+impl clap::FromArgMatches for CollectorFlags {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut on = if m.get_flag(DISABLE_DEFAULTS) {
+            Collectors::NONE
+        } else {
+            Collectors::ALL
+        };
+        for c in Collector::ALL {
+            if m.get_flag(&on_flag(c)) {
+                on = on.with(c, true);
+            }
+            if m.get_flag(&off_flag(c)) {
+                on = on.with(c, false);
+            }
+        }
+        Ok(CollectorFlags(on))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for CollectorFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        use clap::{Arg, ArgAction};
+        let mut cmd = cmd.arg(
+            Arg::new(DISABLE_DEFAULTS)
+                .long(DISABLE_DEFAULTS)
+                .action(ArgAction::SetTrue)
+                .help("Turn every collector off but those named by --collector.NAME"),
+        );
+        for c in Collector::ALL {
+            let off = Arg::new(off_flag(c))
+                .long(off_flag(c))
+                .action(ArgAction::SetTrue)
+                .conflicts_with(on_flag(c))
+                .help(format!("Turn the {} collector off", c.name()));
+            // `--no-sockets` came before the collector flags, and stays.
+            let off = match c {
+                Collector::Sockets => off.visible_alias("no-sockets"),
+                _ => off,
+            };
+            cmd = cmd
+                .arg(
+                    Arg::new(on_flag(c))
+                        .long(on_flag(c))
+                        .action(ArgAction::SetTrue)
+                        .help(format!("Turn the {} collector on: {}", c.name(), c.about())),
+                )
+                .arg(off);
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// The one line for an unknown `--collector.NAME` (clap's own error names no collectors).
+pub fn unknown_collector(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = arg.split('=').next().unwrap_or(arg);
+    let name = flag
+        .strip_prefix("--collector.")
+        .or_else(|| flag.strip_prefix("--no-collector."))?;
+    Some(format!(
+        "smcrun: unknown collector {name:?} in {flag}; the collectors are: {}",
+        Collector::names()
+    ))
+}
+
+/// What lasts across scrapes: the error count, and which collectors are on.
 struct Exporter {
     errors: AtomicU64,
-    sockets: bool,
+    collectors: Collectors,
 }
 
 impl Exporter {
-    fn new(sockets: bool) -> Exporter {
+    fn new(collectors: Collectors) -> Exporter {
         Exporter {
             errors: AtomicU64::new(0),
-            sockets,
+            collectors,
         }
     }
 
@@ -132,19 +239,16 @@ impl Exporter {
     /// Read the kernel and render.
     fn scrape(&self) -> Result<String, String> {
         let t0 = Instant::now();
-        let snap = snapshot::read(snapshot::Reads {
-            processes: true,
-            sockets: self.sockets,
-        });
+        let snap = snapshot::read(self.collectors);
         self.render(&snap, t0.elapsed().as_secs_f64())
     }
 }
 
 /// Run `smcrun metrics`.
 pub fn metrics(a: &MetricsArgs) -> ExitCode {
-    let e = Exporter::new(true);
+    let e = Exporter::new(a.collectors.0);
     let text = match &a.replay {
-        Some(dir) => e.render(&snapshot::replay(dir), 0.0),
+        Some(dir) => e.render(&snapshot::replay(dir).only(e.collectors), 0.0),
         None => e.scrape(),
     };
     match text {
@@ -158,19 +262,30 @@ pub fn metrics(a: &MetricsArgs) -> ExitCode {
 
 /// Run `smcrun exporter`.
 pub fn exporter(a: &ExporterArgs) -> ExitCode {
-    let exporter = Exporter::new(!a.no_sockets);
+    let exporter = Exporter::new(a.collectors.0);
     match &a.textfile {
         Some(dir) => textfile_loop(exporter, dir, a.interval.unwrap_or(15.0), a.once),
         None => {
+            // A bad web config stops the exporter before it listens.
+            let web = match &a.web_config {
+                Some(path) => match WebConfig::read(path) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        eprintln!("smcrun exporter: {e}");
+                        return ExitCode::from(Exit::Usage);
+                    }
+                },
+                None => WebConfig::none(),
+            };
             let default = DEFAULT_LISTEN
                 .parse()
                 .expect("DEFAULT_LISTEN is an address");
-            serve(exporter, a.listen.unwrap_or(default))
+            serve(exporter, web, a.listen.unwrap_or(default))
         }
     }
 }
 
-fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
+fn serve(exporter: Exporter, web: WebConfig, addr: SocketAddr) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -183,11 +298,19 @@ fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
             return ExitCode::from(Exit::Failed);
         }
     };
+    let scheme = if web.tls.is_some() { "https" } else { "http" };
+    let auth = if web.auth.is_some() {
+        ", basic auth"
+    } else {
+        ""
+    };
     let server = Arc::new(Server {
-        exporter,
+        web,
         open: Mutex::new(BTreeMap::new()),
         capacity: connection_capacity(),
         scrapes: Arc::new(Semaphore::new(SCRAPE_THREADS)),
+        landing: Bytes::from(landing_page(exporter.collectors)),
+        exporter,
     });
     runtime.block_on(async {
         let listener = match listen(addr) {
@@ -202,7 +325,7 @@ fn serve(exporter: Exporter, addr: SocketAddr) -> ExitCode {
         } else {
             "reachable from other hosts"
         };
-        eprintln!("smcrun exporter: serving http://{addr}/metrics ({scope})");
+        eprintln!("smcrun exporter: serving {scheme}://{addr}/metrics ({scope}{auth})");
         accept_loop(listener, server).await;
     });
     ExitCode::from(Exit::Failed)
@@ -244,12 +367,40 @@ fn connection_capacity() -> usize {
 /// What the HTTP server shares among its connections.
 struct Server {
     exporter: Exporter,
+    /// TLS and basic auth (`--web.config.file`).
+    web: WebConfig,
     /// The open connections by number, oldest first.
     open: Mutex<BTreeMap<u64, Arc<Connection>>>,
     /// The most connections open at once.
     capacity: usize,
     /// One permit per scrape thread.
     scrapes: Arc<Semaphore>,
+    /// The page at `/` ([`landing_page`]).
+    landing: Bytes,
+}
+
+/// The content type of the landing page.
+const HTML: &str = "text/html; charset=utf-8";
+
+/// The content type of the short answers (404, 405, a failed scrape).
+const PLAIN: &str = "text/plain; charset=utf-8";
+
+/// The page at `/`, as node_exporter has one: what this is, its version, a link to the metrics
+/// and the collectors on (nothing in it comes from a request).
+fn landing_page(collectors: Collectors) -> String {
+    let items: String = Collector::ALL
+        .iter()
+        .map(|c| {
+            let state = if collectors.has(*c) { "on" } else { "off" };
+            format!("<li><code>{}</code>: {state}</li>\n", c.name())
+        })
+        .collect();
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\"><title>smcrun exporter</title></head>\n\
+         <body>\n<h1>smcrun exporter</h1>\n<p>Linux SMC metrics, smcrun {}.</p>\n\
+         <p><a href=\"/metrics\">Metrics</a></p>\n<h2>Collectors</h2>\n<ul>\n{items}</ul>\n</body>\n</html>\n",
+        env!("CARGO_PKG_VERSION")
+    )
 }
 
 /// One open connection as the accept loop sees it.
@@ -299,15 +450,42 @@ impl Server {
         .unwrap_or_else(|e| Err(format!("the scrape failed: {e}")))
     }
 
-    /// Answer one HTTP request: GET /metrics is a scrape, / a pointer to it, anything else
-    /// 404/405.
+    /// Whether the request may be answered: no basic auth configured, or its user and password
+    /// (checked on a scrape thread: a bcrypt is CPU work, not for the connections' thread).
+    async fn authorized(self: &Arc<Self>, req: &Request<hyper::body::Incoming>) -> bool {
+        if self.web.auth.is_none() {
+            return true;
+        }
+        let header = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .map(|h| h.as_bytes().to_vec());
+        let permit = Arc::clone(&self.scrapes).acquire_owned().await;
+        let server = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let auth = server.web.auth.as_ref();
+            auth.is_some_and(|a| a.allows(header.as_deref()))
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    /// Answer one HTTP request: with basic auth configured, 401 without a user's password; then
+    /// GET /metrics is a scrape, / the landing page, anything else 404/405.
     async fn answer(
         self: &Arc<Self>,
         req: Request<hyper::body::Incoming>,
     ) -> Response<Full<Bytes>> {
         let get = matches!(*req.method(), Method::GET | Method::HEAD);
-        let (status, text) = match (get, req.uri().path()) {
-            (true, "/metrics") => match self.scrape().await {
+        let allowed = self.authorized(&req).await;
+        let (status, text) = match (allowed, get, req.uri().path()) {
+            (false, _, _) => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: give the user and password of the web config's basic_auth_users\n"
+                    .into(),
+            ),
+            (true, true, "/metrics") => match self.scrape().await {
                 Ok(text) => {
                     let mut r = Response::new(Full::new(Bytes::from(text)));
                     r.headers_mut().insert(
@@ -318,21 +496,33 @@ impl Server {
                 }
                 Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),
             },
-            (true, "/") => (
-                StatusCode::OK,
-                "smcrun exporter: Linux SMC metrics at /metrics\n".into(),
-            ),
-            (true, _) => (
+            (true, true, "/") => {
+                let mut r = Response::new(Full::new(self.landing.clone()));
+                r.headers_mut()
+                    .insert(header::CONTENT_TYPE, header::HeaderValue::from_static(HTML));
+                return r;
+            }
+            (true, true, _) => (
                 StatusCode::NOT_FOUND,
                 "not found; the metrics are at /metrics\n".into(),
             ),
-            (false, _) => (StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into()),
+            (true, false, _) => (StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into()),
         };
         let mut r = Response::new(Full::new(Bytes::from(text)));
         *r.status_mut() = status;
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static(PLAIN),
+        );
         if status == StatusCode::METHOD_NOT_ALLOWED {
             r.headers_mut()
                 .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
+        }
+        if status == StatusCode::UNAUTHORIZED {
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static(web_config::REALM),
+            );
         }
         r
     }
@@ -371,19 +561,33 @@ async fn serve_connection(
     conn: Arc<Connection>,
     stream: tokio::net::TcpStream,
 ) {
-    let service = {
-        let (server, conn) = (Arc::clone(&server), Arc::clone(&conn));
-        hyper::service::service_fn(move |req| {
-            conn.requested.store(true, Ordering::Relaxed);
-            let server = Arc::clone(&server);
-            async move { Ok::<_, Infallible>(server.answer(req).await) }
-        })
+    let serving = async {
+        let Some(tls) = &server.web.tls else {
+            return http(&server, &conn, stream).await;
+        };
+        if !starts_tls(&stream).await {
+            // Plain HTTP to a TLS port: said as Go's servers (node_exporter's) say it.
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut stream = stream;
+            if stream.write_all(PLAIN_TO_TLS).await.is_ok() && stream.shutdown().await.is_ok() {
+                // The request unread would make the close a reset, which can beat the answer to
+                // the client: read it away (a second at most, a little of it).
+                let mut sink = [0u8; 4096];
+                let drain = async {
+                    for _ in 0..16 {
+                        if !matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {
+                            break;
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+            }
+            return;
+        }
+        if let Ok(stream) = tls.accept(stream).await {
+            http(&server, &conn, stream).await;
+        }
     };
-    let serving = hyper::server::conn::http1::Builder::new()
-        .keep_alive(false)
-        .max_buf_size(MAX_HEADER_BYTES)
-        .header_read_timeout(None)
-        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
     let header_late = async {
         tokio::time::sleep(HEADER_TIMEOUT).await;
         if conn.requested.load(Ordering::Relaxed) {
@@ -392,12 +596,45 @@ async fn serve_connection(
     };
     // Whichever ends first ends the connection; a client that went away is its own business.
     tokio::select! {
-        _ = serving => {}
+        () = serving => {}
         () = header_late => {}
         () = conn.evict.notified() => {}
         () = tokio::time::sleep(CONNECTION_TIMEOUT) => {}
     }
     server.leave(id);
+}
+
+/// The answer to plain HTTP on a TLS port.
+const PLAIN_TO_TLS: &[u8] =
+    b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n\
+    Client sent an HTTP request to an HTTPS server.\n";
+
+/// Whether a connection's first byte is a TLS handshake record's (22), not a letter of a plain
+/// HTTP request.
+async fn starts_tls(stream: &tokio::net::TcpStream) -> bool {
+    let mut first = [0u8; 1];
+    matches!(stream.peek(&mut first).await, Ok(1) if first[0] == 0x16)
+}
+
+/// HTTP/1 on `io` (TCP, or TLS over it): one request.
+async fn http<S>(server: &Arc<Server>, conn: &Arc<Connection>, io: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = {
+        let (server, conn) = (Arc::clone(server), Arc::clone(conn));
+        hyper::service::service_fn(move |req| {
+            conn.requested.store(true, Ordering::Relaxed);
+            let server = Arc::clone(&server);
+            async move { Ok::<_, Infallible>(server.answer(req).await) }
+        })
+    };
+    let _ = hyper::server::conn::http1::Builder::new()
+        .keep_alive(false)
+        .max_buf_size(MAX_HEADER_BYTES)
+        .header_read_timeout(None)
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+        .await;
 }
 
 fn textfile_loop(exporter: Exporter, dir: &Path, interval: f64, once: bool) -> ExitCode {

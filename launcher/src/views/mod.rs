@@ -14,3 +14,4 @@ pub mod rdma;
 pub mod smc_procs;
 pub mod ss;
 pub mod stats;
+pub mod web_config;

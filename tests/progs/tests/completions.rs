@@ -110,6 +110,19 @@ fn bash_completes_programs_values_units_and_never_hidden_commands() {
     // A subcommand's options are clap's.
     let c = candidates(&d, "smcrun doctor --", &[]);
     assert!(has(&c, "--bpf") && has(&c, "--json"), "{c:?}");
+    // Issue 24: the exporter's and metrics' collector flags, every collector.
+    for sub in ["exporter", "metrics"] {
+        let c = candidates(&d, &format!("smcrun {sub} --no-collector."), &[]);
+        assert!(
+            has(&c, "--no-collector.sockets") && has(&c, "--no-collector.sysctl"),
+            "{sub}: {c:?}"
+        );
+        let c = candidates(&d, &format!("smcrun {sub} --collector."), &[]);
+        assert!(
+            has(&c, "--collector.disable-defaults") && has(&c, "--collector.rdma"),
+            "{sub}: {c:?}"
+        );
+    }
     // enable: the services of the unit directories; disable: those smcrun enabled.
     let units = d.join("units");
     std::fs::create_dir_all(units.join("smcrun-t-b.service.d")).unwrap();

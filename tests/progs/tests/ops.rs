@@ -135,6 +135,65 @@ fn the_fixtures_metrics_pass_promtool_and_are_the_kernels_numbers() {
     }
 }
 
+/// The `collector` labels of `smcrun_scrape_collector_success` in `text`.
+fn collectors_in(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("smcrun_scrape_collector_success{collector=\""))
+        .filter_map(|l| l.split('"').next())
+        .collect()
+}
+
+/// Issue 24: node_exporter's collector flags, on `metrics` (and `exporter`, the same flags).
+#[test]
+fn collectors_switch_on_and_off_as_node_exporters_do() {
+    let smcr = fixtures("smcr");
+    let replay = ["--replay", smcr.to_str().unwrap()];
+    let all = metrics_of(&replay);
+    assert!(all.contains("\nsmc_sockets{"), "{all}");
+    for off in ["--no-collector.sockets", "--no-sockets"] {
+        let text = metrics_of(&[&replay[..], &[off]].concat());
+        assert!(promtool_check(&text).0, "{off}: {text}");
+        assert!(!text.contains("smc_sockets"), "{off}: {text}");
+        assert!(!collectors_in(&text).contains(&"sockets"), "{off}: {text}");
+        assert!(text.contains("\nsmc_bytes_total{"), "{off}: {text}");
+    }
+    let only = metrics_of(
+        &[
+            &replay[..],
+            &[
+                "--collector.disable-defaults",
+                "--collector.counters",
+                "--collector.rdma",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(collectors_in(&only), ["counters", "rdma"], "{only}");
+    assert!(only.contains("smcrun_scrape_collector_duration_seconds{collector=\"rdma\"}"));
+    assert!(!only.contains("smc_link_up"), "topology is off: {only}");
+    assert_eq!(sample(&only, "smc_up"), Some(1.0));
+    // This kernel, with only the sysctl collector.
+    let host = metrics_of(&["--collector.disable-defaults", "--collector.sysctl"]);
+    assert_eq!(collectors_in(&host), ["sysctl"], "{host}");
+    // An unknown name: one line naming it and every collector, exit 2.
+    for bad in ["--collector.nope", "--no-collector.nope"] {
+        let mut c = smcrun();
+        c.args(["metrics", bad]);
+        let (_, err, o) = run(c);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert_eq!(err.lines().count(), 1, "{bad}: {err}");
+        assert!(err.contains("\"nope\""), "{bad}: {err}");
+        assert!(
+            err.contains("counters, info, topology, sockets, rdma"),
+            "{err}"
+        );
+    }
+    let mut c = smcrun();
+    c.args(["exporter", "--collector.sockets", "--no-collector.sockets"]);
+    let (_, err, o) = run(c);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+}
+
 /// One HTTP GET on 127.0.0.1: (status, body).
 fn get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
@@ -187,6 +246,110 @@ fn start_exporter() -> (Killed, u16) {
     (child, port)
 }
 
+/// `smcrun exporter --listen 127.0.0.1:PORT ARGS`, once its port takes connections.
+fn spawn_exporter(args: &[&str]) -> (Killed, u16) {
+    let port = free_port();
+    let mut c = smcrun();
+    c.args(["exporter", "--listen", &format!("127.0.0.1:{port}")])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let child = Killed(c.spawn().unwrap());
+    wait_for("the exporter to listen", 20, || {
+        TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    (child, port)
+}
+
+/// A response as curl got it.
+struct Curled {
+    /// The HTTP status (0: curl got none; `err` says why).
+    status: u16,
+    /// The header lines, lower-cased.
+    headers: String,
+    body: String,
+    err: String,
+}
+
+/// `curl -sS -i ARGS URL`: a real HTTP client's view of the exporter.
+fn curl(args: &[&str], url: &str) -> Curled {
+    let o = tool("curl")
+        .args(["-sS", "-i", "--max-time", "20"])
+        .args(args)
+        .arg(url)
+        .output()
+        .unwrap();
+    let raw = String::from_utf8_lossy(&o.stdout).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    Curled {
+        status: head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0),
+        headers: head.to_ascii_lowercase(),
+        body: body.to_string(),
+        err: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Issue 24: `/` is an HTML page naming the version, linking the metrics and listing the
+/// collectors on; every answer says its charset; an unknown path is 404.
+#[test]
+fn the_exporter_has_a_landing_page_and_says_its_charset() {
+    let (_exporter, port) = spawn_exporter(&["--no-collector.sockets"]);
+    let base = format!("http://127.0.0.1:{port}");
+    let page = curl(&[], &format!("{base}/"));
+    assert_eq!(page.status, 200, "{}", page.err);
+    assert!(
+        page.headers
+            .contains("content-type: text/html; charset=utf-8\r\n"),
+        "{}",
+        page.headers
+    );
+    assert!(page.body.starts_with("<!DOCTYPE html>"), "{}", page.body);
+    assert!(page.body.contains("<title>smcrun exporter</title>"));
+    assert!(page.body.contains("<a href=\"/metrics\">"), "{}", page.body);
+    let mut c = smcrun();
+    c.arg("--version");
+    let (version, _, _) = run(c);
+    let version = version.split_whitespace().last().unwrap().to_string();
+    assert!(
+        page.body.contains(&format!("smcrun {version}")),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("<code>sockets</code>: off"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("<code>counters</code>: on"),
+        "{}",
+        page.body
+    );
+    let metrics = curl(&[], &format!("{base}/metrics"));
+    assert_eq!(metrics.status, 200, "{}", metrics.err);
+    assert!(
+        metrics
+            .headers
+            .contains("content-type: text/plain; version=0.0.4; charset=utf-8\r\n"),
+        "{}",
+        metrics.headers
+    );
+    assert!(metrics.body.contains("\nsmc_up "), "{}", metrics.body);
+    let missing = curl(&[], &format!("{base}/nope"));
+    assert_eq!(missing.status, 404);
+    assert!(
+        missing.headers.contains("charset=utf-8"),
+        "{}",
+        missing.headers
+    );
+    let post = curl(&["-X", "POST"], &format!("{base}/metrics"));
+    assert_eq!(post.status, 405);
+}
+
 #[test]
 fn the_exporter_serves_concurrent_scrapes() {
     let (_exporter, port) = start_exporter();
@@ -226,7 +389,7 @@ fn the_exporter_listens_on_loopback_unless_told() {
 
 #[test]
 fn a_prometheus_server_scrapes_the_exporter() {
-    let (_exporter, port) = start_exporter();
+    let (exporter, port) = start_exporter();
     let dir = std::env::temp_dir().join(format!("smcrun-prom-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -274,6 +437,34 @@ fn a_prometheus_server_scrapes_the_exporter() {
         query("up").filter(|u| u["value"][1] == "1")
     });
     assert_eq!(target["metric"]["instance"], format!("127.0.0.1:{port}"));
+    // Issue 24: the exporter gone, the SmcrunExporterDown rule's expression (as the rules file
+    // has it) finds this target.
+    let rules =
+        std::fs::read_to_string(repo().join("examples/prometheus/smcrun-rules.yml")).unwrap();
+    let expr = rules
+        .split("alert: SmcrunExporterDown")
+        .nth(1)
+        .and_then(|r| r.lines().find_map(|l| l.trim().strip_prefix("expr: ")))
+        .expect("SmcrunExporterDown has an expr")
+        .to_string();
+    let encoded: String = expr
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    assert!(query(&encoded).is_none(), "{expr}: the exporter is up");
+    drop(exporter);
+    let down = wait_for("the exporter-down expression to match", 30, || {
+        query(&encoded)
+    });
+    assert_eq!(
+        down["metric"]["instance"],
+        format!("127.0.0.1:{port}"),
+        "{down}"
+    );
+    assert_eq!(down["metric"]["job"], "smcrun", "{down}");
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -247,62 +247,34 @@ pub struct TxOnly {
     pub buffer_too_small_remote_pct: f64,
 }
 
-/// A size histogram in `smcr stats`' columns ([`hist_columns`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Histogram {
-    /// Up to 8 KiB.
-    #[serde(rename = "8k")]
-    pub k8: u64,
-    /// Up to 16 KiB.
-    #[serde(rename = "16k")]
-    pub k16: u64,
-    /// Up to 32 KiB.
-    #[serde(rename = "32k")]
-    pub k32: u64,
-    /// Up to 64 KiB.
-    #[serde(rename = "64k")]
-    pub k64: u64,
-    /// Up to 128 KiB.
-    #[serde(rename = "128k")]
-    pub k128: u64,
-    /// Up to 256 KiB.
-    #[serde(rename = "256k")]
-    pub k256: u64,
-    /// Up to 512 KiB.
-    #[serde(rename = "512k")]
-    pub k512: u64,
-    /// More.
-    pub gt_512k: u64,
+/// A size histogram: the kernel's buckets under the exporter's names
+/// ([`SizeHistogram::buckets`]: `8k` … `1024k`, `gt_1024k`), and `gt_512k` (their sum above
+/// 512 KiB, the last of `smcr stats`' columns, kept for those who read it before `1024k` came).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Histogram(SizeHistogram);
+
+impl Serialize for Histogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let buckets = self.0.buckets();
+        let mut m = s.serialize_map(Some(buckets.len() + 1))?;
+        for (name, v) in buckets {
+            m.serialize_entry(name, &v)?;
+        }
+        m.serialize_entry("gt_512k", &self.columns()[7])?;
+        m.end()
+    }
 }
 
 impl Histogram {
-    /// The columns of `h`.
+    /// The histogram of `h`.
     pub fn new(h: &SizeHistogram) -> Histogram {
-        let [k8, k16, k32, k64, k128, k256, k512, gt_512k] = hist_columns(h);
-        Histogram {
-            k8,
-            k16,
-            k32,
-            k64,
-            k128,
-            k256,
-            k512,
-            gt_512k,
-        }
+        Histogram(*h)
     }
 
-    /// The columns in order, as the text's histogram rows print them.
+    /// `smcr stats`' eight columns ([`hist_columns`]), as the text's histogram rows print them.
     pub fn columns(&self) -> [u64; 8] {
-        [
-            self.k8,
-            self.k16,
-            self.k32,
-            self.k64,
-            self.k128,
-            self.k256,
-            self.k512,
-            self.gt_512k,
-        ]
+        hist_columns(&self.0)
     }
 }
 
