@@ -72,6 +72,50 @@ pub fn map_create(
     bpf(bpf_cmd::BPF_MAP_CREATE, &mut attr).map(fd_of)
 }
 
+/// BPF_MAP_CREATE of a BPF_MAP_TYPE_STRUCT_OPS map (the handshake policy's `smc_hs_ctrl`): its
+/// value is the kernel's `bpf_struct_ops_<name>` type, `value_type_id` in vmlinux BTF, and the
+/// kernel wants a user BTF object with it (`btf`, see [`btf_load`]) though it reads nothing there.
+pub fn map_create_struct_ops(
+    name: &str,
+    value_size: u32,
+    value_type_id: u32,
+    btf: BorrowedFd<'_>,
+) -> io::Result<OwnedFd> {
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.__bindgen_anon_1 };
+    a.map_type = aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_STRUCT_OPS as u32;
+    a.key_size = 4;
+    a.value_size = value_size;
+    a.max_entries = 1;
+    a.map_name = object_name(name);
+    a.btf_fd = btf.as_raw_fd() as u32;
+    a.btf_vmlinux_value_type_id = value_type_id;
+    bpf(bpf_cmd::BPF_MAP_CREATE, &mut attr).map(fd_of)
+}
+
+/// BPF_BTF_LOAD of the smallest BTF there is (one `int`): the user BTF object a struct_ops map
+/// must name (the kernel refuses one without, and reads the value's layout from vmlinux).
+pub fn btf_load() -> io::Result<OwnedFd> {
+    let mut blob: Vec<u8> = Vec::new();
+    let strings = b"\0int\0";
+    // header: magic, version 1, flags 0, hdr_len 24, type_off 0, type_len 16, str_off 16, str_len
+    blob.extend_from_slice(&0xeb9fu16.to_ne_bytes());
+    blob.extend_from_slice(&[1, 0]);
+    for v in [24u32, 0, 16, 16, strings.len() as u32] {
+        blob.extend_from_slice(&v.to_ne_bytes());
+    }
+    // type 1: INT "int", 4 bytes, signed, 32 bits
+    for v in [1u32, 1 << 24, 4, (1 << 24) | 32] {
+        blob.extend_from_slice(&v.to_ne_bytes());
+    }
+    blob.extend_from_slice(strings);
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.__bindgen_anon_7 };
+    a.btf = blob.as_ptr() as u64;
+    a.btf_size = blob.len() as u32;
+    bpf(bpf_cmd::BPF_BTF_LOAD, &mut attr).map(fd_of)
+}
+
 /// A program the kernel refused, with the verifier's log.
 #[derive(Debug)]
 pub struct LoadError {
@@ -97,6 +141,24 @@ pub fn prog_load_tracing(
         insns,
         license,
     )
+}
+
+/// BPF_PROG_LOAD of a struct_ops program: member `member` (its index) of the kernel struct
+/// `struct_id` (vmlinux BTF).
+pub fn prog_load_struct_ops(
+    name: &str,
+    struct_id: u32,
+    member: u32,
+    insns: &[bpf_insn],
+    license: &CStr,
+) -> Result<OwnedFd, LoadError> {
+    let mut log = vec![0u8; 256 * 1024];
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.__bindgen_anon_3 };
+    a.prog_type = bpf_prog_type::BPF_PROG_TYPE_STRUCT_OPS as u32;
+    a.expected_attach_type = member;
+    a.attach_btf_id = struct_id;
+    load_with_log(attr, &mut log, name, insns, license)
 }
 
 /// BPF_PROG_LOAD of a kprobe program (attached with [`kprobe_open`]).
@@ -129,6 +191,18 @@ fn prog_load(
         a.expected_attach_type = attach as u32;
         a.attach_btf_id = id;
     }
+    load_with_log(attr, &mut log, name, insns, license)
+}
+
+/// BPF_PROG_LOAD of `attr` (type and attach point set) with `insns`, the verifier's log in `log`.
+fn load_with_log(
+    mut attr: bpf_attr,
+    log: &mut [u8],
+    name: &str,
+    insns: &[bpf_insn],
+    license: &CStr,
+) -> Result<OwnedFd, LoadError> {
+    let a = unsafe { &mut attr.__bindgen_anon_3 };
     a.insn_cnt = insns.len() as u32;
     a.insns = insns.as_ptr() as u64;
     a.license = license.as_ptr() as u64;
