@@ -331,17 +331,16 @@ check_bpf_module() {
 #   exit 125 (not possible here); nothing is left on bpffs.
 check_handshake_old() {
     [ ! -e /proc/sys/net/smc/hs_ctrl ] || fail "this kernel has net.smc.hs_ctrl: handshake-old needs one without it"
-    for c in "load --policy smc_port_6379;_tcp" status unload; do
-        set -- $(echo "$c" | tr '_' ' ')
-        if [ "$1" = load ]; then
+    for c in load status unload; do
+        if [ $c = load ]; then
             o=$(smcrun handshake load --policy 'smc port 6379; tcp' 2>&1)
         else
-            o=$(smcrun handshake "$1" 2>&1)
+            o=$(smcrun handshake $c 2>&1)
         fi
         rc=$?
-        echo "handshake $1: rc=$rc $o"
+        echo "handshake $c: rc=$rc $o"
         [ $rc = 125 ] && [ "$(printf '%s\n' "$o" | grep -c .)" = 1 ] && case $o in *"Linux 6.19"*) true ;; *) false ;; esac ||
-            fail "smcrun handshake $1 on $(uname -r): rc $rc, $(printf '%s' "$o" | tr '\n' '|'), expected one line naming Linux 6.19 and exit 125"
+            fail "smcrun handshake $c on $(uname -r): rc $rc, $(printf '%s' "$o" | tr '\n' '|'), expected one line naming Linux 6.19 and exit 125"
     done
     [ ! -e /sys/fs/bpf/smcrun-handshake ] || fail "a refused handshake load left /sys/fs/bpf/smcrun-handshake"
     ok
