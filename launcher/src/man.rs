@@ -152,6 +152,10 @@ fn examples(page: &str) -> Vec<(&'static str, &'static str)> {
             ("smcrun policy check --policy 'smc port 6379; tcp' --program redis-benchmark --connect 10.0.0.5:6379", "which rule a connect matches"),
         ],
         "smcrun-attach" => vec![("smcrun attach --cgroup /sys/fs/cgroup/system.slice/redis.service", "every new TCP socket of the cgroup is made SMC")],
+        "smcrun-handshake" => vec![
+            ("smcrun handshake load --policy 'smc port 6379; tcp'", "the kernel offers SMC only to connections to port 6379, for every program of this network namespace (Linux 6.19+)"),
+            ("smcrun handshake status", "what is selected, the policy and the kernel's decisions"),
+        ],
         "smcrun-setup" => vec![("smcrun setup soft-roce --netdev eth0", "a soft-RoCE device on eth0, for SMC-R without RDMA hardware")],
         "smcrun-ueid" => vec![("smcrun ueid add SMCRUN-EXAMPLE", "set a user EID (SMC-Rv2 needs one on both hosts)")],
         "smcrun-pnet" => vec![("smcrun pnet show -j", "the PNET table as JSON")],
@@ -227,6 +231,11 @@ fn own_sections(c: &Command, page: &str, words: &str, siblings: &[String]) -> St
         &mut s,
         "\\fI/sys/fs/bpf/smcrun/\\fR",
         "BPF mode's pinned cgroup attachments (smcrun attach)",
+    );
+    tagged(
+        &mut s,
+        "\\fI/sys/fs/bpf/smcrun-handshake/\\fR",
+        "the handshake policy's maps, one directory per network namespace (smcrun handshake)",
     );
     section(&mut s, "EXAMPLES");
     let ex = examples(page);
