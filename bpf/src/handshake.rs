@@ -141,8 +141,11 @@ fn btf_strings(b: &[u8]) -> Option<(usize, &[u8])> {
     Some((hdr, b.get(hdr + so..hdr + so + sl)?))
 }
 
-/// Every type of a BTF blob in id order (from 1): (info, size/type, extra data, name offset).
-fn btf_types(b: &[u8]) -> Option<Vec<(u32, u32, &[u8], u32)>> {
+/// One BTF type: (info, size or type, the data after its header, name offset).
+type BtfType<'a> = (u32, u32, &'a [u8], u32);
+
+/// Every type of a BTF blob in id order (from 1).
+fn btf_types(b: &[u8]) -> Option<Vec<BtfType<'_>>> {
     let u = |o: usize| Some(u32::from_ne_bytes(b.get(o..o + 4)?.try_into().ok()?));
     if b.get(0..2)? != 0xeb9fu16.to_ne_bytes() {
         return None;

@@ -256,7 +256,7 @@ pub fn analyse(policy: &Policy) -> HsAnalysis {
         });
     }
     if rules.len() > HS_MAX_RULES {
-        if let Some(v) = verdicts.iter_mut().nth(HS_MAX_RULES) {
+        if let Some(v) = verdicts.get_mut(HS_MAX_RULES) {
             v.refused = Some(format!(
                 "is past the {HS_MAX_RULES} rules the handshake policy holds"
             ));
