@@ -531,20 +531,7 @@ mod tests {
         push(&[5, 1 << 24, 1, 8]); // 2: char
         push(&[0, 3 << 24, 0, 2, 1, 16]); // 3: char[16]
         push(&[10, (4 << 24) | 2, 20, 12, 3, 0, 17, 1, 128]); // 4: struct s
-        let mut b = 0xeb9fu16.to_ne_bytes().to_vec();
-        b.extend_from_slice(&[1, 0]);
-        for v in [
-            24u32,
-            0,
-            types.len() as u32,
-            types.len() as u32,
-            strs.len() as u32,
-        ] {
-            b.extend_from_slice(&v.to_ne_bytes());
-        }
-        b.extend_from_slice(&types);
-        b.extend_from_slice(strs);
-        b
+        sys::btf_blob(&types, strs)
     }
 
     #[test]

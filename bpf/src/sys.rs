@@ -93,22 +93,29 @@ pub fn map_create_struct_ops(
     bpf(bpf_cmd::BPF_MAP_CREATE, &mut attr).map(fd_of)
 }
 
+/// A BTF blob of `types` and `strings` (the kernel's format: a 24-byte header, version 1, then
+/// the two sections), in this machine's byte order.
+pub(crate) fn btf_blob(types: &[u8], strings: &[u8]) -> Vec<u8> {
+    let mut b = 0xeb9fu16.to_ne_bytes().to_vec();
+    b.extend_from_slice(&[1, 0]);
+    let tl = types.len() as u32;
+    for v in [24u32, 0, tl, tl, strings.len() as u32] {
+        b.extend_from_slice(&v.to_ne_bytes());
+    }
+    b.extend_from_slice(types);
+    b.extend_from_slice(strings);
+    b
+}
+
 /// BPF_BTF_LOAD of the smallest BTF there is (one `int`): the user BTF object a struct_ops map
 /// must name (the kernel refuses one without, and reads the value's layout from vmlinux).
 pub fn btf_load() -> io::Result<OwnedFd> {
-    let mut blob: Vec<u8> = Vec::new();
-    let strings = b"\0int\0";
-    // header: magic, version 1, flags 0, hdr_len 24, type_off 0, type_len 16, str_off 16, str_len
-    blob.extend_from_slice(&0xeb9fu16.to_ne_bytes());
-    blob.extend_from_slice(&[1, 0]);
-    for v in [24u32, 0, 16, 16, strings.len() as u32] {
-        blob.extend_from_slice(&v.to_ne_bytes());
-    }
     // type 1: INT "int", 4 bytes, signed, 32 bits
+    let mut int = Vec::new();
     for v in [1u32, 1 << 24, 4, (1 << 24) | 32] {
-        blob.extend_from_slice(&v.to_ne_bytes());
+        int.extend_from_slice(&v.to_ne_bytes());
     }
-    blob.extend_from_slice(strings);
+    let blob = btf_blob(&int, b"\0int\0");
     let mut attr = zeroed();
     let a = unsafe { &mut attr.__bindgen_anon_7 };
     a.btf = blob.as_ptr() as u64;
@@ -137,7 +144,7 @@ pub fn prog_load_tracing(
     prog_load(
         name,
         bpf_prog_type::BPF_PROG_TYPE_TRACING,
-        Some((attach, attach_btf_id)),
+        Some((attach as u32, attach_btf_id)),
         insns,
         license,
     )
@@ -152,13 +159,13 @@ pub fn prog_load_struct_ops(
     insns: &[bpf_insn],
     license: &CStr,
 ) -> Result<OwnedFd, LoadError> {
-    let mut log = vec![0u8; 256 * 1024];
-    let mut attr = zeroed();
-    let a = unsafe { &mut attr.__bindgen_anon_3 };
-    a.prog_type = bpf_prog_type::BPF_PROG_TYPE_STRUCT_OPS as u32;
-    a.expected_attach_type = member;
-    a.attach_btf_id = struct_id;
-    load_with_log(attr, &mut log, name, insns, license)
+    prog_load(
+        name,
+        bpf_prog_type::BPF_PROG_TYPE_STRUCT_OPS,
+        Some((member, struct_id)),
+        insns,
+        license,
+    )
 }
 
 /// BPF_PROG_LOAD of a kprobe program (attached with [`kprobe_open`]).
@@ -176,10 +183,11 @@ pub fn prog_load_kprobe(
     )
 }
 
+/// BPF_PROG_LOAD; `attach` is (expected_attach_type, attach_btf_id).
 fn prog_load(
     name: &str,
     prog_type: bpf_prog_type,
-    attach: Option<(bpf_attach_type, u32)>,
+    attach: Option<(u32, u32)>,
     insns: &[bpf_insn],
     license: &CStr,
 ) -> Result<OwnedFd, LoadError> {
@@ -188,21 +196,9 @@ fn prog_load(
     let a = unsafe { &mut attr.__bindgen_anon_3 };
     a.prog_type = prog_type as u32;
     if let Some((attach, id)) = attach {
-        a.expected_attach_type = attach as u32;
+        a.expected_attach_type = attach;
         a.attach_btf_id = id;
     }
-    load_with_log(attr, &mut log, name, insns, license)
-}
-
-/// BPF_PROG_LOAD of `attr` (type and attach point set) with `insns`, the verifier's log in `log`.
-fn load_with_log(
-    mut attr: bpf_attr,
-    log: &mut [u8],
-    name: &str,
-    insns: &[bpf_insn],
-    license: &CStr,
-) -> Result<OwnedFd, LoadError> {
-    let a = unsafe { &mut attr.__bindgen_anon_3 };
     a.insn_cnt = insns.len() as u32;
     a.insns = insns.as_ptr() as u64;
     a.license = license.as_ptr() as u64;
