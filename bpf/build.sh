@@ -2,7 +2,8 @@
 # Regenerates the BPF objects from their sources in bpf/src (the objects are committed so that
 # building smcrun needs only the Rust toolchain; .ci/run rebuilds them and checks they are the same):
 # smcrun.bpf.o (BPF mode's socket() hook) from smcrun.bpf.c, agent.bpf.o (`smcrun agent`'s
-# kprobes on smc.ko) from agent.bpf.c.
+# kprobes on smc.ko) from agent.bpf.c, handshake.bpf.o (`smcrun handshake`'s smc_hs_ctrl programs)
+# from handshake.bpf.c.
 #
 #   bash bpf/build.sh           rebuild the objects in place
 #   bash bpf/build.sh --check   rebuild into temporary files and fail unless each equals its
@@ -24,7 +25,7 @@ if [ "$have" != "$CLANG_WANT" ]; then
     [ "${1:-}" = --check ] && exit 2
     echo "bpf/build.sh: building anyway; update CLANG_WANT in bpf/build.sh if you commit the result" >&2
 fi
-readonly OBJECTS=(smcrun agent)
+readonly OBJECTS=(smcrun agent handshake)
 build() { # build NAME OUT
     "$cc" -target bpf -O2 -g -Wall -Werror -fdebug-compilation-dir=. -c "$1.bpf.c" -o "$2"
 }

@@ -12,6 +12,8 @@
 //!   which need the preload (addresses, ports, roles), and the kernel's rule table;
 //! - [`tree::TreeScope`]: a process tree's attachment, alive as long as the value;
 //! - [`cgroup`]: pinned cgroup attachments (attach, detach, list);
+//! - [`handshake`]: the handshake policy (Linux 6.19's smc_hs_ctrl): role, address and port
+//!   rules decided by the kernel at the SYN for a whole network namespace ([`hsrules`]);
 //! - [`scopes::all`]: every scope with its counts, for `attach --list`, `ps` and the exporter.
 //!
 //! Nothing is attached unless an IPPROTO_SMC socket can be made, and whoever holds an
@@ -20,6 +22,8 @@
 pub mod agent;
 pub mod cgroup;
 mod error;
+pub mod handshake;
+pub mod hsrules;
 pub mod layout;
 pub mod loader;
 pub mod maps;

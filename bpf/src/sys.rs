@@ -72,6 +72,57 @@ pub fn map_create(
     bpf(bpf_cmd::BPF_MAP_CREATE, &mut attr).map(fd_of)
 }
 
+/// BPF_MAP_CREATE of a BPF_MAP_TYPE_STRUCT_OPS map (the handshake policy's `smc_hs_ctrl`): its
+/// value is the kernel's `bpf_struct_ops_<name>` type, `value_type_id` in vmlinux BTF, and the
+/// kernel wants a user BTF object with it (`btf`, see [`btf_load`]) though it reads nothing there.
+pub fn map_create_struct_ops(
+    name: &str,
+    value_size: u32,
+    value_type_id: u32,
+    btf: BorrowedFd<'_>,
+) -> io::Result<OwnedFd> {
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.__bindgen_anon_1 };
+    a.map_type = aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_STRUCT_OPS as u32;
+    a.key_size = 4;
+    a.value_size = value_size;
+    a.max_entries = 1;
+    a.map_name = object_name(name);
+    a.btf_fd = btf.as_raw_fd() as u32;
+    a.btf_vmlinux_value_type_id = value_type_id;
+    bpf(bpf_cmd::BPF_MAP_CREATE, &mut attr).map(fd_of)
+}
+
+/// A BTF blob of `types` and `strings` (the kernel's format: a 24-byte header, version 1, then
+/// the two sections), in this machine's byte order.
+pub(crate) fn btf_blob(types: &[u8], strings: &[u8]) -> Vec<u8> {
+    let mut b = 0xeb9fu16.to_ne_bytes().to_vec();
+    b.extend_from_slice(&[1, 0]);
+    let tl = types.len() as u32;
+    for v in [24u32, 0, tl, tl, strings.len() as u32] {
+        b.extend_from_slice(&v.to_ne_bytes());
+    }
+    b.extend_from_slice(types);
+    b.extend_from_slice(strings);
+    b
+}
+
+/// BPF_BTF_LOAD of the smallest BTF there is (one `int`): the user BTF object a struct_ops map
+/// must name (the kernel refuses one without, and reads the value's layout from vmlinux).
+pub fn btf_load() -> io::Result<OwnedFd> {
+    // type 1: INT "int", 4 bytes, signed, 32 bits
+    let mut int = Vec::new();
+    for v in [1u32, 1 << 24, 4, (1 << 24) | 32] {
+        int.extend_from_slice(&v.to_ne_bytes());
+    }
+    let blob = btf_blob(&int, b"\0int\0");
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.__bindgen_anon_7 };
+    a.btf = blob.as_ptr() as u64;
+    a.btf_size = blob.len() as u32;
+    bpf(bpf_cmd::BPF_BTF_LOAD, &mut attr).map(fd_of)
+}
+
 /// A program the kernel refused, with the verifier's log.
 #[derive(Debug)]
 pub struct LoadError {
@@ -93,7 +144,25 @@ pub fn prog_load_tracing(
     prog_load(
         name,
         bpf_prog_type::BPF_PROG_TYPE_TRACING,
-        Some((attach, attach_btf_id)),
+        Some((attach as u32, attach_btf_id)),
+        insns,
+        license,
+    )
+}
+
+/// BPF_PROG_LOAD of a struct_ops program: member `member` (its index) of the kernel struct
+/// `struct_id` (vmlinux BTF).
+pub fn prog_load_struct_ops(
+    name: &str,
+    struct_id: u32,
+    member: u32,
+    insns: &[bpf_insn],
+    license: &CStr,
+) -> Result<OwnedFd, LoadError> {
+    prog_load(
+        name,
+        bpf_prog_type::BPF_PROG_TYPE_STRUCT_OPS,
+        Some((member, struct_id)),
         insns,
         license,
     )
@@ -114,10 +183,11 @@ pub fn prog_load_kprobe(
     )
 }
 
+/// BPF_PROG_LOAD; `attach` is (expected_attach_type, attach_btf_id).
 fn prog_load(
     name: &str,
     prog_type: bpf_prog_type,
-    attach: Option<(bpf_attach_type, u32)>,
+    attach: Option<(u32, u32)>,
     insns: &[bpf_insn],
     license: &CStr,
 ) -> Result<OwnedFd, LoadError> {
@@ -126,7 +196,7 @@ fn prog_load(
     let a = unsafe { &mut attr.__bindgen_anon_3 };
     a.prog_type = prog_type as u32;
     if let Some((attach, id)) = attach {
-        a.expected_attach_type = attach as u32;
+        a.expected_attach_type = attach;
         a.attach_btf_id = id;
     }
     a.insn_cnt = insns.len() as u32;

@@ -83,6 +83,10 @@ enum Command {
     Attach(run::bpf::AttachArgs),
     /// BPF mode: stop making a cgroup's sockets SMC.
     Detach(run::bpf::DetachArgs),
+    /// The handshake policy (Linux 6.19+): the kernel decides SMC or TCP per connection by
+    /// port, address and role for every program of a network namespace (load, unload, status).
+    #[command(subcommand)]
+    Handshake(run::handshake::HandshakeCommand),
     /// Serve the SMC metrics to Prometheus over HTTP (127.0.0.1:9609), or write them as a
     /// node_exporter textfile (--textfile DIR).
     Exporter(views::exporter::ExporterArgs),
@@ -144,6 +148,7 @@ const SUBCOMMANDS: &[&str] = &[
     "why",
     "attach",
     "detach",
+    "handshake",
     "exporter",
     "agent",
     "metrics",
@@ -294,6 +299,7 @@ fn main() -> ExitCode {
         (Some(Command::Why(a)), None) => views::ps::why(&a),
         (Some(Command::Attach(a)), None) => run::bpf::attach(&a),
         (Some(Command::Detach(a)), None) => run::bpf::detach(&a),
+        (Some(Command::Handshake(c)), None) => run::handshake::run(c),
         (Some(Command::Exporter(a)), None) => views::exporter::exporter(&a),
         (Some(Command::Agent(a)), None) => views::agent::agent(&a),
         (Some(Command::Metrics(a)), None) => views::exporter::metrics(&a),

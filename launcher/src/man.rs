@@ -131,11 +131,12 @@ pub(crate) const OTHER_VARIABLES: [(&str, &str); 2] = [
 ];
 
 /// The files smcrun reads and writes: the man pages' FILES and the manual's.
-pub(crate) const FILES: [(&str, &str); 6] = [
+pub(crate) const FILES: [(&str, &str); 7] = [
     ("/usr/lib/smcrun/libsmcrun_shim.so", "the shim smcrun preloads (the Debian package's), found in this order: $SMCRUN_SHIM, next to smcrun, ../lib/smcrun/ beside it, /usr/local/lib/smcrun, /usr/lib/smcrun, /usr/lib/<multiarch>/smcrun (x86_64, aarch64, s390x), /usr/lib64/smcrun, /usr/local/lib, /usr/lib"),
     ("/run/smcrun/, $XDG_RUNTIME_DIR/smcrun/, /tmp/smcrun-UID/", "the run directory (0700): one report per program under smcrun (PID.json, 0600), read by ps, why and the exporter"),
     ("/etc/systemd/system/UNIT.service.d/smcrun.conf", "the drop-in smcrun enable writes"),
     ("/sys/fs/bpf/smcrun/", "BPF mode's pinned cgroup attachments (smcrun attach)"),
+    ("/sys/fs/bpf/smcrun-handshake/", "the handshake policy's maps, one directory per network namespace (smcrun handshake)"),
     ("/run/smcrun-agent/state.json", "the agent's record of every SMC socket (directory 0700, file 0600, root's), read by ps --all, why, ss -p and the exporter"),
     ("DIR/smcrun.prom", "the exporter's node_exporter textfile (exporter --textfile DIR), replaced whole"),
 ];
@@ -172,6 +173,10 @@ fn examples(page: &str) -> Vec<(&'static str, &'static str)> {
             ("smcrun policy check --policy 'smc port 6379; tcp' --program redis-benchmark --connect 10.0.0.5:6379", "which rule a connect matches"),
         ],
         "smcrun-attach" => vec![("smcrun attach --cgroup /sys/fs/cgroup/system.slice/redis.service", "every new TCP socket of the cgroup is made SMC")],
+        "smcrun-handshake" => vec![
+            ("smcrun handshake load --policy 'smc port 6379; tcp'", "the kernel offers SMC only to connections to port 6379, for every program of this network namespace (Linux 6.19+)"),
+            ("smcrun handshake status", "what is selected, the policy and the kernel's decisions"),
+        ],
         "smcrun-setup" => vec![("smcrun setup soft-roce --netdev eth0", "a soft-RoCE device on eth0, for SMC-R without RDMA hardware")],
         "smcrun-ueid" => vec![("smcrun ueid add SMCRUN-EXAMPLE", "set a user EID (SMC-Rv2 needs one on both hosts)")],
         "smcrun-pnet" => vec![("smcrun pnet show -j", "the PNET table as JSON")],

@@ -33,7 +33,7 @@ mod view;
 
 pub use error::ParseError;
 pub use program::ProgramPolicy;
-pub use view::RuleView;
+pub use view::{Net, RuleView};
 
 use rule::Rule;
 use std::fmt;

@@ -92,6 +92,13 @@ pub const SMCR_V4_MAPPED: Feature = Feature {
     since: (6, 14),
 };
 
+/// The handshake hook (`struct smc_hs_ctrl`, `net.smc.hs_ctrl`, CONFIG_SMC_HS_CTRL_BPF): a BPF
+/// struct_ops that decides per connection whether the SYN carries the SMC option.
+pub const SMC_HS_CTRL: Feature = Feature {
+    name: "SMC handshake hook for BPF (smc_hs_ctrl, net.smc.hs_ctrl)",
+    since: (6, 19),
+};
+
 /// The running kernel's release (`uname -r`), "unknown" if it cannot be read.
 pub fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")

@@ -167,12 +167,15 @@ fn kernel(h: &Host) -> Check {
     };
     let inet = at_least(&h.release, features::IPPROTO_SMC);
     let mapped = at_least(&h.release, features::SMCR_V4_MAPPED);
+    let handshake = at_least(&h.release, features::SMC_HS_CTRL);
     let modes = format!(
-        "IPPROTO_SMC (--mode inet, {}+): {}; IPv4-mapped IPv6 clients over SMC-Rv2 ({}+): {}",
+        "IPPROTO_SMC (--mode inet, {}+): {}; IPv4-mapped IPv6 clients over SMC-Rv2 ({}+): {}; the handshake policy (smcrun handshake, {}+): {}",
         features::IPPROTO_SMC.since_version(),
         yes_no(inet),
         features::SMCR_V4_MAPPED.since_version(),
-        yes_no(mapped)
+        yes_no(mapped),
+        features::SMC_HS_CTRL.since_version(),
+        yes_no(handshake)
     );
     // The version says what the kernel would allow; whether SMC is there at all is the smc row's,
     // and without it this row has nothing to pass.

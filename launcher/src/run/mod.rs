@@ -6,6 +6,7 @@ pub mod bpf;
 pub mod config;
 pub mod demo;
 pub mod exec;
+pub mod handshake;
 pub mod policy_check;
 pub mod preload;
 pub mod signals;

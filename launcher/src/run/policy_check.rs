@@ -17,7 +17,8 @@ use std::process::ExitCode;
 #[derive(Subcommand, Debug)]
 pub enum PolicyCommand {
     /// Print the rule that a program's connect or bind matches, and the action (smc or tcp);
-    /// with the policy alone, check it and print it in its canonical form, one rule a line.
+    /// with the policy alone, check it, print it in its canonical form, one rule a line, and say
+    /// which enforcement points honour it (the preload, BPF mode, the handshake).
     Check(CheckArgs),
 }
 
@@ -171,6 +172,49 @@ struct LintJson {
     rules: Vec<String>,
     /// What a socket that matches no rule gets, in words.
     default: String,
+    /// Where the policy can be enforced: the preload, BPF mode, the handshake.
+    enforcement: Vec<PointJson>,
+}
+
+/// One enforcement point and whether it honours the whole policy.
+#[derive(Serialize)]
+struct PointJson {
+    /// `preload`, `bpf` or `handshake`.
+    point: &'static str,
+    /// The commands that use it.
+    via: &'static str,
+    /// Whether it honours every rule.
+    honours: bool,
+    /// The first rule it does not honour and why, or null.
+    refusal: Option<String>,
+}
+
+/// Each enforcement point's stand on `policy`: the preload decides every rule at connect() and
+/// bind(); BPF mode only program rules, at socket(); the handshake only role, address and port
+/// rules, at the SYN (one classification each, in `smcrun_bpf::rules` and `smcrun_bpf::hsrules`).
+fn enforcement(policy: &Policy) -> Vec<PointJson> {
+    let bpf = smcrun_bpf::rules::analyse(policy);
+    let hs = smcrun_bpf::hsrules::analyse(policy);
+    vec![
+        PointJson {
+            point: "preload",
+            via: "smcrun --policy",
+            honours: true,
+            refusal: None,
+        },
+        PointJson {
+            point: "bpf",
+            via: "smcrun --bpf, smcrun attach",
+            honours: bpf.kernel.is_some(),
+            refusal: bpf.refusal(),
+        },
+        PointJson {
+            point: "handshake",
+            via: "smcrun handshake load, Linux 6.19+",
+            honours: hs.table.is_some(),
+            refusal: hs.refusal(),
+        },
+    ]
 }
 
 fn lint(policy: &Policy, json: bool) -> ExitCode {
@@ -178,11 +222,13 @@ fn lint(policy: &Policy, json: bool) -> ExitCode {
         .filter_map(|i| policy.rule_text(i))
         .collect();
     let default = policy.describe_rule(None);
+    let points = enforcement(policy);
     if json {
         return crate::views::format::print_json(&LintJson {
             policy: policy.to_string(),
             rules,
             default,
+            enforcement: points,
         });
     }
     let n = rules.len();
@@ -194,5 +240,16 @@ fn lint(policy: &Policy, json: bool) -> ExitCode {
             .map(|(i, r)| format!("rule {} of {n}: {r}", i + 1)),
     );
     lines.push(format!("otherwise: {default}"));
+    for p in &points {
+        let name = match p.point {
+            "preload" => "the preload",
+            "bpf" => "BPF mode",
+            _ => "the handshake",
+        };
+        lines.push(match &p.refusal {
+            None => format!("enforced by {name} ({}): every rule", p.via),
+            Some(why) => format!("not by {name} ({}): {why}", p.via),
+        });
+    }
     crate::views::format::print_lines(lines)
 }

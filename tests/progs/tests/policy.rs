@@ -210,13 +210,32 @@ default = "tcp"
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(
         out,
-        "policy: smc port 6379,3306; tcp\nrule 1 of 2: smc port 6379,3306\nrule 2 of 2: tcp\notherwise: the default: tcp (rule 2 of 2)\n"
+        "policy: smc port 6379,3306; tcp\nrule 1 of 2: smc port 6379,3306\nrule 2 of 2: tcp\notherwise: the default: tcp (rule 2 of 2)\n\
+         enforced by the preload (smcrun --policy): every rule\n\
+         not by BPF mode (smcrun --bpf, smcrun attach): rule 1 \"smc port 6379,3306\" is about port, which is known at connect()/listen(), after socket(): only the preload can honour it (run the program with the preload: smcrun --policy ... without --bpf)\n\
+         enforced by the handshake (smcrun handshake load, Linux 6.19+): every rule\n"
+    );
+    // A program rule: the preload and BPF mode, not the handshake.
+    let (out, _, code) = whole(&["--policy", "tcp program redis-benchmark; smc"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("\nenforced by BPF mode (smcrun --bpf, smcrun attach): every rule\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nnot by the handshake (smcrun handshake load, Linux 6.19+): rule 1 \"tcp program redis-benchmark\" names programs"),
+        "{out}"
     );
     let (out, _, code) = whole(&["-j", "--policy", "smc port 6379"]);
     assert_eq!(code, Some(0));
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["policy"], "smc port 6379");
     assert_eq!(v["rules"], serde_json::json!(["smc port 6379"]));
+    assert_eq!(v["enforcement"][0]["point"], "preload");
+    assert_eq!(v["enforcement"][1]["honours"], false);
+    assert_eq!(v["enforcement"][2]["point"], "handshake");
+    assert_eq!(v["enforcement"][2]["honours"], true);
+    assert!(v["enforcement"][2]["refusal"].is_null());
     assert_eq!(
         v["default"],
         "the default: smc (the policy has no default rule)"

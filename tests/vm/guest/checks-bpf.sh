@@ -325,3 +325,23 @@ check_bpf_module() {
     out=$(smc_reload) || fail "loading smc again: $out"
     ok
 }
+
+# handshake-old: on a kernel without the SMC handshake hook (Debian's 6.12: no smc_hs_ctrl, no
+#   net.smc.hs_ctrl) `smcrun handshake load|status|unload` each print one line naming Linux 6.19 and
+#   exit 125 (not possible here); nothing is left on bpffs.
+check_handshake_old() {
+    [ ! -e /proc/sys/net/smc/hs_ctrl ] || fail "this kernel has net.smc.hs_ctrl: handshake-old needs one without it"
+    for c in load status unload; do
+        if [ $c = load ]; then
+            o=$(smcrun handshake load --policy 'smc port 6379; tcp' 2>&1)
+        else
+            o=$(smcrun handshake $c 2>&1)
+        fi
+        rc=$?
+        echo "handshake $c: rc=$rc $o"
+        [ $rc = 125 ] && [ "$(printf '%s\n' "$o" | grep -c .)" = 1 ] && case $o in *"Linux 6.19"*) true ;; *) false ;; esac ||
+            fail "smcrun handshake $c on $(uname -r): rc $rc, $(printf '%s' "$o" | tr '\n' '|'), expected one line naming Linux 6.19 and exit 125"
+    done
+    [ ! -e /sys/fs/bpf/smcrun-handshake ] || fail "a refused handshake load left /sys/fs/bpf/smcrun-handshake"
+    ok
+}

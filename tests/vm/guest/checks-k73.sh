@@ -83,3 +83,87 @@ check_k73_ops() {
     done
     ok
 }
+
+# hs_client PORT TAG: one native AF_SMC client to 127.0.0.1:PORT (smcnative: no smcrun in it), held
+#   3 s while `smcrun ss -a --json` is saved to /tmp/hs.ss.TAG; the kernel's stats before and after
+#   in /tmp/hs.s0.TAG and /tmp/hs.s1.TAG; the data must come back intact.
+hs_client() {
+    stats_snap /tmp/hs.s0.$2
+    bg smcnative client $1 100000 3 > /tmp/hs.c.$2 2>&1
+    cpid=$(tail -n1 /tmp/check.pids)
+    rm -f /tmp/hs.ss.$2
+    until grep -q "\"peer\": \"127.0.0.1:$1\"" /tmp/hs.ss.$2 2> /dev/null; do
+        kill -0 "$cpid" 2> /dev/null || break
+        sleep 0.1
+        sd_ss /tmp/hs.ss.$2 -a
+    done
+    wait "$cpid"
+    crc=$?
+    stats_snap /tmp/hs.s1.$2
+    [ $crc = 0 ] && grep -q '^ok 100000' /tmp/hs.c.$2 || fail "native AF_SMC client to $1 ($2, rc $crc): $(first "$(cat /tmp/hs.c.$2)")"
+}
+# hs_modes TAG PORT: "CLIENT-MODE CLIENT-REASON SERVER-MODE SERVER-REASON" of the connection to PORT
+#   in /tmp/hs.ss.TAG (the client: peer port PORT; the server: local port PORT, not listening)
+hs_modes() {
+    jq -n -r --slurpfile a /tmp/hs.ss.$1 "
+        def one(f): [(\$a[0] | $SS_JQ) | select(f)][0] // {mode: \"none\"};
+        (one(.rport == $2 and .lport != 0)) as \$c | (one(.lport == $2 and .rport != 0)) as \$s |
+        [\$c.mode, (\$c.reason // \"-\"), \$s.mode, (\$s.reason // \"-\")] | join(\" \")" 2>&1
+}
+
+# k73-handshake: `smcrun handshake load --policy 'smc port 6379; tcp'` puts the policy into the
+#   kernel's SMC handshake (smc_hs_ctrl, net.smc.hs_ctrl): a native AF_SMC client (no smcrun, no
+#   preload) to a native AF_SMC server on 6379 runs SMC-D, one to 6380 is TCP, both sides fallen back
+#   with 0x03010000 PEERNOSMC, as sock_diag shows and the kernel's SMC stats count; `handshake status`
+#   shows the policy and the kernel's decisions; `handshake unload` clears the sysctl and 6380 runs
+#   SMC-D again; a policy with a program rule is refused (exit 2) and nothing is loaded.
+check_k73_handshake() {
+    need_setup
+    need_prog smcnative
+    pol='smc port 6379; tcp'
+    bg smcnative server 6379 > /tmp/hs.srv6379 2>&1
+    bg smcnative server 6380 > /tmp/hs.srv6380 2>&1
+    o=$(smcrun handshake load --policy 'tcp program redis-server; smc' 2>&1)
+    rc=$?
+    [ $rc = 2 ] && case $o in *"names programs"*) true ;; *) false ;; esac || fail "handshake load of a program rule: rc $rc, $(first "$o"), expected exit 2 naming the program rule"
+    [ -z "$(cat /proc/sys/net/smc/hs_ctrl)" ] || fail "a refused handshake load left net.smc.hs_ctrl = $(cat /proc/sys/net/smc/hs_ctrl)"
+    o=$(smcrun handshake load --policy "$pol" 2>&1) || fail "smcrun handshake load --policy '$pol': $(first "$o")"
+    echo "$o"
+    sel=$(cat /proc/sys/net/smc/hs_ctrl)
+    case $sel in smcrun_*) ;; *) fail "after handshake load net.smc.hs_ctrl is '$sel', expected smcrun's" ;; esac
+    sleep 1
+    hs_client 6379 on79
+    hs_client 6380 on80
+    set -- $(hs_modes on79 6379) $(hs_modes on80 6380)
+    echo "k73-handshake: under '$pol': 6379 client $1 $2, server $3 $4; 6380 client $5 $6, server $7 $8"
+    [ "$1" = SMCD ] && [ "$3" = SMCD ] || fail "the native connection to 6379 under '$pol' is client $1, server $3 in sock_diag, expected SMCD both$(smcd_why)"
+    [ "$5" = TCP ] && [ "$6" = 0x03010000 ] && [ "$7" = TCP ] && [ "$8" = 0x03010000 ] ||
+        fail "the native connection to 6380 under '$pol' is client $5 ($6), server $7 ($8), expected TCP with 0x03010000 PEERNOSMC both"
+    smcd_deltas /tmp/hs.s0.on79 /tmp/hs.s1.on79
+    set -- $DELTAS
+    dc79=$1 ds79=$2 fb79=$(($4 + $5))
+    smcd_deltas /tmp/hs.s0.on80 /tmp/hs.s1.on80
+    set -- $DELTAS
+    dc80=$1 cf80=$4 sf80=$5 pn80=$6
+    cpn80=$(jq -n --slurpfile a /tmp/hs.s0.on80 --slurpfile b /tmp/hs.s1.on80 '
+        def pn: [.fallback.clnt_reasons[] | select(.hex == "0x03010000") | .count] | add // 0;
+        ($b[0] | pn) - ($a[0] | pn)')
+    echo "k73-handshake: kernel stats: 6379 SMC-D client succ +$dc79 server succ +$ds79 fallbacks +$fb79; 6380 SMC-D client succ +$dc80, fallbacks client +$cf80 (PEERNOSMC +$cpn80) server +$sf80 (PEERNOSMC +$pn80)"
+    [ "$dc79" = 1 ] && [ "$ds79" = 1 ] && [ "$fb79" = 0 ] || fail "kernel stats for 6379: SMC-D client +$dc79, server +$ds79, fallbacks +$fb79; expected 1, 1, 0"
+    [ "$dc80" = 0 ] && [ "$cf80" = 1 ] && [ "$sf80" = 1 ] && [ "$pn80" = 1 ] && [ "$cpn80" = 1 ] ||
+        fail "kernel stats for 6380: SMC-D client +$dc80, client fallbacks +$cf80 (PEERNOSMC +$cpn80), server fallbacks +$sf80 (PEERNOSMC +$pn80); expected 0, 1 (1), 1 (1)"
+    smcrun handshake status --json > /tmp/hs.st 2>&1 || fail "smcrun handshake status --json: $(first "$(cat /tmp/hs.st)")"
+    set -- $(jq -r '"\(.selected) \(.policy.selected) \(.policy.client_smc) \(.policy.client_tcp) \(.policy.server_smc)"' /tmp/hs.st)
+    echo "k73-handshake: status: selected $1 (ours: $2), client SYNs $3 SMC $4 TCP, server SYN-ACKs $5 SMC; $(smcrun handshake status | sed -n 2p)"
+    [ "$1" = "$sel" ] && [ "$2" = true ] && [ "$3" -ge 1 ] && [ "$4" -ge 1 ] && [ "$5" -ge 1 ] ||
+        fail "handshake status: $(tr '\n' ' ' < /tmp/hs.st | cut -c1-200), expected $sel selected with ≥ 1 client SMC, client TCP and server SMC decisions"
+    [ "$(jq -r .policy.text /tmp/hs.st)" = "$pol" ] || fail "handshake status shows the policy '$(jq -r .policy.text /tmp/hs.st)', expected '$pol'"
+    o=$(smcrun handshake unload 2>&1) || fail "smcrun handshake unload: $(first "$o")"
+    [ -z "$(cat /proc/sys/net/smc/hs_ctrl)" ] || fail "after handshake unload net.smc.hs_ctrl is '$(cat /proc/sys/net/smc/hs_ctrl)'"
+    [ ! -e /sys/fs/bpf/smcrun-handshake/net-"$(stat -L -c %i /proc/self/ns/net)" ] || fail "handshake unload left its pins"
+    hs_client 6380 off80
+    set -- $(hs_modes off80 6380)
+    echo "k73-handshake: after unload: 6380 client $1 $2, server $3 $4"
+    [ "$1" = SMCD ] && [ "$3" = SMCD ] || fail "after handshake unload the native connection to 6380 is client $1 ($2), server $3 ($4), expected SMCD both"
+    ok
+}

@@ -1,0 +1,235 @@
+//! `smcrun handshake load|unload|status`: the policy's role, address and port rules decided by
+//! the kernel at each SMC connection's SYN and SYN-ACK (Linux 6.19's smc_hs_ctrl), for every
+//! program of a network namespace, preloaded or not. The kernel side lives in
+//! `smcrun_bpf::handshake`; this file reads the policy, refuses, and prints.
+
+use crate::exit::Exit;
+use crate::views::format::{fail, print_json, print_lines};
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use smcrun_bpf::handshake::{self, Status};
+use smcrun_bpf::hsrules;
+use smcrun_policy::Policy;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `smcrun handshake ...`.
+#[derive(Subcommand, Debug)]
+pub enum HandshakeCommand {
+    /// Load a policy into the kernel's SMC handshake (net.smc.hs_ctrl) of a network namespace:
+    /// its role, address and port rules decide, per connection, SMC or TCP for every program
+    /// there (Linux 6.19+); a second load replaces the policy.
+    Load(LoadArgs),
+    /// Clear the namespace's handshake policy (net.smc.hs_ctrl) and remove its maps.
+    Unload(NetnsArgs),
+    /// What net.smc.hs_ctrl selects in the namespace, smcrun's policy there and the kernel's
+    /// counts of connections it decided.
+    Status(NetnsArgs),
+}
+
+/// `smcrun handshake load`.
+#[derive(Args, Debug)]
+pub struct LoadArgs {
+    /// The policy (role, remote, local and port rules; no program rules), e.g.
+    /// 'smc port 6379; tcp'.
+    #[arg(
+        long,
+        value_name = "POLICY",
+        conflicts_with = "config",
+        required_unless_present = "config"
+    )]
+    pub policy: Option<String>,
+    /// A config file whose policy to load.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub ns: NetnsArgs,
+}
+
+/// The namespace and output of every `handshake` command.
+#[derive(Args, Debug)]
+pub struct NetnsArgs {
+    /// The network namespace (/run/netns/NAME, /proc/PID/ns/net); default: smcrun's own.
+    #[arg(long, value_name = "PATH")]
+    pub netns: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(short = 'j', long)]
+    pub json: bool,
+}
+
+/// Runs `smcrun handshake ...`.
+pub fn run(cmd: HandshakeCommand) -> ExitCode {
+    match cmd {
+        HandshakeCommand::Load(a) => load(&a),
+        HandshakeCommand::Unload(a) => unload(&a),
+        HandshakeCommand::Status(a) => status(&a),
+    }
+}
+
+fn policy_of(args: &LoadArgs) -> Result<Policy, String> {
+    if let Some(text) = &args.policy {
+        return Policy::parse(text).map_err(|e| format!("--policy: {e}"));
+    }
+    match &args.config {
+        Some(path) => crate::run::config::load(path)?
+            .policy
+            .ok_or_else(|| format!("{}: the config has no policy to load", path.display())),
+        None => Err("handshake load needs --policy POLICY or --config FILE".into()),
+    }
+}
+
+/// The kernel's support, as the one line and status every command refuses with.
+fn supported() -> Result<(), ExitCode> {
+    handshake::support()
+        .map_err(|why| fail(Exit::Unavailable, &format!("smcrun: handshake: {why}")))
+}
+
+#[derive(Serialize)]
+struct LoadJson {
+    netns: u64,
+    name: String,
+    policy: String,
+    replaced: bool,
+}
+
+fn load(args: &LoadArgs) -> ExitCode {
+    let policy = match policy_of(args) {
+        Ok(p) => p,
+        Err(e) => return fail(Exit::Usage, &format!("smcrun: {e} (nothing was loaded)")),
+    };
+    let a = hsrules::analyse(&policy);
+    let Some(table) = a.table else {
+        return fail(
+            Exit::Usage,
+            &format!(
+                "smcrun: handshake load: the policy's {}; the handshake cannot honour it (nothing was loaded; see smcrun policy check)",
+                a.refusal().unwrap_or_default()
+            ),
+        );
+    };
+    if let Err(code) = supported() {
+        return code;
+    }
+    let text = policy.to_string();
+    match handshake::load(args.ns.netns.as_deref(), &table, &text) {
+        Ok(l) if args.ns.json => print_json(&LoadJson {
+            netns: l.netns,
+            name: l.name,
+            policy: text,
+            replaced: l.replaced,
+        }),
+        Ok(l) => print_lines([format!(
+            "handshake policy {} in network namespace {} (net.smc.hs_ctrl = {}): {}",
+            if l.replaced { "replaced" } else { "loaded" },
+            l.netns,
+            l.name,
+            if text.is_empty() {
+                "none (every connection SMC)"
+            } else {
+                &text
+            }
+        )]),
+        Err(e) => fail(Exit::Failed, &format!("smcrun: handshake load: {e}")),
+    }
+}
+
+#[derive(Serialize)]
+struct StatusJson {
+    netns: u64,
+    /// What net.smc.hs_ctrl selects ("" for nothing).
+    selected: String,
+    /// smcrun's policy, when one is loaded.
+    policy: Option<PolicyJson>,
+}
+
+#[derive(Serialize)]
+struct PolicyJson {
+    text: String,
+    since_unix: u64,
+    selected: bool,
+    client_smc: u64,
+    client_tcp: u64,
+    server_smc: u64,
+    server_tcp: u64,
+}
+
+fn status_json(s: &Status) -> StatusJson {
+    StatusJson {
+        netns: s.netns,
+        selected: s.selected.clone(),
+        policy: s.policy.as_ref().map(|p| PolicyJson {
+            text: p.text.clone(),
+            since_unix: p.since_unix,
+            selected: p.selected,
+            client_smc: p.counters.client_smc,
+            client_tcp: p.counters.client_tcp,
+            server_smc: p.counters.server_smc,
+            server_tcp: p.counters.server_tcp,
+        }),
+    }
+}
+
+fn status_lines(s: &Status) -> Vec<String> {
+    let mut out = vec![format!(
+        "network namespace {}: net.smc.hs_ctrl = {}",
+        s.netns,
+        if s.selected.is_empty() {
+            "(nothing)"
+        } else {
+            &s.selected
+        }
+    )];
+    match &s.policy {
+        Some(p) => {
+            out.push(format!(
+                "policy: {}{}",
+                if p.text.is_empty() {
+                    "none (every connection SMC)"
+                } else {
+                    &p.text
+                },
+                if p.selected {
+                    ""
+                } else {
+                    " (loaded but not selected)"
+                }
+            ));
+            let c = p.counters;
+            out.push(format!(
+                "decided: client SYNs {} SMC, {} TCP; server SYN-ACKs {} SMC, {} TCP",
+                c.client_smc, c.client_tcp, c.server_smc, c.server_tcp
+            ));
+        }
+        None => out.push("no smcrun handshake policy here".into()),
+    }
+    out
+}
+
+fn status(args: &NetnsArgs) -> ExitCode {
+    if let Err(code) = supported() {
+        return code;
+    }
+    match handshake::status(args.netns.as_deref()) {
+        Ok(s) if args.json => print_json(&status_json(&s)),
+        Ok(s) => print_lines(status_lines(&s)),
+        Err(e) => fail(Exit::Failed, &format!("smcrun: handshake status: {e}")),
+    }
+}
+
+fn unload(args: &NetnsArgs) -> ExitCode {
+    if let Err(code) = supported() {
+        return code;
+    }
+    match handshake::unload(args.netns.as_deref()) {
+        Ok(s) if args.json => print_json(&status_json(&s)),
+        Ok(s) => {
+            let mut lines = status_lines(&s);
+            lines.push(
+                "unloaded: net.smc.hs_ctrl is clear, every SMC connection negotiates SMC again"
+                    .into(),
+            );
+            print_lines(lines)
+        }
+        Err(e) => fail(Exit::Failed, &format!("smcrun: handshake unload: {e}")),
+    }
+}
