@@ -1,6 +1,6 @@
 //! smcrun's BPF mode: SMC sockets for the programs LD_PRELOAD cannot reach (Go, static,
-//! setuid), for a whole process tree, or for a whole cgroup v2 subtree (a container, a pod, a
-//! systemd service), through the kernel's socket() hook.
+//! setuid), for a whole process tree, a whole cgroup v2 subtree (a container, a pod, a systemd
+//! service) or a whole network namespace (a pod), through the kernel's socket() hook.
 //!
 //! `socket(2)` asks `update_socket_protocol()` which protocol to create; a BPF fmod_ret program
 //! (`smcrun.bpf.c`, committed with its object, see `bpf/build.sh`) answers IPPROTO_SMC for
@@ -11,7 +11,8 @@
 //! - [`rules::analyse`]: which rules of a policy the kernel can decide (program names) and
 //!   which need the preload (addresses, ports, roles), and the kernel's rule table;
 //! - [`tree::TreeScope`]: a process tree's attachment, alive as long as the value;
-//! - [`cgroup`]: pinned cgroup attachments (attach, detach, list);
+//! - [`pinned`]: the pinned instance behind `smcrun attach` (attach, detach, list), serving
+//!   [`cgroup`] and [`netns`] scopes;
 //! - [`scopes::all`]: every scope with its counts, for `attach --list`, `ps` and the exporter.
 //!
 //! Nothing is attached unless an IPPROTO_SMC socket can be made, and whoever holds an
@@ -23,6 +24,8 @@ mod error;
 pub mod layout;
 pub mod loader;
 pub mod maps;
+pub mod netns;
+pub mod pinned;
 pub mod prereq;
 pub mod rules;
 pub mod scopes;

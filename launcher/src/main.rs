@@ -74,10 +74,10 @@ enum Command {
     Ps(views::ps::PsArgs),
     /// One program's connections under smcrun, each with its mode and why it was not SMC.
     Why(views::ps::WhyArgs),
-    /// BPF mode: make every new TCP socket of a cgroup v2 subtree SMC (`--cgroup PATH`), or list
-    /// what is attached (`--list`).
+    /// BPF mode: make every new TCP socket of a cgroup v2 subtree (`--cgroup PATH`) or a network
+    /// namespace (`--netns PATH|PID`) SMC, or list what is attached (`--list`).
     Attach(run::bpf::AttachArgs),
-    /// BPF mode: stop making a cgroup's sockets SMC.
+    /// BPF mode: stop making a cgroup's or a network namespace's sockets SMC.
     Detach(run::bpf::DetachArgs),
     /// Serve the SMC metrics to Prometheus over HTTP (127.0.0.1:9609), or write them as a
     /// node_exporter textfile (--textfile DIR).

@@ -151,7 +151,10 @@ fn examples(page: &str) -> Vec<(&'static str, &'static str)> {
             ("smcrun policy check --policy 'smc port 6379; tcp'", "check a policy and print it canonical, one rule a line"),
             ("smcrun policy check --policy 'smc port 6379; tcp' --program redis-benchmark --connect 10.0.0.5:6379", "which rule a connect matches"),
         ],
-        "smcrun-attach" => vec![("smcrun attach --cgroup /sys/fs/cgroup/system.slice/redis.service", "every new TCP socket of the cgroup is made SMC")],
+        "smcrun-attach" => vec![
+            ("smcrun attach --cgroup /sys/fs/cgroup/system.slice/redis.service", "every new TCP socket of the cgroup is made SMC"),
+            ("smcrun attach --netns /run/netns/pod-a", "every new TCP socket made in that network namespace is made SMC"),
+        ],
         "smcrun-setup" => vec![("smcrun setup soft-roce --netdev eth0", "a soft-RoCE device on eth0, for SMC-R without RDMA hardware")],
         "smcrun-ueid" => vec![("smcrun ueid add SMCRUN-EXAMPLE", "set a user EID (SMC-Rv2 needs one on both hosts)")],
         "smcrun-pnet" => vec![("smcrun pnet show -j", "the PNET table as JSON")],

@@ -208,9 +208,11 @@ dial() {
 }
 
 # bpf-cgroup: a program already running in a cgroup: its connection before attach is TCP, the one
-# after `smcrun attach --cgroup` SMC-R, and after `smcrun detach` TCP again.
+# after `smcrun attach --cgroup` SMC-R, and after `smcrun detach` TCP again; a connection the
+# cgroup held open from before the attach stays TCP (smc_diag lists nothing on its port) and
+# still echoes afterwards.
 check_bpf_cgroup() {
-    local p=7104 l out
+    local p=7104 p0=7108 l out
     need_setup
     need_prog sechod
     bpf_setup
@@ -218,6 +220,17 @@ check_bpf_cgroup() {
     wait_for /tmp/bcg.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/bcg.srv)")"
     start_dialer bcg smcrun-a $p
     exec 7> /tmp/bcg.in
+    # the old connection: a plain TCP server outside the cgroup, a client in it holding it open
+    track sechod server 127.0.0.1 $p0 1 > /tmp/bcg.srv0 2>&1
+    wait_for /tmp/bcg.srv0 listening 300 || fail "the TCP server did not listen: $(first "$(cat /tmp/bcg.srv0)")"
+    rm -f /tmp/bcg.old.in
+    mkfifo /tmp/bcg.old.in
+    track sh -c "echo \$\$ > $CG/smcrun-a/cgroup.procs && exec sechod client 127.0.0.1 $p0 65536 again < /tmp/bcg.old.in > /tmp/bcg.old 2>&1"
+    exec 6> /tmp/bcg.old.in
+    wait_for /tmp/bcg.old '^ok ' 300 || fail "the old client: $(first "$(cat /tmp/bcg.old)")"
+    l=$(head -n1 /tmp/bcg.old)
+    echo "old connection (before attach): $l"
+    [ "$l" = "ok 65536 proto=6" ] || fail "the old connection before attach: expected TCP (proto=6), got: $l"
     l=$(dial bcg 7 1)
     echo "before attach: $l"
     [ "$l" = "ok 65536 proto=6" ] || fail "before attach: expected TCP (proto=6), got: $l"
@@ -230,6 +243,9 @@ check_bpf_cgroup() {
     stats_snap /tmp/bcg.s2
     smcr_grew /tmp/bcg.s1 /tmp/bcg.s2 1
     no_fallback /tmp/bcg.s1 /tmp/bcg.s2
+    ss_snap /tmp/bcg.ss
+    l=$(ss_count /tmp/bcg.ss ".lport == $p0 or .rport == $p0")
+    [ "$l" = 0 ] || fail "the old TCP connection (port $p0) became an SMC socket while attached: $(ss_show /tmp/bcg.ss ".lport == $p0 or .rport == $p0")"
     scopes_json /tmp/bcg.list
     smcrun attach --list
     [ "$(jq -r '[.scopes[] | select(.scope == "cgroup")][0] | "\(.cgroup) \(.converted) \(.programs[0].program)"' /tmp/bcg.list)" = "$CG/smcrun-a 1 sechod" ] ||
@@ -241,7 +257,11 @@ check_bpf_cgroup() {
     l=$(dial bcg 7 3)
     echo "detached: $l"
     [ "$l" = "ok 65536 proto=6" ] || fail "after detach: expected TCP (proto=6), got: $l"
-    exec 7>&-
+    exec 7>&- 6>&-
+    wait_for /tmp/bcg.old '^again ' 300 || fail "the old connection after the attach: $(lastl "$(cat /tmp/bcg.old)")"
+    l=$(sed -n 2p /tmp/bcg.old)
+    echo "old connection, after attach and detach: $l"
+    [ "$l" = "again 65536 proto=6" ] || fail "the old connection: expected TCP echoing (again 65536 proto=6), got: $l"
     out=$(smcrun detach --cgroup $CG/smcrun-a 2>&1) && fail "a second detach succeeded: $out"
     echo "second detach: $out"
     nothing_attached
