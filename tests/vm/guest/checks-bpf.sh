@@ -234,7 +234,8 @@ check_bpf_cgroup() {
     l=$(dial bcg 7 1)
     echo "before attach: $l"
     [ "$l" = "ok 65536 proto=6" ] || fail "before attach: expected TCP (proto=6), got: $l"
-    out=$(smcrun attach --cgroup $CG/smcrun-a 2>&1) || fail "smcrun attach --cgroup failed: $(first "$out")"
+    # (6>&-: the attach's holder, which lives until the detach, is not given the old client's fifo)
+    out=$(smcrun attach --cgroup $CG/smcrun-a 2>&1 6>&-) || fail "smcrun attach --cgroup failed: $(first "$out")"
     echo "$out"
     stats_snap /tmp/bcg.s1
     l=$(dial bcg 7 2)

@@ -529,7 +529,9 @@ check_smcd_netns() {
     l=$(head -n1 /tmp/sn.old)
     echo "old connection (before attach): $l"
     [ "$l" = "ok 65536 proto=6" ] || fail "before attach: expected TCP (proto=6), got: $l"
-    track sh -c "exec $IP netns exec smcd-b sechod dial 10.6.0.1 $p 65536 < /tmp/sn.in > /tmp/sn.out 2>&1"
+    # (each process started from here on is given none of the fifos' write ends, which it would keep
+    # open: the smcrun attach's holder lives until the last detach)
+    track sh -c "exec $IP netns exec smcd-b sechod dial 10.6.0.1 $p 65536 < /tmp/sn.in > /tmp/sn.out 2>&1" 7>&-
     d=$(tail -n1 /tmp/check.pids)
     exec 8> /tmp/sn.in
     nsb=$(inb readlink /proc/self/ns/net)
@@ -540,21 +542,21 @@ check_smcd_netns() {
         i=$((i + 1))
     done
     # attach: smcd-a by its file, smcd-b by the dialer's PID
-    o=$(smcrun attach --netns /var/run/netns/smcd-a 2>&1) || fail "smcrun attach --netns /var/run/netns/smcd-a: $(first "$o")"
+    o=$(smcrun attach --netns /run/netns/smcd-a 2>&1 7>&- 8>&-) || fail "smcrun attach --netns /run/netns/smcd-a: $(first "$o")"
     echo "$o"
-    o=$(smcrun attach --netns "$d" 2>&1) || fail "smcrun attach --netns $d (the dialer in smcd-b): $(first "$o")"
+    o=$(smcrun attach --netns "$d" 2>&1 7>&- 8>&-) || fail "smcrun attach --netns $d (the dialer in smcd-b): $(first "$o")"
     echo "$o"
     case $o in "/proc/$d/ns/net: attached (network namespace net:["*"]): its new TCP sockets are SMC sockets"*) ;; *) fail "attach --netns $d said: $o" ;; esac
-    o=$(smcrun attach --netns /var/run/netns/smcd-a --cgroup $CG 2>&1) && fail "--netns with --cgroup was accepted: $o"
+    o=$(smcrun attach --netns /run/netns/smcd-a --cgroup $CG 2>&1) && fail "--netns with --cgroup was accepted: $o"
     ina smcrun stats --json > /tmp/sn.a0 && inb smcrun stats --json > /tmp/sn.b0 && inc smcrun stats --json > /tmp/sn.c0 ||
         fail "smcrun stats in a namespace failed"
     # the server in smcd-a starts after the attach: its listener is SMC
-    track $IP netns exec smcd-a sechod server 0.0.0.0 $p 4 > /tmp/sn.srv 2>&1
+    track $IP netns exec smcd-a sechod server 0.0.0.0 $p 4 > /tmp/sn.srv 2>&1 7>&- 8>&-
     wait_for /tmp/sn.srv listening 300 || fail "the server in smcd-a did not listen: $(first "$(cat /tmp/sn.srv)")"
     l=$(dial sn 8 1)
     echo "smcd-b, the running dialer after attach: $l"
     [ "$l" = "ok 65536 proto=256" ] || fail "the running dialer in smcd-b after attach: expected IPPROTO_SMC (proto=256), got: $l"
-    track sh -c "exec $IP netns exec smcd-b sechod client 10.6.0.1 $p 65536 stdin < /tmp/sn.new.in > /tmp/sn.new 2>&1"
+    track sh -c "exec $IP netns exec smcd-b sechod client 10.6.0.1 $p 65536 stdin < /tmp/sn.new.in > /tmp/sn.new 2>&1" 7>&- 8>&-
     exec 9> /tmp/sn.new.in
     wait_for /tmp/sn.new '^ok ' 300 || fail "the new client in smcd-b: $(first "$(cat /tmp/sn.new)")"
     l=$(head -n1 /tmp/sn.new)
@@ -565,7 +567,8 @@ check_smcd_netns() {
     inb smcrun ss -a --json > /tmp/sn.ssb 2>&1 || fail "smcrun ss in smcd-b: $(first "$(cat /tmp/sn.ssb)")"
     inb cat /proc/net/tcp > /tmp/sn.tcpb
     grep -Eq '^ *[0-9]+: [0-9A-F]+:[0-9A-F]+ 0100060A:1C84 01 ' /tmp/sn.tcpb || fail "the old connection is not an established TCP connection in smcd-b: $(grep 1C84 /tmp/sn.tcpb)"
-    inb smcrun ps --all --json > /tmp/sn.ps 2>&1 || fail "smcrun ps --all in smcd-b: $(first "$(cat /tmp/sn.ps)")"
+    # (nsenter, not `ip netns exec`: that one mounts a sysfs of its own, without /sys/fs/bpf and its pins)
+    nsenter --net=/run/netns/smcd-b smcrun ps --all --json > /tmp/sn.ps 2>&1 || fail "smcrun ps --all in smcd-b: $(first "$(cat /tmp/sn.ps)")"
     l=$(inc sechod client 10.7.0.1 $p 65536 2>&1)
     echo "smcd-c (not attached): $l"
     [ "$l" = "ok 65536 proto=6" ] || fail "smcd-c, not attached: expected TCP (proto=6), got: $l"
@@ -590,19 +593,19 @@ check_smcd_netns() {
     set -- $(printf '%s\n' "$v" | tr ' ' '_')
     [ "$1" = SMCD ] || fail "smc_diag in smcd-b: the new connection is $1, expected SMCD$(smcd_why)"
     [ "$2" = 0 ] || fail "smc_diag in smcd-b lists $2 sockets of the old TCP connection (port $p0): it was touched"
-    [ "$3" = "/proc/$d/ns/net:2:0:sechod,/var/run/netns/smcd-a:1:0:sechod" ] ||
+    [ "$3" = "/proc/$d/ns/net:2:0:sechod,/run/netns/smcd-a:1:0:sechod" ] ||
         fail "attach --list: $3, expected smcd-b (by pid) 2 sockets, smcd-a 1 (the listener), all by sechod"
-    [ "$4" = "netns_/proc/$d/ns/net" ] || fail "ps --all in smcd-b: the SMC-D sechod's scope is '$4', expected netns /proc/$d/ns/net"
+    [ "$4" = "netns_/proc/$d/ns/net" ] || fail "ps --all in smcd-b: the SMC-D sechod's scope is '$4', expected netns /proc/$d/ns/net: $(jq -c '[.smc_processes[] | [.pid, .name, .smcd, .bpf_scope]], .bpf_scopes' /tmp/sn.ps 2>&1 | cut -c1-300)"
     [ "$5" = 2 ] || fail "ps --all shows $5 netns scopes, expected 2"
     set -- $(printf '%s\n' "$v" | tail -n1)
     echo "SMC-D: server succ in smcd-a +$1, client succ in smcd-b +$2; smcd-a PEERNOSMC +$3; fallbacks: smcd-a client +$4, smcd-b client +$5 server +$6; smcd-c client succ +$7"
     [ "$1 $2 $3 $4 $5 $6 $7" = "2 2 1 0 0 0 0" ] ||
         fail "counters: expected SMC-D +2 in smcd-a and smcd-b (as attach --list counts), smcd-c's one connection a PEERNOSMC fallback in smcd-a, nothing else"
-    grep -q '^smcrun_bpf_sockets_converted_total{scope="netns /var/run/netns/smcd-a"} 1$' /tmp/sn.metrics &&
+    grep -q '^smcrun_bpf_sockets_converted_total{scope="netns /run/netns/smcd-a"} 1$' /tmp/sn.metrics &&
         grep -q "^smcrun_bpf_sockets_converted_total{scope=\"netns /proc/$d/ns/net\"} 2\$" /tmp/sn.metrics ||
         fail "smcrun metrics lacks the netns scopes' counts: $(grep smcrun_bpf_sockets_converted /tmp/sn.metrics)"
     # detach smcd-b by its file (it was attached by PID): its next socket is TCP again
-    o=$(smcrun detach --netns /var/run/netns/smcd-b 2>&1) || fail "smcrun detach --netns /var/run/netns/smcd-b: $(first "$o")"
+    o=$(smcrun detach --netns /run/netns/smcd-b 2>&1) || fail "smcrun detach --netns /run/netns/smcd-b: $(first "$o")"
     echo "$o"
     case $o in *"2 sockets made SMC"*) ;; *) fail "detach said: $o" ;; esac
     case $o in *"nothing is attached any more"*) fail "detaching smcd-b detached everything: $o" ;; esac
@@ -618,7 +621,7 @@ check_smcd_netns() {
     echo "old connection, after attach and detach: $l"
     [ "$l" = "again 65536 proto=6" ] || fail "the old connection after the attach: expected TCP echoing (again 65536 proto=6), got: $l"
     wait_for /tmp/sn.srv0 "served 1" 100 || fail "the TCP server in smcd-a: $(lastl "$(cat /tmp/sn.srv0)")"
-    o=$(smcrun detach --netns /var/run/netns/smcd-a 2>&1) || fail "smcrun detach --netns /var/run/netns/smcd-a: $(first "$o")"
+    o=$(smcrun detach --netns /run/netns/smcd-a 2>&1) || fail "smcrun detach --netns /run/netns/smcd-a: $(first "$o")"
     echo "$o"
     case $o in *"nothing is attached any more"*) ;; *) fail "the last detach said: $o" ;; esac
     exec 8>&-
