@@ -172,9 +172,13 @@ pub fn smc_processes(
 /// The scopes as lines of text (for `ps`), none when there are none.
 pub fn scopes_text(s: &Scopes) -> Vec<String> {
     let mut out = Vec::new();
-    for c in &s.cgroups {
+    for c in s.cgroups.iter().chain(&s.netns) {
+        let (kind, id) = match c.kind {
+            smcrun_bpf::pinned::Kind::Cgroup => ("cgroup", String::new()),
+            smcrun_bpf::pinned::Kind::Netns => ("netns", format!(" (net:[{}])", c.id)),
+        };
         out.push(format!(
-            "cgroup {}: {} made SMC, {} kept TCP{}",
+            "{kind} {}{id}: {} made SMC, {} kept TCP{}",
             crate::views::format::safe(&c.path.display().to_string()),
             smcrun_report::count(c.counters.converted, "socket"),
             c.counters.kept_tcp,
@@ -182,20 +186,6 @@ pub fn scopes_text(s: &Scopes) -> Vec<String> {
                 String::new()
             } else {
                 format!(" (policy: {})", crate::views::format::safe(&c.policy))
-            }
-        ));
-    }
-    for n in &s.netns {
-        out.push(format!(
-            "netns {} (net:[{}]): {} made SMC, {} kept TCP{}",
-            crate::views::format::safe(&n.path.display().to_string()),
-            n.id,
-            smcrun_report::count(n.counters.converted, "socket"),
-            n.counters.kept_tcp,
-            if n.policy.is_empty() {
-                String::new()
-            } else {
-                format!(" (policy: {})", crate::views::format::safe(&n.policy))
             }
         ));
     }

@@ -207,6 +207,33 @@ dial() {
     sed -n "${3}p" /tmp/$1.out
 }
 
+# old_connection NAME FD SERVER-CMD CLIENT-CMD: a connection opened before any attach: SERVER-CMD (a
+#   plain `sechod server ... 1`) and CLIENT-CMD (a shell command line ending in `sechod client ... again`),
+#   which holds it until fd FD (opened here on /tmp/NAME.old.in) is closed; asserts it is TCP
+old_connection() {
+    local l
+    track $3 > /tmp/$1.srv0 2>&1
+    wait_for /tmp/$1.srv0 listening 300 || fail "the TCP server did not listen: $(first "$(cat /tmp/$1.srv0)")"
+    rm -f /tmp/$1.old.in
+    mkfifo /tmp/$1.old.in
+    track sh -c "$4 < /tmp/$1.old.in > /tmp/$1.old 2>&1"
+    eval "exec $2> /tmp/$1.old.in"
+    wait_for /tmp/$1.old '^ok ' 300 || fail "the old client: $(first "$(cat /tmp/$1.old)")"
+    l=$(head -n1 /tmp/$1.old)
+    echo "old connection (before attach): $l"
+    [ "$l" = "ok 65536 proto=6" ] || fail "the old connection before attach: expected TCP (proto=6), got: $l"
+}
+# old_again NAME: once its fd is closed, the old connection echoed once more, still TCP, and its server
+#   saw it end well
+old_again() {
+    local l
+    wait_for /tmp/$1.old '^again ' 300 || fail "the old connection after the attach: $(lastl "$(cat /tmp/$1.old)")"
+    l=$(sed -n 2p /tmp/$1.old)
+    echo "old connection, after the attach: $l"
+    [ "$l" = "again 65536 proto=6" ] || fail "the old connection after the attach: expected TCP echoing (again 65536 proto=6), got: $l"
+    wait_for /tmp/$1.srv0 "served 1" 100 || fail "the old connection's server: $(lastl "$(cat /tmp/$1.srv0)")"
+}
+
 # bpf-cgroup: a program already running in a cgroup: its connection before attach is TCP, the one
 # after `smcrun attach --cgroup` SMC-R, and after `smcrun detach` TCP again; a connection the
 # cgroup held open from before the attach stays TCP (smc_diag lists nothing on its port) and
@@ -221,16 +248,7 @@ check_bpf_cgroup() {
     start_dialer bcg smcrun-a $p
     exec 7> /tmp/bcg.in
     # the old connection: a plain TCP server outside the cgroup, a client in it holding it open
-    track sechod server 127.0.0.1 $p0 1 > /tmp/bcg.srv0 2>&1
-    wait_for /tmp/bcg.srv0 listening 300 || fail "the TCP server did not listen: $(first "$(cat /tmp/bcg.srv0)")"
-    rm -f /tmp/bcg.old.in
-    mkfifo /tmp/bcg.old.in
-    track sh -c "echo \$\$ > $CG/smcrun-a/cgroup.procs && exec sechod client 127.0.0.1 $p0 65536 again < /tmp/bcg.old.in > /tmp/bcg.old 2>&1"
-    exec 6> /tmp/bcg.old.in
-    wait_for /tmp/bcg.old '^ok ' 300 || fail "the old client: $(first "$(cat /tmp/bcg.old)")"
-    l=$(head -n1 /tmp/bcg.old)
-    echo "old connection (before attach): $l"
-    [ "$l" = "ok 65536 proto=6" ] || fail "the old connection before attach: expected TCP (proto=6), got: $l"
+    old_connection bcg 6 "sechod server 127.0.0.1 $p0 1" "echo \$\$ > $CG/smcrun-a/cgroup.procs && exec sechod client 127.0.0.1 $p0 65536 again"
     l=$(dial bcg 7 1)
     echo "before attach: $l"
     [ "$l" = "ok 65536 proto=6" ] || fail "before attach: expected TCP (proto=6), got: $l"
@@ -259,10 +277,7 @@ check_bpf_cgroup() {
     echo "detached: $l"
     [ "$l" = "ok 65536 proto=6" ] || fail "after detach: expected TCP (proto=6), got: $l"
     exec 7>&- 6>&-
-    wait_for /tmp/bcg.old '^again ' 300 || fail "the old connection after the attach: $(lastl "$(cat /tmp/bcg.old)")"
-    l=$(sed -n 2p /tmp/bcg.old)
-    echo "old connection, after attach and detach: $l"
-    [ "$l" = "again 65536 proto=6" ] || fail "the old connection: expected TCP echoing (again 65536 proto=6), got: $l"
+    old_again bcg
     out=$(smcrun detach --cgroup $CG/smcrun-a 2>&1) && fail "a second detach succeeded: $out"
     echo "second detach: $out"
     nothing_attached

@@ -519,16 +519,9 @@ check_smcd_netns() {
     smcd_pods c
     # before any attach: a plain TCP server in smcd-a, a client in smcd-b holding its connection,
     # and a dialer in smcd-b that connects only when asked
-    track $IP netns exec smcd-a sechod server 10.6.0.1 $p0 1 > /tmp/sn.srv0 2>&1
-    wait_for /tmp/sn.srv0 listening 300 || fail "the TCP server in smcd-a did not listen: $(first "$(cat /tmp/sn.srv0)")"
-    rm -f /tmp/sn.old.in /tmp/sn.new.in /tmp/sn.in /tmp/sn.out
-    mkfifo /tmp/sn.old.in /tmp/sn.new.in /tmp/sn.in
-    track sh -c "exec $IP netns exec smcd-b sechod client 10.6.0.1 $p0 65536 again < /tmp/sn.old.in > /tmp/sn.old 2>&1"
-    exec 7> /tmp/sn.old.in
-    wait_for /tmp/sn.old '^ok ' 300 || fail "the old client in smcd-b: $(first "$(cat /tmp/sn.old)")"
-    l=$(head -n1 /tmp/sn.old)
-    echo "old connection (before attach): $l"
-    [ "$l" = "ok 65536 proto=6" ] || fail "before attach: expected TCP (proto=6), got: $l"
+    old_connection sn 7 "$IP netns exec smcd-a sechod server 10.6.0.1 $p0 1" "exec $IP netns exec smcd-b sechod client 10.6.0.1 $p0 65536 again"
+    rm -f /tmp/sn.new.in /tmp/sn.in /tmp/sn.out
+    mkfifo /tmp/sn.new.in /tmp/sn.in
     # (each process started from here on is given none of the fifos' write ends, which it would keep
     # open: the smcrun attach's holder lives until the last detach)
     track sh -c "exec $IP netns exec smcd-b sechod dial 10.6.0.1 $p 65536 < /tmp/sn.in > /tmp/sn.out 2>&1" 7>&-
@@ -616,11 +609,7 @@ check_smcd_netns() {
     echo "second detach: $o"
     # the old connection still echoes, still TCP
     exec 7>&- 9>&-
-    wait_for /tmp/sn.old '^again ' 300 || fail "the old connection after the attach: $(lastl "$(cat /tmp/sn.old)")"
-    l=$(sed -n 2p /tmp/sn.old)
-    echo "old connection, after attach and detach: $l"
-    [ "$l" = "again 65536 proto=6" ] || fail "the old connection after the attach: expected TCP echoing (again 65536 proto=6), got: $l"
-    wait_for /tmp/sn.srv0 "served 1" 100 || fail "the TCP server in smcd-a: $(lastl "$(cat /tmp/sn.srv0)")"
+    old_again sn
     o=$(smcrun detach --netns /run/netns/smcd-a 2>&1) || fail "smcrun detach --netns /run/netns/smcd-a: $(first "$o")"
     echo "$o"
     case $o in *"nothing is attached any more"*) ;; *) fail "the last detach said: $o" ;; esac
