@@ -1,6 +1,6 @@
 //! smcrun's BPF mode: SMC sockets for the programs LD_PRELOAD cannot reach (Go, static,
-//! setuid), for a whole process tree, or for a whole cgroup v2 subtree (a container, a pod, a
-//! systemd service), through the kernel's socket() hook.
+//! setuid), for a whole process tree, a whole cgroup v2 subtree (a container, a pod, a systemd
+//! service) or a whole network namespace (a pod), through the kernel's socket() hook.
 //!
 //! `socket(2)` asks `update_socket_protocol()` which protocol to create; a BPF fmod_ret program
 //! (`smcrun.bpf.c`, committed with its object, see `bpf/build.sh`) answers IPPROTO_SMC for
@@ -11,7 +11,8 @@
 //! - [`rules::analyse`]: which rules of a policy the kernel can decide (program names) and
 //!   which need the preload (addresses, ports, roles), and the kernel's rule table;
 //! - [`tree::TreeScope`]: a process tree's attachment, alive as long as the value;
-//! - [`cgroup`]: pinned cgroup attachments (attach, detach, list);
+//! - [`pinned`]: the pinned instance behind `smcrun attach` (attach, detach, list), serving
+//!   [`cgroup`] and [`netns`] scopes;
 //! - [`handshake`]: the handshake policy (Linux 6.19's smc_hs_ctrl): role, address and port
 //!   rules decided by the kernel at the SYN for a whole network namespace ([`hsrules`]);
 //! - [`scopes::all`]: every scope with its counts, for `attach --list`, `ps` and the exporter.
@@ -27,6 +28,8 @@ pub mod hsrules;
 pub mod layout;
 pub mod loader;
 pub mod maps;
+pub mod netns;
+pub mod pinned;
 pub mod prereq;
 pub mod rules;
 pub mod scopes;

@@ -56,7 +56,7 @@ pub struct Instance {
 /// Where a program of the object attaches: the attach type and the BTF type it names.
 fn target(program: &str) -> Option<(bpf_attach_type, &'static str, BtfKind)> {
     match program {
-        "smcrun_tree" | "smcrun_cgroup" => {
+        "smcrun_tree" | "smcrun_attach" => {
             Some((bpf_attach_type::BPF_MODIFY_RETURN, HOOK, BtfKind::Func))
         }
         "smcrun_fork" => Some((
@@ -77,6 +77,7 @@ fn target(program: &str) -> Option<(bpf_attach_type, &'static str, BtfKind)> {
 const SIZES: &[(&str, usize, usize)] = &[
     ("tree", 4, 4),
     ("cgroups", 8, 4),
+    ("netns", 8, 4),
     ("rules", 4, std::mem::size_of::<layout::Rule>()),
     ("policies", 4, std::mem::size_of::<layout::PolicyHead>()),
     ("counters", 4, std::mem::size_of::<layout::Counters>()),

@@ -30,10 +30,33 @@ impl State {
 /// Which BPF scopes need a prerequisite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Needed {
-    /// Every scope (`smcrun --bpf` and `smcrun attach --cgroup`).
+    /// Every scope (`smcrun --bpf` and `smcrun attach`).
     Always,
-    /// Only cgroup scopes (pinned on bpffs, found in cgroup2).
+    /// The scopes of `smcrun attach` (pinned on bpffs).
+    Attach,
+    /// Only cgroup scopes (found in cgroup2).
     Cgroup,
+}
+
+/// The scope a command is about to attach, for [`Report::refusal`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// `smcrun --bpf -- COMMAND`.
+    Tree,
+    /// `smcrun attach --cgroup`.
+    Cgroup,
+    /// `smcrun attach --netns`.
+    Netns,
+}
+
+impl Scope {
+    fn needs(self, n: Needed) -> bool {
+        match n {
+            Needed::Always => true,
+            Needed::Attach => self != Scope::Tree,
+            Needed::Cgroup => self == Scope::Cgroup,
+        }
+    }
 }
 
 /// One checked prerequisite.
@@ -63,15 +86,15 @@ pub struct Report {
 
 impl Report {
     /// The first prerequisite a scope needs that is missing.
-    pub fn first_missing(&self, cgroup_scope: bool) -> Option<&Check> {
+    pub fn first_missing(&self, scope: Scope) -> Option<&Check> {
         self.checks
             .iter()
-            .find(|c| c.state == State::Missing && (cgroup_scope || c.needed == Needed::Always))
+            .find(|c| c.state == State::Missing && scope.needs(c.needed))
     }
 
     /// One line for a refusal: `<what> is missing: <detail>; <fix>`.
-    pub fn refusal(&self, cgroup_scope: bool) -> Option<String> {
-        self.first_missing(cgroup_scope).map(|c| {
+    pub fn refusal(&self, scope: Scope) -> Option<String> {
+        self.first_missing(scope).map(|c| {
             let mut s = format!("{} is missing: {}", c.what, c.detail);
             if let Some(f) = &c.fix {
                 s.push_str("; ");
@@ -353,13 +376,13 @@ fn refusal_cause(e: &crate::Error) -> String {
 }
 
 fn check_bpffs() -> Check {
-    let m = mount_of("bpf", crate::cgroup::BPFFS);
+    let m = mount_of("bpf", crate::pinned::BPFFS);
     let ok = m
         .as_ref()
-        .is_some_and(|p| p.as_os_str() == crate::cgroup::BPFFS);
+        .is_some_and(|p| p.as_os_str() == crate::pinned::BPFFS);
     Check {
         id: "bpffs",
-        what: "the BPF file system at /sys/fs/bpf (to pin cgroup attachments)",
+        what: "the BPF file system at /sys/fs/bpf (to pin `smcrun attach`'s scopes)",
         state: if ok { State::Ok } else { State::Missing },
         detail: match m {
             Some(p) if ok => format!("bpf mounted at {}", p.display()),
@@ -367,7 +390,7 @@ fn check_bpffs() -> Check {
             None => "no bpf file system is mounted".to_string(),
         },
         fix: (!ok).then(|| "mount it: mount -t bpf bpf /sys/fs/bpf".to_string()),
-        needed: Needed::Cgroup,
+        needed: Needed::Attach,
     }
 }
 
@@ -447,12 +470,14 @@ mod tests {
         let r = Report {
             checks: vec![
                 c("kernel", State::Ok, Needed::Always),
-                c("bpffs", State::Missing, Needed::Cgroup),
+                c("cgroup2", State::Missing, Needed::Cgroup),
+                c("bpffs", State::Missing, Needed::Attach),
                 c("smc", State::Missing, Needed::Always),
             ],
         };
-        assert_eq!(r.first_missing(false).unwrap().id, "smc");
-        assert_eq!(r.first_missing(true).unwrap().id, "bpffs");
-        assert_eq!(r.refusal(false).unwrap(), "smc is missing: seen; fix");
+        assert_eq!(r.first_missing(Scope::Tree).unwrap().id, "smc");
+        assert_eq!(r.first_missing(Scope::Cgroup).unwrap().id, "cgroup2");
+        assert_eq!(r.first_missing(Scope::Netns).unwrap().id, "bpffs");
+        assert_eq!(r.refusal(Scope::Tree).unwrap(), "smc is missing: seen; fix");
     }
 }

@@ -1,11 +1,11 @@
 //! Every BPF scope on the host, for `smcrun attach --list`, `smcrun ps` and the exporter: the
-//! pinned cgroup scopes and the process trees of running `smcrun --bpf` commands (found by their
+//! pinned cgroup and network-namespace scopes and the process trees of running `smcrun --bpf` commands (found by their
 //! program's name among the kernel's loaded programs; reading them needs CAP_SYS_ADMIN).
 
-use crate::cgroup::{self, CgroupScope};
 use crate::error::Error;
 use crate::layout::Counters;
 use crate::maps::{self, ProgramCount};
+use crate::pinned::{self, Attachment};
 use crate::sys::{self, Kind};
 use crate::tree;
 use aya_obj::generated::{bpf_map_info, bpf_prog_info};
@@ -30,7 +30,9 @@ pub struct TreeInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Scopes {
     /// Attached cgroups.
-    pub cgroups: Vec<CgroupScope>,
+    pub cgroups: Vec<Attachment>,
+    /// Attached network namespaces.
+    pub netns: Vec<Attachment>,
     /// Process trees.
     pub trees: Vec<TreeInfo>,
 }
@@ -80,10 +82,11 @@ pub fn trees() -> Result<Vec<TreeInfo>, Error> {
     Ok(out)
 }
 
-/// Every scope: the attached cgroups and the process trees.
+/// Every scope: the attached cgroups and network namespaces, and the process trees.
 pub fn all() -> Result<Scopes, Error> {
     Ok(Scopes {
-        cgroups: cgroup::list()?,
+        cgroups: pinned::list(pinned::Kind::Cgroup)?,
+        netns: pinned::list(pinned::Kind::Netns)?,
         trees: trees()?,
     })
 }

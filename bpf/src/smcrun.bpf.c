@@ -8,10 +8,13 @@
 // AF_INET/AF_INET6 stream socket of protocol 0 or IPPROTO_TCP makes it an SMC socket that falls back
 // to TCP by itself when the peer or the path cannot do SMC.
 //
-// Two scopes, each its own programs (userspace loads what one scope needs from this object):
+// Two kinds of instance, each its own programs (userspace loads what one needs from this object):
 //   smcrun_tree    the tgids in `tree` (the command smcrun started and its descendants,
-//                         added by smcrun_fork, removed by smcrun_exit);
-//   smcrun_cgroup  tasks in the cgroup v2 subtrees in `cgroups` (cgroup id -> slot).
+//                  added by smcrun_fork, removed by smcrun_exit);
+//   smcrun_attach  `smcrun attach`'s scopes: tasks in the cgroup v2 subtrees in `cgroups`
+//                  (cgroup id -> slot) and tasks in the network namespaces in `netns` (netns
+//                  cookie -> slot); an attached cgroup, the narrower scope, decides before the
+//                  task's network namespace.
 // Both apply the slot's per-program rules (`rules`, `policies`) and count per slot (`counters`)
 // and per slot and program name (`by_program`).
 //
@@ -62,11 +65,19 @@ typedef struct {
 struct signal_struct {
 	atomic_t live;
 } __attribute__((preserve_access_index));
+// A network namespace's cookie: set when it is made and never reused (its nsfs inode number is).
+struct net {
+	__u64 net_cookie;
+} __attribute__((preserve_access_index));
+struct nsproxy {
+	struct net *net_ns;
+} __attribute__((preserve_access_index));
 struct task_struct {
 	int pid;
 	int tgid;
 	struct task_struct *group_leader;
 	struct signal_struct *signal;
+	struct nsproxy *nsproxy;
 	char comm[16];
 } __attribute__((preserve_access_index));
 
@@ -126,6 +137,13 @@ struct {
 	__type(key, __u64);   // cgroup id (the cgroup2 directory's inode number)
 	__type(value, __u32); // slot
 } cgroups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_SCOPES);
+	__type(key, __u64);   // netns cookie (SO_NETNS_COOKIE of a socket made in it)
+	__type(value, __u32); // slot
+} netns SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -254,9 +272,11 @@ int smcrun_tree(__u64 *ctx)
 }
 
 SEC("fentry/update_socket_protocol")
-int smcrun_cgroup(__u64 *ctx)
+int smcrun_attach(__u64 *ctx)
 {
+	struct task_struct *task;
 	__u32 *slot, found = MAX_SCOPES;
+	__u64 cookie;
 
 	if (!is_tcp(ctx[0], ctx[1], ctx[2]))
 		return 0;
@@ -270,9 +290,15 @@ int smcrun_cgroup(__u64 *ctx)
 		if (slot)
 			found = *slot;
 	}
-	if (found >= MAX_SCOPES)
+	if (found < MAX_SCOPES)
+		return convert(found);
+	// Then the network namespace the socket is made in (the task's).
+	task = bpf_get_current_task_btf();
+	cookie = task->nsproxy->net_ns->net_cookie;
+	slot = bpf_map_lookup_elem(&netns, &cookie);
+	if (!slot)
 		return 0;
-	return convert(found);
+	return convert(*slot);
 }
 
 // sched_process_fork(struct task_struct *parent, struct task_struct *child): a new process of a

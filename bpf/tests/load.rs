@@ -21,10 +21,10 @@ fn every_program_loads_and_attaches_where_the_kernel_allows() {
         );
         return;
     }
-    let inst = loader::load(&["smcrun_tree", "smcrun_cgroup", "smcrun_fork", "smcrun_exit"])
+    let inst = loader::load(&["smcrun_tree", "smcrun_attach", "smcrun_fork", "smcrun_exit"])
         .unwrap_or_else(|e| panic!("{e}\n{}", e.verifier_log().unwrap_or("")));
     // Attaching the tracepoints is harmless; the socket hooks convert nothing (empty maps).
-    for p in ["smcrun_fork", "smcrun_exit", "smcrun_tree", "smcrun_cgroup"] {
+    for p in ["smcrun_fork", "smcrun_exit", "smcrun_tree", "smcrun_attach"] {
         inst.attach(p).unwrap_or_else(|e| panic!("{p}: {e}"));
     }
 }

@@ -78,10 +78,10 @@ enum Command {
     Ps(views::ps::PsArgs),
     /// One program's connections under smcrun, each with its mode and why it was not SMC.
     Why(views::ps::WhyArgs),
-    /// BPF mode: make every new TCP socket of a cgroup v2 subtree SMC (`--cgroup PATH`), or list
-    /// what is attached (`--list`).
+    /// BPF mode: make every new TCP socket of a cgroup v2 subtree (`--cgroup PATH`) or a network
+    /// namespace (`--netns PATH|PID`) SMC, or list what is attached (`--list`).
     Attach(run::bpf::AttachArgs),
-    /// BPF mode: stop making a cgroup's sockets SMC.
+    /// BPF mode: stop making a cgroup's or a network namespace's sockets SMC.
     Detach(run::bpf::DetachArgs),
     /// The handshake policy (Linux 6.19+): the kernel decides SMC or TCP per connection by
     /// port, address and role for every program of a network namespace (load, unload, status).

@@ -172,7 +172,10 @@ fn examples(page: &str) -> Vec<(&'static str, &'static str)> {
             ("smcrun policy check --policy 'smc port 6379; tcp'", "check a policy and print it canonical, one rule a line"),
             ("smcrun policy check --policy 'smc port 6379; tcp' --program redis-benchmark --connect 10.0.0.5:6379", "which rule a connect matches"),
         ],
-        "smcrun-attach" => vec![("smcrun attach --cgroup /sys/fs/cgroup/system.slice/redis.service", "every new TCP socket of the cgroup is made SMC")],
+        "smcrun-attach" => vec![
+            ("smcrun attach --cgroup /sys/fs/cgroup/system.slice/redis.service", "every new TCP socket of the cgroup is made SMC"),
+            ("smcrun attach --netns /run/netns/pod-a", "every new TCP socket made in that network namespace is made SMC"),
+        ],
         "smcrun-handshake" => vec![
             ("smcrun handshake load --policy 'smc port 6379; tcp'", "the kernel offers SMC only to connections to port 6379, for every program of this network namespace (Linux 6.19+)"),
             ("smcrun handshake status", "what is selected, the policy and the kernel's decisions"),

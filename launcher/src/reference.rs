@@ -199,7 +199,8 @@ fn doctor_checks() -> String {
     for c in smcrun_bpf::prereq::check().checks {
         let scope = match c.needed {
             smcrun_bpf::prereq::Needed::Always => "",
-            smcrun_bpf::prereq::Needed::Cgroup => " (cgroup scopes only: `smcrun attach`)",
+            smcrun_bpf::prereq::Needed::Attach => " (`smcrun attach` only)",
+            smcrun_bpf::prereq::Needed::Cgroup => " (cgroup scopes only: `smcrun attach --cgroup`)",
         };
         writeln!(
             out,
@@ -216,7 +217,18 @@ fn doctor_checks() -> String {
 /// a program under smcrun, BPF mode's two kinds of scope, the agent and a sysctl added.
 /// Each family as (name, type, help, labels in the order first seen with the values seen).
 fn metric_families() -> Vec<Family> {
+    use smcrun_bpf::pinned::{Attachment, Kind};
     use smcrun_bpf::scopes::{Scopes, TreeInfo};
+    let attachment = |kind, path: &str| Attachment {
+        kind,
+        path: path.into(),
+        id: 1,
+        key: 1,
+        since_unix: 1,
+        policy: String::new(),
+        counters: Default::default(),
+        programs: Vec::new(),
+    };
     use smcrun_views::agent::{Counts, Group, Sides, State};
     use smcrun_views::snapshot::{replay, Part, Processes};
     let mut all = Vec::new();
@@ -247,14 +259,8 @@ fn metric_families() -> Vec<Family> {
             }
         }
         s.bpf = Part::Read(Scopes {
-            cgroups: vec![smcrun_bpf::cgroup::CgroupScope {
-                path: "/sys/fs/cgroup/a".into(),
-                cgroup_id: 1,
-                since_unix: 1,
-                policy: String::new(),
-                counters: Default::default(),
-                programs: Vec::new(),
-            }],
+            cgroups: vec![attachment(Kind::Cgroup, "/sys/fs/cgroup/a")],
+            netns: vec![attachment(Kind::Netns, "/run/netns/a")],
             trees: vec![TreeInfo {
                 program_id: 1,
                 loaded_ns_since_boot: 1,

@@ -702,12 +702,17 @@ pub fn processes(f: &mut Families, p: &Processes, cap: usize) {
 }
 
 /// BPF mode's scopes: sockets the kernel's socket() hook made SMC or kept TCP, per scope
-/// (`cgroup PATH`, or `tree PROGRAM-ID` for a `smcrun --bpf` command).
+/// (`cgroup PATH`, `netns PATH`, or `tree PROGRAM-ID` for a `smcrun --bpf` command).
 pub fn bpf_scopes(f: &mut Families, s: &smcrun_bpf::scopes::Scopes) {
     let scopes = s
         .cgroups
         .iter()
         .map(|c| (format!("cgroup {}", c.path.display()), &c.counters))
+        .chain(
+            s.netns
+                .iter()
+                .map(|n| (format!("netns {}", n.path.display()), &n.counters)),
+        )
         .chain(
             s.trees
                 .iter()
@@ -716,7 +721,7 @@ pub fn bpf_scopes(f: &mut Families, s: &smcrun_bpf::scopes::Scopes) {
     for (scope, c) in scopes {
         f.counter(
             "smcrun_bpf_sockets_converted_total",
-            "TCP sockets BPF mode made SMC in a scope (an attached cgroup, or a smcrun --bpf command's tree)",
+            "TCP sockets BPF mode made SMC in a scope (an attached cgroup or network namespace, or a smcrun --bpf command's tree)",
             &[("scope", &scope)],
             c.converted,
         );

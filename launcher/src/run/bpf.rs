@@ -1,6 +1,6 @@
 //! BPF mode on the command line: `smcrun --bpf[=auto] -- COMMAND`, `smcrun attach --cgroup
-//! PATH`, `smcrun detach --cgroup PATH`, `smcrun attach --list`, and `smcrun policy check
-//! --bpf`. The kernel side lives in the `smcrun-bpf` crate; this file decides, refuses, forks the
+//! PATH` / `--netns PATH|PID`, `smcrun detach --cgroup PATH` / `--netns PATH|PID`, `smcrun
+//! attach --list`, and `smcrun policy check --bpf`. The kernel side lives in the `smcrun-bpf` crate; this file decides, refuses, forks the
 //! holder that keeps an attachment (and the smc module) alive, and prints.
 //!
 //! `smcrun --bpf -- COMMAND` attaches a process-tree scope holding smcrun's own pid, then forks
@@ -11,16 +11,16 @@
 use crate::exit::Exit;
 use crate::run::exec::{self, RunOptions};
 use clap::{Args, ValueEnum};
-use smcrun_bpf::cgroup;
-use smcrun_bpf::prereq;
+use smcrun_bpf::pinned::{self, Attached, Detached, Kind};
+use smcrun_bpf::prereq::{self, Scope};
 use smcrun_bpf::rules::{self, Analysis, KernelPolicy};
 use smcrun_bpf::scopes::{self, TreeInfo};
 use smcrun_bpf::tree::TreeScope;
+use smcrun_bpf::{cgroup, netns};
 use smcrun_policy::Policy;
 use smcrun_settings::POLICY;
 use smcrun_views::json::bpf::{
-    honour, AttachView, CgroupView, DetachView, PolicyCheckView, ScopeView, ScopesListView,
-    TreeView,
+    honour, AttachView, DetachView, PolicyCheckView, ScopeView, ScopesListView, TreeView,
 };
 use std::ffi::OsString;
 use std::os::fd::AsRawFd;
@@ -122,7 +122,7 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
         Err(f) => return f.report(),
     };
     let report = prereq::check_before_attach();
-    if let Some(why) = report.refusal(false) {
+    if let Some(why) = report.refusal(Scope::Tree) {
         if mode == BpfMode::Auto {
             return fall_back(&format!("BPF mode is unavailable: {why}"));
         }
@@ -221,7 +221,7 @@ fn hold_tree(scope: TreeScope) {
 /// Where the cgroup holder's lock lives: the holder keeps it locked while it runs.
 const HOLDER_LOCK: &str = "/run/smcrun-bpf-holder.lock";
 
-/// The holder of the pinned cgroup attachment: one at a time (the lock), holding an SMC socket
+/// The holder of the pinned attachment (cgroups and network namespaces): one at a time (the lock), holding an SMC socket
 /// while the attachment is pinned.
 fn hold_cgroups() {
     let Ok(lock) = std::fs::OpenOptions::new()
@@ -239,7 +239,7 @@ fn hold_cgroups() {
     let Ok(_smc) = smcrun_bpf::smc::open() else {
         return;
     };
-    while cgroup::attached() {
+    while pinned::attached() {
         std::thread::sleep(HOLD_POLL * 5);
     }
 }
@@ -252,17 +252,22 @@ pub struct AttachArgs {
     #[arg(
         long,
         value_name = "PATH",
-        required_unless_present = "list",
-        conflicts_with = "list"
+        required_unless_present_any = ["list", "netns"],
+        conflicts_with_all = ["list", "netns"]
     )]
     pub cgroup: Option<PathBuf>,
-    /// The policy for the cgroup's sockets (program rules only; see `smcrun policy check --bpf`).
+    /// A network namespace (a pod's, a container's): its file (/run/netns/NAME,
+    /// /proc/PID/ns/net) or a process id (that process's network namespace).
+    #[arg(long, value_name = "PATH|PID", conflicts_with = "list")]
+    pub netns: Option<String>,
+    /// The policy for the scope's sockets (program rules only; see `smcrun policy check --bpf`).
     #[arg(long, value_name = "POLICY", conflicts_with = "config")]
     pub policy: Option<String>,
     /// A config file whose policy to use.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// List what is attached (cgroups and `smcrun --bpf` process trees), since when, and the counts.
+    /// List what is attached (cgroups, network namespaces and `smcrun --bpf` process trees),
+    /// since when, and the counts.
     #[arg(long)]
     pub list: bool,
     /// Print JSON.
@@ -274,8 +279,17 @@ pub struct AttachArgs {
 #[derive(Args, Debug)]
 pub struct DetachArgs {
     /// The cgroup, as given to `smcrun attach --cgroup`.
-    #[arg(long, value_name = "PATH")]
-    pub cgroup: PathBuf,
+    #[arg(
+        long,
+        value_name = "PATH",
+        required_unless_present = "netns",
+        conflicts_with = "netns"
+    )]
+    pub cgroup: Option<PathBuf>,
+    /// The network namespace (its file or a process id in it), as given to `smcrun attach
+    /// --netns`; one whose file is gone is found by the path it was attached by.
+    #[arg(long, value_name = "PATH|PID")]
+    pub netns: Option<String>,
     /// Print JSON.
     #[arg(short = 'j', long)]
     pub json: bool,
@@ -336,16 +350,38 @@ fn attach_policy(args: &AttachArgs) -> Result<Policy, String> {
     Ok(Policy::default())
 }
 
+/// The scope `attach` or `detach` is about, resolved: a cgroup directory or a network namespace.
+enum Resolved {
+    Cgroup(PathBuf),
+    Netns(netns::Netns),
+}
+
+impl Resolved {
+    fn kind(&self) -> Kind {
+        match self {
+            Resolved::Cgroup(_) => Kind::Cgroup,
+            Resolved::Netns(_) => Kind::Netns,
+        }
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            Resolved::Cgroup(d) => d,
+            Resolved::Netns(n) => &n.path,
+        }
+    }
+}
+
 /// `smcrun attach ...`.
 pub fn attach(args: &AttachArgs) -> ExitCode {
     if args.list {
         return list(args.json);
     }
-    let Some(arg) = &args.cgroup else {
-        return crate::views::format::fail(
+    let fail_usage = |e: String| {
+        crate::views::format::fail(
             Exit::Usage,
-            "smcrun: attach needs --cgroup PATH or --list",
-        );
+            &format!("smcrun: attach: {e} (nothing was attached)"),
+        )
     };
     let policy = match attach_policy(args) {
         Ok(p) => p,
@@ -366,67 +402,98 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
             ),
         );
     };
-    let dir = match resolve_cgroup(arg) {
-        Ok(d) => d,
-        Err(e) => {
+    let target = match (&args.cgroup, &args.netns) {
+        (Some(arg), _) => match resolve_cgroup(arg) {
+            Ok(d) => Resolved::Cgroup(d),
+            Err(e) => return fail_usage(e),
+        },
+        (None, Some(arg)) => match netns::resolve(arg) {
+            Ok(n) => Resolved::Netns(n),
+            Err(e) => return fail_usage(e.to_string()),
+        },
+        (None, None) => {
             return crate::views::format::fail(
                 Exit::Usage,
-                &format!("smcrun: attach: {e} (nothing was attached)"),
+                "smcrun: attach needs --cgroup PATH, --netns PATH|PID or --list",
             );
         }
     };
-    if let Some(why) = prereq::check_before_attach().refusal(true) {
+    let scope = match target {
+        Resolved::Cgroup(_) => Scope::Cgroup,
+        Resolved::Netns(_) => Scope::Netns,
+    };
+    if let Some(why) = prereq::check_before_attach().refusal(scope) {
         return crate::views::format::fail(
             Exit::Unavailable,
             &format!("smcrun: attach: {why} (nothing was attached)"),
         );
     }
-    match cgroup::attach(&dir, &policy.to_string(), &kernel_policy) {
+    let text = policy.to_string();
+    let done: Result<Attached, smcrun_bpf::Error> = match &target {
+        Resolved::Cgroup(dir) => cgroup::attach(dir, &text, &kernel_policy),
+        Resolved::Netns(n) => netns::attach(n, &text, &kernel_policy),
+    };
+    let path = target.path();
+    match done {
         Ok(a) => {
             if let Err(e) = spawn_holder(hold_cgroups) {
                 eprintln!("smcrun: warning: cannot start the holder of the smc module: {e}");
             }
             if args.json {
-                print_json(&AttachView::new(&dir, &a, policy.to_string()));
+                print_json(&AttachView::new(target.kind(), path, &a, text));
             } else if a.was_attached {
                 println!(
                     "{}: already attached; policy now: {}",
-                    dir.display(),
-                    policy_label(&policy.to_string())
+                    path.display(),
+                    policy_label(&text)
                 );
             } else {
+                let what = match target {
+                    Resolved::Cgroup(_) => format!("cgroup id {}", a.id),
+                    Resolved::Netns(_) => format!("network namespace net:[{}]", a.id),
+                };
                 println!(
-                    "{}: attached (cgroup id {}): its new TCP sockets are SMC sockets; policy: {}",
-                    dir.display(),
-                    a.cgroup_id,
-                    policy_label(&policy.to_string())
+                    "{}: attached ({what}): its new TCP sockets are SMC sockets; policy: {}",
+                    path.display(),
+                    policy_label(&text)
                 );
             }
             ExitCode::SUCCESS
         }
         Err(e) => crate::views::format::fail(
             Exit::Failed,
-            &format!("smcrun: attach {}: {e}", dir.display()),
+            &format!("smcrun: attach {}: {e}", path.display()),
         ),
     }
 }
 
 /// `smcrun detach ...`.
 pub fn detach(args: &DetachArgs) -> ExitCode {
-    let dir = match resolve_cgroup(&args.cgroup) {
-        Ok(d) => d,
-        Err(e) => {
-            return crate::views::format::fail(Exit::Usage, &format!("smcrun: detach: {e}"));
-        }
+    let usage =
+        |e: String| crate::views::format::fail(Exit::Usage, &format!("smcrun: detach: {e}"));
+    let done: Result<(PathBuf, Detached), smcrun_bpf::Error> = match (&args.cgroup, &args.netns) {
+        (Some(arg), _) => match resolve_cgroup(arg) {
+            Ok(dir) => cgroup::detach(&dir).map(|d| (dir, d)),
+            Err(e) => return usage(e),
+        },
+        (None, Some(arg)) => match netns::resolve(arg) {
+            Ok(n) => netns::detach(&n).map(|d| (n.path, d)),
+            Err(e) => match netns::detach_gone(arg) {
+                Ok(Some(d)) => Ok((d.scope.path.clone(), d)),
+                Ok(None) => return usage(e.to_string()),
+                Err(e2) => Err(e2),
+            },
+        },
+        (None, None) => return usage("detach needs --cgroup PATH or --netns PATH|PID".into()),
     };
-    match cgroup::detach(&dir) {
-        Ok(d) => {
+    match done {
+        Ok((path, d)) => {
             if args.json {
                 print_json(&DetachView::new(&d));
             } else {
                 println!(
                     "{}: detached after {} made SMC, {} kept TCP by the policy{}",
-                    dir.display(),
+                    path.display(),
                     smcrun_report::count(d.scope.counters.converted, "socket"),
                     d.scope.counters.kept_tcp,
                     if d.unloaded {
@@ -518,7 +585,8 @@ fn list(json_out: bool) -> ExitCode {
         let scopes = all
             .cgroups
             .iter()
-            .map(|c| ScopeView::Cgroup(CgroupView::new(c)))
+            .chain(&all.netns)
+            .map(ScopeView::attached)
             .chain(
                 all.trees
                     .iter()
@@ -528,7 +596,7 @@ fn list(json_out: bool) -> ExitCode {
         print_json(&ScopesListView { scopes });
         return ExitCode::SUCCESS;
     }
-    if all.cgroups.is_empty() && all.trees.is_empty() {
+    if all.cgroups.is_empty() && all.netns.is_empty() && all.trees.is_empty() {
         println!("nothing is attached");
         return ExitCode::SUCCESS;
     }
@@ -536,10 +604,14 @@ fn list(json_out: bool) -> ExitCode {
         "{:<48} {:<21} {:>9} {:>8}  {:<24} PROGRAMS",
         "SCOPE", "SINCE", "CONVERTED", "KEPT-TCP", "POLICY"
     );
-    for s in &all.cgroups {
+    for s in all.cgroups.iter().chain(&all.netns) {
+        let what = match s.kind {
+            Kind::Cgroup => "cgroup",
+            Kind::Netns => "netns",
+        };
         println!(
             "{:<48} {:<21} {:>9} {:>8}  {:<24} {}",
-            format!("cgroup {}", s.path.display()),
+            format!("{what} {}", s.path.display()),
             utc(s.since_unix),
             s.counters.converted,
             s.counters.kept_tcp,

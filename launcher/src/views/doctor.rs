@@ -204,6 +204,7 @@ fn bpf_checks(host_has_smc: bool) -> Vec<Check> {
             }
             let scope = match c.needed {
                 Needed::Always => "",
+                Needed::Attach => " (for `smcrun attach`)",
                 Needed::Cgroup => " (for `smcrun attach --cgroup`)",
             };
             let (status, advice) = match c.state {

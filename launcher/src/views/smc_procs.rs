@@ -1,7 +1,7 @@
 //! Every process that holds SMC sockets, whether it runs under smcrun or not (`smcrun ps
 //! --all`): the SMC sockets from smc_diag, their owners from `/proc/*/fd` (as `ss -p` finds
 //! them), per process the sockets by mode, the fallback reasons, and the BPF scope the process
-//! is in (a `smcrun --bpf` tree or an attached cgroup). The lead's `ps` calls
+//! is in (a `smcrun --bpf` tree, an attached cgroup or an attached network namespace). The lead's `ps` calls
 //! [`smc_processes`] and prints it; [`bpf_scopes`] gives the scopes and their counts for `ps`
 //! and the exporter.
 
@@ -30,7 +30,8 @@ pub struct SmcProcess {
     pub listening: usize,
     /// Fallback reasons, `0x03010000 PEERNOSMC` style, with how many sockets each, most first.
     pub reasons: Vec<(String, usize)>,
-    /// The BPF scope it is in: `tree` (a `smcrun --bpf` command's), `cgroup PATH`, or `None`.
+    /// The BPF scope it is in: `tree` (a `smcrun --bpf` command's), `cgroup PATH`, `netns PATH`,
+    /// or `None`.
     pub bpf_scope: Option<String>,
     /// Its connections since the smcrun agent started, ended ones too, as the kernel saw them
     /// (`None` when no agent runs or it saw none of this process).
@@ -50,18 +51,28 @@ fn cgroup_of(pid: u32) -> Option<String> {
         .map(|p| p.to_string())
 }
 
-/// The scope a process is in, given every scope.
+/// The scope a process is in, given every scope: as the kernel decides, its tree, else the
+/// deepest attached cgroup it is in, else its attached network namespace.
 fn scope_of(pid: u32, all: &Scopes, cg_root: Option<&Path>) -> Option<String> {
     if all.trees.iter().any(|t| t.processes.contains(&pid)) {
         return Some("tree".to_string());
     }
-    let cg = cgroup_of(pid)?;
-    let full = cg_root?.join(cg.trim_start_matches('/'));
-    all.cgroups
-        .iter()
-        .filter(|c| full.starts_with(&c.path))
-        .max_by_key(|c| c.path.as_os_str().len())
-        .map(|c| format!("cgroup {}", c.path.display()))
+    let cgroup = || {
+        let cg = cgroup_of(pid)?;
+        let full = cg_root?.join(cg.trim_start_matches('/'));
+        all.cgroups
+            .iter()
+            .filter(|c| full.starts_with(&c.path))
+            .max_by_key(|c| c.path.as_os_str().len())
+            .map(|c| format!("cgroup {}", c.path.display()))
+    };
+    cgroup().or_else(|| {
+        let ino = smcrun_bpf::netns::inode_of_pid(pid)?;
+        all.netns
+            .iter()
+            .find(|n| n.id == ino)
+            .map(|n| format!("netns {}", n.path.display()))
+    })
 }
 
 /// Groups sockets by owning process.
@@ -161,9 +172,13 @@ pub fn smc_processes(
 /// The scopes as lines of text (for `ps`), none when there are none.
 pub fn scopes_text(s: &Scopes) -> Vec<String> {
     let mut out = Vec::new();
-    for c in &s.cgroups {
+    for c in s.cgroups.iter().chain(&s.netns) {
+        let (kind, id) = match c.kind {
+            smcrun_bpf::pinned::Kind::Cgroup => ("cgroup", String::new()),
+            smcrun_bpf::pinned::Kind::Netns => ("netns", format!(" (net:[{}])", c.id)),
+        };
         out.push(format!(
-            "cgroup {}: {} made SMC, {} kept TCP{}",
+            "{kind} {}{id}: {} made SMC, {} kept TCP{}",
             crate::views::format::safe(&c.path.display().to_string()),
             smcrun_report::count(c.counters.converted, "socket"),
             c.counters.kept_tcp,

@@ -235,6 +235,43 @@ fn attach_and_detach_refuse_clearly() {
         c
     });
     assert_eq!(o.status.code(), Some(2), "{err}");
+    // --netns: a file that is no namespace, another kind of namespace, a process that does not
+    // exist, --cgroup with it: one line each, exit 2, nothing attached
+    let mnt = format!("/proc/{}/ns/mnt", std::process::id());
+    for (arg, want) in [
+        ("/tmp", "netns /tmp: not a namespace file (not on nsfs)"),
+        (mnt.as_str(), "not a network namespace"),
+        ("4194304999", "netns 4194304999: no such process"),
+    ] {
+        let (_, err, o) = run({
+            let mut c = smcrun();
+            c.args(["attach", "--netns", arg]);
+            c
+        });
+        assert_eq!(o.status.code(), Some(2), "{arg}: {err}");
+        assert_eq!(err.lines().count(), 1, "{arg}: {err}");
+        assert!(err.contains(want), "{arg}: {err}");
+        assert!(err.trim_end().ends_with("(nothing was attached)"), "{err}");
+    }
+    let (_, err, o) = run({
+        let mut c = smcrun();
+        c.args(["attach", "--netns", "1", "--cgroup", "/tmp"]);
+        c
+    });
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(
+            "error: the argument '--netns <PATH|PID>' cannot be used with '--cgroup <PATH>'"
+        ),
+        "{err}"
+    );
+    let (_, err, o) = run({
+        let mut c = smcrun();
+        c.args(["detach", "--netns", "/tmp"]);
+        c
+    });
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a namespace file"), "{err}");
     let Some(root) = cgroup2() else {
         eprintln!("no cgroup2 here: the refusal on a real cgroup is not checked");
         return;

@@ -207,10 +207,39 @@ dial() {
     sed -n "${3}p" /tmp/$1.out
 }
 
+# old_connection NAME FD SERVER-CMD CLIENT-CMD: a connection opened before any attach: SERVER-CMD (a
+#   plain `sechod server ... 1`) and CLIENT-CMD (a shell command line ending in `sechod client ... again`),
+#   which holds it until fd FD (opened here on /tmp/NAME.old.in) is closed; asserts it is TCP
+old_connection() {
+    local l
+    track $3 > /tmp/$1.srv0 2>&1
+    wait_for /tmp/$1.srv0 listening 300 || fail "the TCP server did not listen: $(first "$(cat /tmp/$1.srv0)")"
+    rm -f /tmp/$1.old.in
+    mkfifo /tmp/$1.old.in
+    track sh -c "$4 < /tmp/$1.old.in > /tmp/$1.old 2>&1"
+    eval "exec $2> /tmp/$1.old.in"
+    wait_for /tmp/$1.old '^ok ' 300 || fail "the old client: $(first "$(cat /tmp/$1.old)")"
+    l=$(head -n1 /tmp/$1.old)
+    echo "old connection (before attach): $l"
+    [ "$l" = "ok 65536 proto=6" ] || fail "the old connection before attach: expected TCP (proto=6), got: $l"
+}
+# old_again NAME: once its fd is closed, the old connection echoed once more, still TCP, and its server
+#   saw it end well
+old_again() {
+    local l
+    wait_for /tmp/$1.old '^again ' 300 || fail "the old connection after the attach: $(lastl "$(cat /tmp/$1.old)")"
+    l=$(sed -n 2p /tmp/$1.old)
+    echo "old connection, after the attach: $l"
+    [ "$l" = "again 65536 proto=6" ] || fail "the old connection after the attach: expected TCP echoing (again 65536 proto=6), got: $l"
+    wait_for /tmp/$1.srv0 "served 1" 100 || fail "the old connection's server: $(lastl "$(cat /tmp/$1.srv0)")"
+}
+
 # bpf-cgroup: a program already running in a cgroup: its connection before attach is TCP, the one
-# after `smcrun attach --cgroup` SMC-R, and after `smcrun detach` TCP again.
+# after `smcrun attach --cgroup` SMC-R, and after `smcrun detach` TCP again; a connection the
+# cgroup held open from before the attach stays TCP (smc_diag lists nothing on its port) and
+# still echoes afterwards.
 check_bpf_cgroup() {
-    local p=7104 l out
+    local p=7104 p0=7108 l out
     need_setup
     need_prog sechod
     bpf_setup
@@ -218,10 +247,13 @@ check_bpf_cgroup() {
     wait_for /tmp/bcg.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/bcg.srv)")"
     start_dialer bcg smcrun-a $p
     exec 7> /tmp/bcg.in
+    # the old connection: a plain TCP server outside the cgroup, a client in it holding it open
+    old_connection bcg 6 "sechod server 127.0.0.1 $p0 1" "echo \$\$ > $CG/smcrun-a/cgroup.procs && exec sechod client 127.0.0.1 $p0 65536 again"
     l=$(dial bcg 7 1)
     echo "before attach: $l"
     [ "$l" = "ok 65536 proto=6" ] || fail "before attach: expected TCP (proto=6), got: $l"
-    out=$(smcrun attach --cgroup $CG/smcrun-a 2>&1) || fail "smcrun attach --cgroup failed: $(first "$out")"
+    # (6>&-: the attach's holder, which lives until the detach, is not given the old client's fifo)
+    out=$(smcrun attach --cgroup $CG/smcrun-a 2>&1 6>&-) || fail "smcrun attach --cgroup failed: $(first "$out")"
     echo "$out"
     stats_snap /tmp/bcg.s1
     l=$(dial bcg 7 2)
@@ -230,6 +262,9 @@ check_bpf_cgroup() {
     stats_snap /tmp/bcg.s2
     smcr_grew /tmp/bcg.s1 /tmp/bcg.s2 1
     no_fallback /tmp/bcg.s1 /tmp/bcg.s2
+    ss_snap /tmp/bcg.ss
+    l=$(ss_count /tmp/bcg.ss ".lport == $p0 or .rport == $p0")
+    [ "$l" = 0 ] || fail "the old TCP connection (port $p0) became an SMC socket while attached: $(ss_show /tmp/bcg.ss ".lport == $p0 or .rport == $p0")"
     scopes_json /tmp/bcg.list
     smcrun attach --list
     [ "$(jq -r '[.scopes[] | select(.scope == "cgroup")][0] | "\(.cgroup) \(.converted) \(.programs[0].program)"' /tmp/bcg.list)" = "$CG/smcrun-a 1 sechod" ] ||
@@ -241,7 +276,8 @@ check_bpf_cgroup() {
     l=$(dial bcg 7 3)
     echo "detached: $l"
     [ "$l" = "ok 65536 proto=6" ] || fail "after detach: expected TCP (proto=6), got: $l"
-    exec 7>&-
+    exec 7>&- 6>&-
+    old_again bcg
     out=$(smcrun detach --cgroup $CG/smcrun-a 2>&1) && fail "a second detach succeeded: $out"
     echo "second detach: $out"
     nothing_attached

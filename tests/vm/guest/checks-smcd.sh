@@ -327,12 +327,14 @@ check_smcd_fallback() {
 #   loopback-ism (the kernel's one UEID table serves both), data intact, each namespace counting its
 #   own end in its own statistics.
 IP=/opt/iproute2/ip
-check_smcd_containers() {
-    need_setup
-    need_prog sockcheck
+# smcd_pods [c]: the network namespaces smcd-a (10.6.0.1) and smcd-b (10.6.0.2) joined by a veth pair,
+#   and with `c` a third, smcd-c (10.7.0.2), joined to smcd-a (10.7.0.1) by another; ina/inb/inc run a
+#   command in one
+smcd_pods() {
+    local ns o
     [ -x $IP ] || fail "$IP (iproute2) is not in the guest"
     mkdir -p /var/run
-    for ns in smcd-a smcd-b; do
+    for ns in smcd-a smcd-b ${1:+smcd-c}; do
         $IP netns del $ns 2> /dev/null
         o=$($IP netns add $ns 2>&1) || fail "ip netns add $ns: $(first "$o")"
     done
@@ -340,8 +342,20 @@ check_smcd_containers() {
     $IP -n smcd-a addr add 10.6.0.1/24 dev va && $IP -n smcd-a link set va up && $IP -n smcd-a link set lo up &&
         $IP -n smcd-b addr add 10.6.0.2/24 dev vb && $IP -n smcd-b link set vb up && $IP -n smcd-b link set lo up ||
         fail "setting up the veth addresses failed"
-    ina() { $IP netns exec smcd-a "$@"; }
-    inb() { $IP netns exec smcd-b "$@"; }
+    if [ -n "${1:-}" ]; then
+        o=$($IP link add vac netns smcd-a type veth peer name vc netns smcd-c 2>&1) || fail "ip link add veth (smcd-c): $(first "$o")"
+        $IP -n smcd-a addr add 10.7.0.1/24 dev vac && $IP -n smcd-a link set vac up &&
+            $IP -n smcd-c addr add 10.7.0.2/24 dev vc && $IP -n smcd-c link set vc up && $IP -n smcd-c link set lo up ||
+            fail "setting up the smcd-c veth addresses failed"
+    fi
+}
+ina() { $IP netns exec smcd-a "$@"; }
+inb() { $IP netns exec smcd-b "$@"; }
+inc() { $IP netns exec smcd-c "$@"; }
+check_smcd_containers() {
+    need_setup
+    need_prog sockcheck
+    smcd_pods
     ina smcrun stats --json > /tmp/sc.a0 || fail "smcrun stats in namespace smcd-a failed"
     inb smcrun stats --json > /tmp/sc.b0 || fail "smcrun stats in namespace smcd-b failed"
     bg $IP netns exec smcd-a smcrun sockcheck serve 7000 0.0.0.0 > /tmp/sc.srv 2>&1
@@ -485,5 +499,124 @@ check_smcd_bpf() {
     need_prog sechod
     bpf_setup
     BPF_MODE=SMCD bpf_echo_pair bsmcd 7204 2 "sechod server 127.0.0.1 7204 2" "sechod client 127.0.0.1 7204 65536 stdin"
+    ok
+}
+
+# smcd-netns: BPF mode scoped by network namespace (a pod's) on programs already running, with no
+#   preload: smcd-a attached by its file, smcd-b by the PID of a `sechod dial` already running there.
+#   A TCP connection from smcd-b opened before the attach stays TCP (not in smc_diag, still echoing
+#   after the attach); new sockets in both are SMC-D (protocol 256, smc_diag SMCD, each namespace's
+#   SMC-D counters +2, no fallback) and `attach --list` counts them per namespace (smcd-a: the
+#   server's listener, smcd-b: two clients); smcd-c, not attached, stays TCP (its client protocol 6,
+#   the server in smcd-a counts a PEERNOSMC fallback); `ps --all` in smcd-b names the client's
+#   netns scope, the metrics count both; after `detach --netns` (by path, for the one attached by
+#   PID) smcd-b's next socket is TCP again, and after the last one nothing is pinned.
+check_smcd_netns() {
+    local p0=7300 p=7301 o l d nsb v
+    need_setup
+    need_prog sechod
+    bpf_setup
+    smcd_pods c
+    # before any attach: a plain TCP server in smcd-a, a client in smcd-b holding its connection,
+    # and a dialer in smcd-b that connects only when asked
+    old_connection sn 7 "$IP netns exec smcd-a sechod server 10.6.0.1 $p0 1" "exec $IP netns exec smcd-b sechod client 10.6.0.1 $p0 65536 again"
+    rm -f /tmp/sn.new.in /tmp/sn.in /tmp/sn.out
+    mkfifo /tmp/sn.new.in /tmp/sn.in
+    # (each process started from here on is given none of the fifos' write ends, which it would keep
+    # open: the smcrun attach's holder lives until the last detach)
+    track sh -c "exec $IP netns exec smcd-b sechod dial 10.6.0.1 $p 65536 < /tmp/sn.in > /tmp/sn.out 2>&1" 7>&-
+    d=$(tail -n1 /tmp/check.pids)
+    exec 8> /tmp/sn.in
+    nsb=$(inb readlink /proc/self/ns/net)
+    i=0
+    while [ "$(readlink /proc/$d/ns/net 2> /dev/null)" != "$nsb" ]; do
+        [ $i -ge 100 ] && fail "the dialer (pid $d) did not enter smcd-b ($nsb): $(readlink /proc/$d/ns/net)"
+        sleep 0.1
+        i=$((i + 1))
+    done
+    # attach: smcd-a by its file, smcd-b by the dialer's PID
+    o=$(smcrun attach --netns /run/netns/smcd-a 2>&1 7>&- 8>&-) || fail "smcrun attach --netns /run/netns/smcd-a: $(first "$o")"
+    echo "$o"
+    o=$(smcrun attach --netns "$d" 2>&1 7>&- 8>&-) || fail "smcrun attach --netns $d (the dialer in smcd-b): $(first "$o")"
+    echo "$o"
+    case $o in "/proc/$d/ns/net: attached (network namespace net:["*"]): its new TCP sockets are SMC sockets"*) ;; *) fail "attach --netns $d said: $o" ;; esac
+    o=$(smcrun attach --netns /run/netns/smcd-a --cgroup $CG 2>&1) && fail "--netns with --cgroup was accepted: $o"
+    ina smcrun stats --json > /tmp/sn.a0 && inb smcrun stats --json > /tmp/sn.b0 && inc smcrun stats --json > /tmp/sn.c0 ||
+        fail "smcrun stats in a namespace failed"
+    # the server in smcd-a starts after the attach: its listener is SMC
+    track $IP netns exec smcd-a sechod server 0.0.0.0 $p 4 > /tmp/sn.srv 2>&1 7>&- 8>&-
+    wait_for /tmp/sn.srv listening 300 || fail "the server in smcd-a did not listen: $(first "$(cat /tmp/sn.srv)")"
+    l=$(dial sn 8 1)
+    echo "smcd-b, the running dialer after attach: $l"
+    [ "$l" = "ok 65536 proto=256" ] || fail "the running dialer in smcd-b after attach: expected IPPROTO_SMC (proto=256), got: $l"
+    track sh -c "exec $IP netns exec smcd-b sechod client 10.6.0.1 $p 65536 stdin < /tmp/sn.new.in > /tmp/sn.new 2>&1" 7>&- 8>&-
+    exec 9> /tmp/sn.new.in
+    wait_for /tmp/sn.new '^ok ' 300 || fail "the new client in smcd-b: $(first "$(cat /tmp/sn.new)")"
+    l=$(head -n1 /tmp/sn.new)
+    echo "smcd-b, a new client held open: $l"
+    [ "$l" = "ok 65536 proto=256" ] || fail "a new client in smcd-b: expected IPPROTO_SMC (proto=256), got: $l"
+    # both connections open: smc_diag of smcd-b lists the new one SMC-D and not the old one, which
+    # the kernel's TCP table still holds established (state 01, remote port 7300 = 0x1C84)
+    inb smcrun ss -a --json > /tmp/sn.ssb 2>&1 || fail "smcrun ss in smcd-b: $(first "$(cat /tmp/sn.ssb)")"
+    inb cat /proc/net/tcp > /tmp/sn.tcpb
+    grep -Eq '^ *[0-9]+: [0-9A-F]+:[0-9A-F]+ 0100060A:1C84 01 ' /tmp/sn.tcpb || fail "the old connection is not an established TCP connection in smcd-b: $(grep 1C84 /tmp/sn.tcpb)"
+    # (nsenter, not `ip netns exec`: that one mounts a sysfs of its own, without /sys/fs/bpf and its pins)
+    nsenter --net=/run/netns/smcd-b smcrun ps --all --json > /tmp/sn.ps 2>&1 || fail "smcrun ps --all in smcd-b: $(first "$(cat /tmp/sn.ps)")"
+    l=$(inc sechod client 10.7.0.1 $p 65536 2>&1)
+    echo "smcd-c (not attached): $l"
+    [ "$l" = "ok 65536 proto=6" ] || fail "smcd-c, not attached: expected TCP (proto=6), got: $l"
+    ina smcrun stats --json > /tmp/sn.a1 && inb smcrun stats --json > /tmp/sn.b1 && inc smcrun stats --json > /tmp/sn.c1 ||
+        fail "smcrun stats in a namespace failed"
+    scopes_json /tmp/sn.list
+    smcrun attach --list
+    smcrun metrics > /tmp/sn.metrics 2>&1 || fail "smcrun metrics: $(first "$(cat /tmp/sn.metrics)")"
+    v=$(jq -n -r --slurpfile ss /tmp/sn.ssb --slurpfile ps /tmp/sn.ps --slurpfile ls /tmp/sn.list --arg d "$d" \
+        --slurpfile a0 /tmp/sn.a0 --slurpfile a1 /tmp/sn.a1 --slurpfile b0 /tmp/sn.b0 --slurpfile b1 /tmp/sn.b1 \
+        --slurpfile c0 /tmp/sn.c0 --slurpfile c1 /tmp/sn.c1 "$SMCD_STATS_JQ"'
+        def dd(x; y; k): ((y[0] | smcd)[k] - (x[0] | smcd)[k]);
+        ([$ss[0].sockets[] | select(.state == "ACTIVE" and .peer == "10.6.0.1:7301")][0].mode // "none"),
+        ([$ss[0].sockets[] | select(.peer | endswith(":7300"))] | length),
+        ([$ls[0].scopes[] | select(.scope == "netns") | "\(.netns):\(.converted):\(.kept_tcp):\(.programs[0].program)"] | sort | join(",")),
+        ([$ps[0].smc_processes[] | select(.name == "sechod" and .smcd > 0) | .bpf_scope] | unique | join(",")),
+        ($ps[0].bpf_scopes.netns | length),
+        ([dd($a0; $a1; "srv_succ"), dd($b0; $b1; "clnt_succ"), dd($a0; $a1; "srv_peernosmc"),
+          dd($a0; $a1; "clnt_fback"), dd($b0; $b1; "clnt_fback"), dd($b0; $b1; "srv_fback"), dd($c0; $c1; "clnt_succ")] | map(tostring) | join(" "))' 2>&1) ||
+        fail "cannot read the namespaces' JSON: $(first "$v")"
+    echo "$v"
+    set -- $(printf '%s\n' "$v" | tr ' ' '_')
+    [ "$1" = SMCD ] || fail "smc_diag in smcd-b: the new connection is $1, expected SMCD$(smcd_why)"
+    [ "$2" = 0 ] || fail "smc_diag in smcd-b lists $2 sockets of the old TCP connection (port $p0): it was touched"
+    [ "$3" = "/proc/$d/ns/net:2:0:sechod,/run/netns/smcd-a:1:0:sechod" ] ||
+        fail "attach --list: $3, expected smcd-b (by pid) 2 sockets, smcd-a 1 (the listener), all by sechod"
+    [ "$4" = "netns_/proc/$d/ns/net" ] || fail "ps --all in smcd-b: the SMC-D sechod's scope is '$4', expected netns /proc/$d/ns/net: $(jq -c '[.smc_processes[] | [.pid, .name, .smcd, .bpf_scope]], .bpf_scopes' /tmp/sn.ps 2>&1 | cut -c1-300)"
+    [ "$5" = 2 ] || fail "ps --all shows $5 netns scopes, expected 2"
+    set -- $(printf '%s\n' "$v" | tail -n1)
+    echo "SMC-D: server succ in smcd-a +$1, client succ in smcd-b +$2; smcd-a PEERNOSMC +$3; fallbacks: smcd-a client +$4, smcd-b client +$5 server +$6; smcd-c client succ +$7"
+    [ "$1 $2 $3 $4 $5 $6 $7" = "2 2 1 0 0 0 0" ] ||
+        fail "counters: expected SMC-D +2 in smcd-a and smcd-b (as attach --list counts), smcd-c's one connection a PEERNOSMC fallback in smcd-a, nothing else"
+    grep -q '^smcrun_bpf_sockets_converted_total{scope="netns /run/netns/smcd-a"} 1$' /tmp/sn.metrics &&
+        grep -q "^smcrun_bpf_sockets_converted_total{scope=\"netns /proc/$d/ns/net\"} 2\$" /tmp/sn.metrics ||
+        fail "smcrun metrics lacks the netns scopes' counts: $(grep smcrun_bpf_sockets_converted /tmp/sn.metrics)"
+    # detach smcd-b by its file (it was attached by PID): its next socket is TCP again
+    o=$(smcrun detach --netns /run/netns/smcd-b 2>&1) || fail "smcrun detach --netns /run/netns/smcd-b: $(first "$o")"
+    echo "$o"
+    case $o in *"2 sockets made SMC"*) ;; *) fail "detach said: $o" ;; esac
+    case $o in *"nothing is attached any more"*) fail "detaching smcd-b detached everything: $o" ;; esac
+    l=$(dial sn 8 2)
+    echo "smcd-b after detach: $l"
+    [ "$l" = "ok 65536 proto=6" ] || fail "after detach: expected TCP (proto=6), got: $l"
+    o=$(smcrun detach --netns "$d" 2>&1) && fail "a second detach of smcd-b succeeded: $o"
+    echo "second detach: $o"
+    # the old connection still echoes, still TCP
+    exec 7>&- 9>&-
+    old_again sn
+    o=$(smcrun detach --netns /run/netns/smcd-a 2>&1) || fail "smcrun detach --netns /run/netns/smcd-a: $(first "$o")"
+    echo "$o"
+    case $o in *"nothing is attached any more"*) ;; *) fail "the last detach said: $o" ;; esac
+    exec 8>&-
+    nothing_attached
+    $IP netns del smcd-a
+    $IP netns del smcd-b
+    $IP netns del smcd-c
     ok
 }

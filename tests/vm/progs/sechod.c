@@ -5,7 +5,9 @@
 //   sechod client ADDR PORT BYTES [HOLD] send BYTES in 16 KiB chunks, read each back, compare,
 //                                        print "ok BYTES proto=P" (P: SO_PROTOCOL, 256 for SMC),
 //                                        keep the connection HOLD seconds (HOLD "stdin": until
-//                                        stdin ends), then close
+//                                        stdin ends; HOLD "again": until stdin ends, then
+//                                        echo BYTES once more on the same connection and print
+//                                        "again BYTES proto=P", P read anew), then close
 //   sechod dial ADDR PORT BYTES          for each line on stdin, one client connection as above
 //                                        (protocol IPPROTO_TCP instead of 0), one line each
 // Exit status 0 when every byte came back as sent, 1 otherwise.
@@ -77,17 +79,10 @@ static int server(struct sockaddr_in *sa, int count)
 	return bad;
 }
 
-static int client(struct sockaddr_in *sa, long bytes, int hold, int protocol)
+// BYTES through connection s and back, compared; 0 when all came back as sent.
+static int round_trip(int s, long bytes, int proto)
 {
 	char out[CHUNK], in[CHUNK];
-	int proto = -1;
-	socklen_t len = sizeof(proto);
-	int s = socket(AF_INET, SOCK_STREAM, protocol);
-	if (s < 0 || connect(s, (struct sockaddr *)sa, sizeof(*sa))) {
-		perror("sechod client");
-		return 1;
-	}
-	getsockopt(s, SOL_SOCKET, SO_PROTOCOL, &proto, &len);
 	for (long sent = 0; sent < bytes;) {
 		size_t n = bytes - sent < CHUNK ? (size_t)(bytes - sent) : CHUNK;
 		for (size_t i = 0; i < n; i++)
@@ -98,6 +93,28 @@ static int client(struct sockaddr_in *sa, long bytes, int hold, int protocol)
 		}
 		sent += (long)n;
 	}
+	return 0;
+}
+
+static int protocol_of(int s)
+{
+	int proto = -1;
+	socklen_t len = sizeof(proto);
+	getsockopt(s, SOL_SOCKET, SO_PROTOCOL, &proto, &len);
+	return proto;
+}
+
+// hold: seconds to keep the connection, -1 until stdin ends, -2 until stdin ends then once more.
+static int client(struct sockaddr_in *sa, long bytes, int hold, int protocol)
+{
+	int proto, s = socket(AF_INET, SOCK_STREAM, protocol);
+	if (s < 0 || connect(s, (struct sockaddr *)sa, sizeof(*sa))) {
+		perror("sechod client");
+		return 1;
+	}
+	proto = protocol_of(s);
+	if (round_trip(s, bytes, proto))
+		return 1;
 	printf("ok %ld proto=%d\n", bytes, proto);
 	fflush(stdout);
 	if (hold > 0)
@@ -106,6 +123,13 @@ static int client(struct sockaddr_in *sa, long bytes, int hold, int protocol)
 		char b[256];
 		while (read(0, b, sizeof(b)) > 0)
 			;
+	}
+	if (hold == -2) {
+		proto = protocol_of(s);
+		if (round_trip(s, bytes, proto))
+			return 1;
+		printf("again %ld proto=%d\n", bytes, proto);
+		fflush(stdout);
 	}
 	close(s);
 	return 0;
@@ -122,7 +146,11 @@ int main(int argc, char **argv)
 		return server(&sa, atoi(argv[4]));
 	if (!strcmp(argv[1], "client"))
 		return client(&sa, atol(argv[4]),
-			      argc > 5 ? (!strcmp(argv[5], "stdin") ? -1 : atoi(argv[5])) : 0, 0);
+			      argc > 5 ? (!strcmp(argv[5], "stdin")   ? -1
+					  : !strcmp(argv[5], "again") ? -2
+								      : atoi(argv[5]))
+				       : 0,
+			      0);
 	if (!strcmp(argv[1], "dial")) {
 		char line[64];
 		int bad = 0;

@@ -1,12 +1,13 @@
-//! BPF mode's JSON: `smcrun attach --cgroup ... --json`, `smcrun detach --json`, `smcrun attach
-//! --list --json` (every scope: attached cgroups and `smcrun --bpf` process trees) and `smcrun
+//! BPF mode's JSON: `smcrun attach --cgroup|--netns ... --json`, `smcrun detach --json`, `smcrun
+//! attach --list --json` (every scope: attached cgroups and network namespaces, `smcrun --bpf`
+//! process trees) and `smcrun
 //! policy check --bpf --json` (which rules the kernel's socket() hook honours).
 
 use std::path::Path;
 
 use serde::Serialize;
-use smcrun_bpf::cgroup::{Attached, CgroupScope, Detached};
 use smcrun_bpf::maps::ProgramCount;
+use smcrun_bpf::pinned::{Attached, Attachment, Detached, Kind};
 use smcrun_bpf::rules::{Analysis, Honour};
 use smcrun_bpf::scopes::TreeInfo;
 
@@ -31,13 +32,49 @@ impl ProgramView {
     }
 }
 
-/// `smcrun attach --cgroup PATH --json`.
+/// What an attached scope is, as its JSON names it: `cgroup` and `cgroup_id`, or `netns` and
+/// `netns_inode`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum TargetView<'a> {
+    /// A cgroup.
+    Cgroup {
+        /// The cgroup directory.
+        cgroup: &'a Path,
+        /// Its id.
+        cgroup_id: u64,
+    },
+    /// A network namespace.
+    Netns {
+        /// The namespace file it was attached by.
+        netns: &'a Path,
+        /// Its nsfs inode number.
+        netns_inode: u64,
+    },
+}
+
+impl<'a> TargetView<'a> {
+    /// The view of a scope of `kind` at `path` with `id`.
+    pub fn new(kind: Kind, path: &'a Path, id: u64) -> TargetView<'a> {
+        match kind {
+            Kind::Cgroup => TargetView::Cgroup {
+                cgroup: path,
+                cgroup_id: id,
+            },
+            Kind::Netns => TargetView::Netns {
+                netns: path,
+                netns_inode: id,
+            },
+        }
+    }
+}
+
+/// `smcrun attach --cgroup PATH --json` (or `--netns`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AttachView<'a> {
-    /// The cgroup directory.
-    pub cgroup: &'a Path,
-    /// Its id.
-    pub cgroup_id: u64,
+    /// The scope.
+    #[serde(flatten)]
+    pub target: TargetView<'a>,
     /// The policy slot it uses.
     pub slot: u32,
     /// Whether it was attached already (the policy replaced).
@@ -47,11 +84,10 @@ pub struct AttachView<'a> {
 }
 
 impl<'a> AttachView<'a> {
-    /// The view of attaching `cgroup` with `policy`.
-    pub fn new(cgroup: &'a Path, a: &Attached, policy: String) -> AttachView<'a> {
+    /// The view of attaching the `kind` scope at `path` with `policy`.
+    pub fn new(kind: Kind, path: &'a Path, a: &Attached, policy: String) -> AttachView<'a> {
         AttachView {
-            cgroup,
-            cgroup_id: a.cgroup_id,
+            target: TargetView::new(kind, path, a.id),
             slot: a.slot,
             was_attached: a.was_attached,
             policy,
@@ -64,18 +100,29 @@ impl<'a> AttachView<'a> {
 #[serde(tag = "scope", rename_all = "snake_case")]
 pub enum ScopeView<'a> {
     /// An attached cgroup.
-    Cgroup(CgroupView<'a>),
+    Cgroup(AttachmentView<'a>),
+    /// An attached network namespace.
+    Netns(AttachmentView<'a>),
     /// An `smcrun --bpf` process tree.
     Tree(TreeView<'a>),
 }
 
-/// An attached cgroup with its counts.
+impl<'a> ScopeView<'a> {
+    /// The view of an attached cgroup or network namespace.
+    pub fn attached(s: &'a Attachment) -> ScopeView<'a> {
+        match s.kind {
+            Kind::Cgroup => ScopeView::Cgroup(AttachmentView::new(s)),
+            Kind::Netns => ScopeView::Netns(AttachmentView::new(s)),
+        }
+    }
+}
+
+/// An attached cgroup or network namespace with its counts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CgroupView<'a> {
-    /// The cgroup directory.
-    pub cgroup: &'a Path,
-    /// Its id.
-    pub cgroup_id: u64,
+pub struct AttachmentView<'a> {
+    /// The scope.
+    #[serde(flatten)]
+    pub target: TargetView<'a>,
     /// Attached since (seconds since the epoch).
     pub since_unix: u64,
     /// Its policy's text (empty: all SMC).
@@ -88,12 +135,11 @@ pub struct CgroupView<'a> {
     pub programs: Vec<ProgramView>,
 }
 
-impl<'a> CgroupView<'a> {
+impl<'a> AttachmentView<'a> {
     /// The view of `s`.
-    pub fn new(s: &'a CgroupScope) -> CgroupView<'a> {
-        CgroupView {
-            cgroup: &s.path,
-            cgroup_id: s.cgroup_id,
+    pub fn new(s: &'a Attachment) -> AttachmentView<'a> {
+        AttachmentView {
+            target: TargetView::new(s.kind, &s.path, s.id),
             since_unix: s.since_unix,
             policy: &s.policy,
             converted: s.counters.converted,
@@ -134,14 +180,14 @@ impl<'a> TreeView<'a> {
     }
 }
 
-/// `smcrun attach --list --json`: `{"scopes": [...]}`, cgroups first.
+/// `smcrun attach --list --json`: `{"scopes": [...]}`, cgroups first, then network namespaces.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ScopesListView<'a> {
     /// Every scope.
     pub scopes: Vec<ScopeView<'a>>,
 }
 
-/// `smcrun detach --json`: the cgroup's last counts and whether the program was unloaded.
+/// `smcrun detach --json`: the scope's last counts and whether the program was unloaded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DetachView<'a> {
     /// The scope as it was.
@@ -155,7 +201,7 @@ impl<'a> DetachView<'a> {
     /// The view of `d`.
     pub fn new(d: &'a Detached) -> DetachView<'a> {
         DetachView {
-            scope: ScopeView::Cgroup(CgroupView::new(&d.scope)),
+            scope: ScopeView::attached(&d.scope),
             unloaded: d.unloaded,
         }
     }
@@ -236,10 +282,12 @@ pub(crate) mod tests {
     }
 
     /// The cgroups and tree the golden files show.
-    pub(crate) fn scopes() -> (Vec<CgroupScope>, TreeInfo) {
-        let a = CgroupScope {
+    pub(crate) fn scopes() -> (Vec<Attachment>, TreeInfo) {
+        let a = Attachment {
+            kind: Kind::Cgroup,
             path: "/sys/fs/cgroup/smcrun-a".into(),
-            cgroup_id: 4242,
+            id: 4242,
+            key: 4242,
             since_unix: 1_796_000_000,
             policy: "tcp program sechod; smc".into(),
             counters: Counters {
@@ -248,9 +296,11 @@ pub(crate) mod tests {
             },
             programs: vec![count("redis-server", 2), count("memtier", 1)],
         };
-        let b = CgroupScope {
+        let b = Attachment {
+            kind: Kind::Cgroup,
             path: "/sys/fs/cgroup/b".into(),
-            cgroup_id: 7,
+            id: 7,
+            key: 7,
             since_unix: 0,
             policy: String::new(),
             counters: Counters::default(),
@@ -266,24 +316,34 @@ pub(crate) mod tests {
             },
             programs: vec![count("sechod", 5)],
         };
-        (vec![a, b], t)
+        let n = Attachment {
+            kind: Kind::Netns,
+            path: "/run/netns/pod-a".into(),
+            id: 4_026_532_301,
+            key: 8193,
+            since_unix: 1_796_000_100,
+            policy: String::new(),
+            counters: Counters {
+                converted: 2,
+                kept_tcp: 0,
+            },
+            programs: vec![count("sechod", 2)],
+        };
+        (vec![a, b, n], t)
     }
 
     #[test]
     fn bpf_attach_list_and_detach_as_golden() {
         let (c, t) = scopes();
         let attached = Attached {
-            cgroup_id: 4242,
+            id: 4242,
             slot: 3,
             was_attached: false,
             loaded: true,
         };
-        let v = AttachView::new(&c[0].path, &attached, c[0].policy.clone());
+        let v = AttachView::new(Kind::Cgroup, &c[0].path, &attached, c[0].policy.clone());
         assert_same("bpf-attach", &v);
-        let mut scopes: Vec<ScopeView> = c
-            .iter()
-            .map(|c| ScopeView::Cgroup(CgroupView::new(c)))
-            .collect();
+        let mut scopes: Vec<ScopeView> = c.iter().map(ScopeView::attached).collect();
         scopes.push(ScopeView::Tree(TreeView::new(&t, Some(1_796_000_005))));
         scopes.push(ScopeView::Tree(TreeView::new(&t, None)));
         assert_same("bpf-list", &ScopesListView { scopes });

@@ -9,11 +9,13 @@ use smcrun_bpf::scopes::Scopes;
 
 use crate::json::bpf::ProgramView;
 
-/// `bpf_scopes`: the attached cgroups and the `smcrun --bpf` trees.
+/// `bpf_scopes`: the attached cgroups and network namespaces, and the `smcrun --bpf` trees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BpfScopesView<'a> {
     /// Attached cgroups.
     pub cgroups: Vec<CgroupScopeView<'a>>,
+    /// Attached network namespaces.
+    pub netns: Vec<NetnsScopeView<'a>>,
     /// Process trees.
     pub trees: Vec<TreeScopeView<'a>>,
 }
@@ -31,6 +33,18 @@ impl<'a> BpfScopesView<'a> {
                     policy: &c.policy,
                     sockets: SocketCounts::new(&c.counters),
                     programs: ProgramView::all(&c.programs),
+                })
+                .collect(),
+            netns: s
+                .netns
+                .iter()
+                .map(|n| NetnsScopeView {
+                    path: &n.path,
+                    inode: n.id,
+                    since_unix: n.since_unix,
+                    policy: &n.policy,
+                    sockets: SocketCounts::new(&n.counters),
+                    programs: ProgramView::all(&n.programs),
                 })
                 .collect(),
             trees: s
@@ -81,6 +95,23 @@ pub struct CgroupScopeView<'a> {
     pub programs: Vec<ProgramView>,
 }
 
+/// An attached network namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NetnsScopeView<'a> {
+    /// The namespace file it was attached by.
+    pub path: &'a Path,
+    /// Its nsfs inode number.
+    pub inode: u64,
+    /// Attached since (seconds since the epoch).
+    pub since_unix: u64,
+    /// Its policy (empty: all SMC).
+    pub policy: &'a str,
+    /// Its sockets.
+    pub sockets: SocketCounts,
+    /// Sockets made SMC per program.
+    pub programs: Vec<ProgramView>,
+}
+
 /// An `smcrun --bpf` process tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TreeScopeView<'a> {
@@ -98,12 +129,15 @@ pub struct TreeScopeView<'a> {
 mod tests {
     use super::*;
     use crate::json::golden::{assert_same, value};
+    use smcrun_bpf::pinned::Kind;
 
     #[test]
     fn procs_bpf_scopes_as_golden() {
-        let (cgroups, tree) = crate::json::bpf::tests::scopes();
+        let (all, tree) = crate::json::bpf::tests::scopes();
+        let (netns, cgroups) = all.into_iter().partition(|a| a.kind == Kind::Netns);
         let s = Scopes {
             cgroups,
+            netns,
             trees: vec![tree],
         };
         assert_same("ps-bpf-scopes", &BpfScopesView::new(&s));
@@ -116,9 +150,11 @@ mod tests {
     #[test]
     fn procs_scope_has_every_key_even_when_empty() {
         // BPF scopes have no value the kernel may leave out: an empty policy is "", not null
-        let (cgroups, _) = crate::json::bpf::tests::scopes();
+        let (all, _) = crate::json::bpf::tests::scopes();
+        let (netns, cgroups) = all.into_iter().partition(|a| a.kind == Kind::Netns);
         let s = Scopes {
             cgroups,
+            netns,
             trees: vec![],
         };
         let j = value(&BpfScopesView::new(&s));
