@@ -204,6 +204,26 @@ fn detach_stdio() {
     let _ = std::env::set_current_dir("/");
 }
 
+/// Closes every descriptor above stderr: close_range(2) (Linux 5.9+), else one by one from
+/// /proc/self/fd (whose own descriptor is closed last, by the iterator's drop).
+fn close_inherited() {
+    // SAFETY: close_range on descriptors 3 and up; nothing in this process uses them any more.
+    if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } == 0 {
+        return;
+    }
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<i32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: as above (the listing's own descriptor is gone by now: EBADF, ignored).
+        unsafe { libc::close(fd) };
+    }
+}
+
 /// The holder of a process-tree scope: takes itself out of the tree, then waits until the tree
 /// is empty; dropping the scope detaches it and closes the SMC socket.
 fn hold_tree(scope: TreeScope) {
@@ -224,6 +244,10 @@ const HOLDER_LOCK: &str = "/run/smcrun-bpf-holder.lock";
 /// The holder of the pinned attachment (cgroups and network namespaces): one at a time (the lock), holding an SMC socket
 /// while the attachment is pinned.
 fn hold_cgroups() {
+    // It lives until the last detach: none of the caller's descriptors may stay open with it (a
+    // pipe of `out=$(smcrun attach ...)` would never see its end). It needs none of them: its
+    // lock and its SMC socket are opened below.
+    close_inherited();
     let Ok(lock) = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -252,8 +252,9 @@ check_bpf_cgroup() {
     l=$(dial bcg 7 1)
     echo "before attach: $l"
     [ "$l" = "ok 65536 proto=6" ] || fail "before attach: expected TCP (proto=6), got: $l"
-    # (6>&-: the attach's holder, which lives until the detach, is not given the old client's fifo)
-    out=$(smcrun attach --cgroup $CG/smcrun-a 2>&1 6>&-) || fail "smcrun attach --cgroup failed: $(first "$out")"
+    # (fd 6, the old client's fifo, stays open here on purpose: the attach's holder, which lives
+    # until the detach, must close what it inherits, or this substitution never ends)
+    out=$(smcrun attach --cgroup $CG/smcrun-a 2>&1) || fail "smcrun attach --cgroup failed: $(first "$out")"
     echo "$out"
     stats_snap /tmp/bcg.s1
     l=$(dial bcg 7 2)

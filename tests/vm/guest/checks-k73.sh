@@ -116,7 +116,8 @@ hs_modes() {
 #   preload) to a native AF_SMC server on 6379 runs SMC-D, one to 6380 is TCP, both sides fallen back
 #   with 0x03010000 PEERNOSMC, as sock_diag shows and the kernel's SMC stats count; `handshake status`
 #   shows the policy and the kernel's decisions; `handshake unload` clears the sysctl and 6380 runs
-#   SMC-D again; a policy with a program rule is refused (exit 2) and nothing is loaded.
+#   SMC-D again, and a second load and unload in the same boot work (the unload took the kernel's
+#   registration back); a policy with a program rule is refused (exit 2) and nothing is loaded.
 check_k73_handshake() {
     need_setup
     need_prog smcnative
@@ -165,5 +166,11 @@ check_k73_handshake() {
     set -- $(hs_modes off80 6380)
     echo "k73-handshake: after unload: 6380 client $1 $2, server $3 $4"
     [ "$1" = SMCD ] && [ "$3" = SMCD ] || fail "after handshake unload the native connection to 6380 is client $1 ($2), server $3 ($4), expected SMCD both"
+    # the unload took the registration back too (the struct_ops name is the kernel's, global): a
+    # second load in the same boot registers the same name again, and a second unload clears it
+    o=$(smcrun handshake load --policy "$pol" 2>&1) || fail "a second handshake load after the unload: $(first "$o")"
+    case $(cat /proc/sys/net/smc/hs_ctrl) in smcrun_*) ;; *) fail "after the second handshake load net.smc.hs_ctrl is '$(cat /proc/sys/net/smc/hs_ctrl)'" ;; esac
+    o=$(smcrun handshake unload 2>&1) || fail "the second handshake unload: $(first "$o")"
+    [ -z "$(cat /proc/sys/net/smc/hs_ctrl)" ] || fail "after the second handshake unload net.smc.hs_ctrl is '$(cat /proc/sys/net/smc/hs_ctrl)'"
     ok
 }

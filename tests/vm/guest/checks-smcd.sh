@@ -535,9 +535,9 @@ check_smcd_netns() {
         i=$((i + 1))
     done
     # attach: smcd-a by its file, smcd-b by the dialer's PID
-    o=$(smcrun attach --netns /run/netns/smcd-a 2>&1 7>&- 8>&-) || fail "smcrun attach --netns /run/netns/smcd-a: $(first "$o")"
+    o=$(smcrun attach --netns /run/netns/smcd-a 2>&1) || fail "smcrun attach --netns /run/netns/smcd-a: $(first "$o")"
     echo "$o"
-    o=$(smcrun attach --netns "$d" 2>&1 7>&- 8>&-) || fail "smcrun attach --netns $d (the dialer in smcd-b): $(first "$o")"
+    o=$(smcrun attach --netns "$d" 2>&1) || fail "smcrun attach --netns $d (the dialer in smcd-b): $(first "$o")"
     echo "$o"
     case $o in "/proc/$d/ns/net: attached (network namespace net:["*"]): its new TCP sockets are SMC sockets"*) ;; *) fail "attach --netns $d said: $o" ;; esac
     o=$(smcrun attach --netns /run/netns/smcd-a --cgroup $CG 2>&1) && fail "--netns with --cgroup was accepted: $o"
