@@ -11,6 +11,7 @@ use crate::real::{self, SetUid};
 use crate::{convert, policy};
 use libc::{c_int, c_void, socklen_t};
 use smcrun_runtime::counters::{bump, COUNTS};
+use smcrun_runtime::fdtable::{self, Kind};
 use smcrun_runtime::track;
 use smcrun_sys::sock;
 
@@ -247,7 +248,9 @@ pub unsafe extern "C" fn getsockopt(
 }
 
 /// close(2), after the runtime took its last look at a connection it still had to classify
-/// (one getsockopt on tracked sockets only; other fds cost one atomic load).
+/// (one getsockopt on tracked sockets only; other fds cost one atomic load), and, for a socket made
+/// SMC that still holds unsent bytes, SO_LINGER so that the kernel's last close waits for them
+/// (see [`crate::drain::before_close`]: two getsockopt and an ioctl per SMC socket's close).
 ///
 /// # Safety
 /// Called by C code exactly as close(2).
@@ -257,6 +260,9 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         || real::close(fd),
         |out| {
             let e = errno();
+            if matches!(fdtable::get(fd), Some(en) if en.kind == Kind::Smc) {
+                crate::drain::before_close(fd);
+            }
             track::closing(fd);
             set_errno(e);
             out.record(real::close(fd))

@@ -24,6 +24,9 @@
 //           an ack (status, count), then closes; the client reads the ack, then EOF
 //   unread  the client writes BYTES; the server reads BYTES/2, acks and closes with the rest
 //           unread; the client must see EOF or an error (never a hang, never a wrong byte)
+//   late    (only with -c or -b) the server writes BYTES and closes at once; the client waits
+//           SLOW_S seconds before it reads, then reads to EOF and must get every byte. Linux's SMC
+//           waits at most 2 s in close() too for its send buffer to drain
 //   slow    (only with -c or -b) the client writes BYTES and shutdown(SHUT_WR); the server waits
 //           SLOW_S seconds before it reads, then reads to EOF, checks, acks the count and closes;
 //           the client reads the ack (every byte must have arrived), then EOF. Linux's SMC waits
@@ -34,7 +37,7 @@
 // reading and writing), or a missed deadline; each failure is one line
 //   soak: FAIL id=I case=C size=N sent=S got=G after=T s: WHAT
 // and the client ends with one summary line
-//   soak: family=F seed=S workers=W transfers=N bytes=B verified=V seconds=T failures=K (echo f/n ... slow f/n)
+//   soak: family=F seed=S workers=W transfers=N bytes=B verified=V seconds=T failures=K (echo f/n ... slow f/n late f/n)
 // (bytes: the transfers' sizes added up, the same for any mover with the same options; verified:
 // the bytes the client checked, and those the server acked as right). With -v each transfer also prints `soak: ok ...`.
 // -l SECONDS sets SO_LINGER (on, SECONDS) on the client's sockets: SMC's shutdown(SHUT_WR) and
@@ -73,10 +76,10 @@
 #define HDR_MAGIC 0x4b414f53u /* "SOAK" */
 #define ACK_MAGIC 0x4b434153u /* "SACK" */
 
-enum kase { ECHO, DOWN, SINK, UNREAD, SLOW, NCASES };
-static const char *const case_name[NCASES] = {"echo", "down", "sink", "unread", "slow"};
-#define DEFAULT_CASES 4 // all but slow
-#define SLOW_S 3	// the slow reader's wait: longer than SMC's 2 s in shutdown(SHUT_WR)
+enum kase { ECHO, DOWN, SINK, UNREAD, SLOW, LATE, NCASES };
+static const char *const case_name[NCASES] = {"echo", "down", "sink", "unread", "slow", "late"};
+#define DEFAULT_CASES 4 // all but slow and late
+#define SLOW_S 3	// the slow (late) reader's wait: longer than SMC's 2 s in shutdown(SHUT_WR) and close()
 
 // What the client sends first on every connection.
 struct hdr {
@@ -292,6 +295,7 @@ static void serve_one(int fd)
 			     (unsigned long long)h.size);
 		break;
 	case DOWN:
+	case LATE:
 		for (uint64_t off = 0; off < h.size;) {
 			size_t n = h.size - off < CHUNK ? (size_t)(h.size - off) : CHUNK;
 			fill(h.key, off, buf, n);
@@ -453,7 +457,7 @@ static int transfer(const struct opts *o, struct xfer *x, unsigned char *out, un
 	int fd = new_socket();
 	x->t0 = now();
 	uint64_t both = x->kase == ECHO ? 2 * x->size : x->size;
-	x->deadline = x->t0 + deadline_of(o->deadline_s, both, o->rate) + (x->kase == SLOW ? SLOW_S : 0);
+	x->deadline = x->t0 + deadline_of(o->deadline_s, both, o->rate) + (x->kase == SLOW || x->kase == LATE ? SLOW_S : 0);
 	if (fd < 0)
 		return xfail(x, "socket: %s", strerror(errno));
 	struct linger lg = {.l_onoff = 1, .l_linger = (int)o->linger_s};
@@ -482,10 +486,10 @@ static int transfer(const struct opts *o, struct xfer *x, unsigned char *out, un
 			.id = x->id,
 			.size = x->size,
 			.key = x->key};
-	uint64_t to_send = x->kase == DOWN ? 0 : x->size;
+	uint64_t to_send = x->kase == DOWN || x->kase == LATE ? 0 : x->size;
 	// what comes back: the stream (echo, down) or the ack (sink, unread)
 	struct ack want_ack = {.magic = ACK_MAGIC, .status = 0, .count = x->kase == UNREAD ? x->size / 2 : x->size};
-	int stream_back = x->kase == ECHO || x->kase == DOWN;
+	int stream_back = x->kase == ECHO || x->kase == DOWN || x->kase == LATE;
 	uint64_t expect = stream_back ? x->size : sizeof(struct ack);
 	size_t hdr_sent = 0;
 	int writing = 1, eof = 0, res = 0;
@@ -533,7 +537,10 @@ static int transfer(const struct opts *o, struct xfer *x, unsigned char *out, un
 			if (writing && hdr_sent == sizeof(h) && x->sent == to_send) {
 				writing = 0;
 				// echo, unread and slow end their stream; sink waits for the ack with the socket open
-				if (x->kase != SINK && x->kase != DOWN && shutdown(fd, SHUT_WR) && x->kase != UNREAD) {
+				if (x->kase == LATE)
+					sleep(SLOW_S); // the server wrote it all and closed: read late
+				if (x->kase != SINK && x->kase != DOWN && x->kase != LATE && shutdown(fd, SHUT_WR) &&
+				    x->kase != UNREAD) {
 					res = xfail(x, "shutdown(SHUT_WR): %s", strerror(errno));
 					break;
 				}
@@ -704,7 +711,7 @@ static int client(int argc, char **argv)
 				size_t n = strcspn(p, ",");
 				int k = case_of(p, n);
 				if (k < 0 || o.ncases == NCASES)
-					return usage("-c %s: expected cases from echo, down, sink, unread, slow, comma-separated", optarg);
+					return usage("-c %s: expected cases from echo, down, sink, unread, slow, late, comma-separated", optarg);
 				o.cases[o.ncases++] = (unsigned)k;
 				p += n + (p[n] == ',');
 			}
@@ -721,7 +728,7 @@ static int client(int argc, char **argv)
 				if (cn < n) {
 					k = case_of(p, cn);
 					if (k < 0)
-						return usage("-b %s: expected [CASE:]BYTES,... with CASE echo, down, sink, unread or slow", optarg);
+						return usage("-b %s: expected [CASE:]BYTES,... with CASE echo, down, sink, unread, slow or late", optarg);
 				}
 				const char *ns = cn < n ? p + cn + 1 : p;
 				size_t nl = (size_t)(p + n - ns);
@@ -781,14 +788,15 @@ static int client(int argc, char **argv)
 	for (int k = 0; k < NCASES; k++)
 		n += sum.transfers[k], f += sum.failures[k];
 	printf("soak: family=%s seed=%llu workers=%u transfers=%llu bytes=%llu verified=%llu seconds=%.1f failures=%llu "
-	       "(echo %llu/%llu down %llu/%llu sink %llu/%llu unread %llu/%llu slow %llu/%llu)\n",
+	       "(echo %llu/%llu down %llu/%llu sink %llu/%llu unread %llu/%llu slow %llu/%llu late %llu/%llu)\n",
 	       family_smc ? "smc" : "inet", (unsigned long long)o.seed, o.workers, (unsigned long long)n,
 	       (unsigned long long)sum.bytes, (unsigned long long)sum.verified, now() - t0, (unsigned long long)f,
 	       (unsigned long long)sum.failures[ECHO], (unsigned long long)sum.transfers[ECHO],
 	       (unsigned long long)sum.failures[DOWN], (unsigned long long)sum.transfers[DOWN],
 	       (unsigned long long)sum.failures[SINK], (unsigned long long)sum.transfers[SINK],
 	       (unsigned long long)sum.failures[UNREAD], (unsigned long long)sum.transfers[UNREAD],
-	       (unsigned long long)sum.failures[SLOW], (unsigned long long)sum.transfers[SLOW]);
+	       (unsigned long long)sum.failures[SLOW], (unsigned long long)sum.transfers[SLOW],
+	       (unsigned long long)sum.failures[LATE], (unsigned long long)sum.transfers[LATE]);
 	return f ? 1 : 0;
 }
 
