@@ -306,6 +306,27 @@ fn with_agent(keep: &mut Vec<libc::c_int>, n: u64, scrapes: u64) {
         std::process::exit(1);
     }
     let ((user, sys), wall, last) = exporter_scrape_cost(exporter, scrapes);
+    // The profile: the CPU of a scrape with one collector off (what that collector costs is the
+    // difference), and with none on (the exporter's own floor: HTTP, the render, its series).
+    let mut profile = Vec::new();
+    for c in [
+        "counters",
+        "info",
+        "topology",
+        "sockets",
+        "rdma",
+        "processes",
+        "bpf",
+        "agent",
+        "sysctl",
+    ] {
+        let off = format!("--no-collector.{c}");
+        let ((u, s), _, _) = exporter_scrape_cost(start_exporter(&[&off]), scrapes);
+        profile.push(format!("{c} {:.1}", user + sys - (u + s)));
+    }
+    let ((u, s), _, _) =
+        exporter_scrape_cost(start_exporter(&["--collector.disable-defaults"]), scrapes);
+    profile.push(format!("no collector on: {:.1} ({u:.1} user + {s:.1} system)", u + s));
     let agent_cpu = cpu_ms(agent.id());
     stop(&mut agent);
     let (counted, _) = family_sum(&last, "smcrun_agent_sockets");
@@ -327,6 +348,10 @@ fn with_agent(keep: &mut Vec<libc::c_int>, n: u64, scrapes: u64) {
         user + sys,
         collector_ms(&last),
         agent_cpu.0 + agent_cpu.1
+    );
+    println!(
+        "profile of that scrape, ms CPU each collector adds (the scrape less one with it off; {scrapes} scrapes each): {}",
+        profile.join(", ")
     );
 }
 
