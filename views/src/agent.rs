@@ -201,13 +201,17 @@ pub struct Summary {
     /// Per program name ([`MAX_GROUPS`], then [`OTHER`]).
     pub programs: Vec<Group>,
     /// Sockets open now, per network namespace (at most [`MAX_GROUPS`] namespaces, those with
-    /// the most sockets; the sockets of the rest are in `live_unlisted`).
+    /// the most sockets; the sockets of the rest are in `live_unlisted`; absent in an older
+    /// agent's file, which then gives no census).
+    #[serde(default)]
     pub live: Vec<Live>,
     /// Open sockets of network namespaces not in `live`.
+    #[serde(default)]
     pub live_unlisted: u64,
     /// The network namespace (cookie) whose open SMC sockets are all in the record: the agent's
     /// own, once every socket its smc_diag showed was recorded (sockets made before the probes
     /// were attached are not, until they close). `None` while that is not known.
+    #[serde(default)]
     pub census_netns: Option<u64>,
     /// What did not fit.
     pub overflow: Overflow,
@@ -514,6 +518,17 @@ mod tests {
         assert_eq!(back, st.summary);
         let sv = serde_json::to_value(&st.summary).unwrap();
         assert!(sv.get("sockets").is_none() && sv.get("processes").is_none());
+    }
+
+    #[test]
+    fn an_older_agents_summary_is_read_without_a_census() {
+        let mut v = serde_json::to_value(summary(1, 1)).unwrap();
+        for k in ["live", "live_unlisted", "census_netns"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        let s: Summary = serde_json::from_value(v).unwrap();
+        assert_eq!(s.census_netns, None);
+        assert_eq!(s.live_in(7), None);
     }
 
     #[test]
