@@ -8,7 +8,14 @@
 //! `monitor base --count TICKS` less that of `--count 0` (start-up and first sample), per tick.
 //! `smcrun --version` is measured too: the cost of starting the program, which every run pays;
 //! and one scrape of the Prometheus exporter: the CPU a running `smcrun exporter` spends per
-//! `GET /metrics` (its utime + stime over many scrapes), with the sockets the scrape counted.
+//! `GET /metrics` (its utime + stime over many scrapes), with the sockets the scrape counted, and
+//! each collector's share (`smcrun_scrape_collector_duration_seconds`). Last, where `smcrun agent
+//! --check` passes: every socket is closed, `smcrun agent` started, and once the exporter serves
+//! its count (`smcrun_agent_sockets`) LISTENERS listening sockets are made again and the scrape is
+//! measured with the agent (it must count them all, and dump no smc_diag: no `smc_sockets`):
+//! with the agent working, and with it stopped (SIGSTOP) for the exporter's own cost (under TCG
+//! one host thread runs both vCPUs, so a busy agent inflates the exporter's CPU time), and the
+//! exporter's floor with no collector on.
 //! `smcrun` is found on PATH (`VIEWS_COST_SMCRUN=NAME` measures another build). Each measure is
 //! also printed as one `RESULT {json}` line with every sample, for `bench-run`.
 
@@ -140,14 +147,13 @@ fn http_get(port: u16) -> String {
     out
 }
 
-/// One scrape's cost inside a running `smcrun exporter`: its CPU time (user, system) over `n`
-/// scrapes, per scrape, the mean wall time of a request, and how many sockets the last counted.
-fn exporter_scrape_cost(n: u64, extra: &[&str]) -> ((f64, f64), f64, f64) {
+/// A running `smcrun exporter` with arguments `extra`, once it listens: the child and its port.
+fn start_exporter(extra: &[&str]) -> (std::process::Child, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .unwrap_or(19609);
-    let mut child = Command::new(smcrun())
+    let child = Command::new(smcrun())
         .args(["exporter", "--listen", &format!("127.0.0.1:{port}")])
         .args(extra)
         .stderr(Stdio::null())
@@ -164,6 +170,27 @@ fn exporter_scrape_cost(n: u64, extra: &[&str]) -> ((f64, f64), f64, f64) {
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    (child, port)
+}
+
+/// The sum of the samples of family `name` in a scrape's text, and whether there were any.
+fn family_sum(text: &str, name: &str) -> (f64, bool) {
+    let prefix = format!("{name}{{");
+    let v: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with(&prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .collect();
+    (v.iter().sum(), !v.is_empty())
+}
+
+/// One scrape's cost inside a running `smcrun exporter`: its CPU time (user, system) over `n`
+/// scrapes, per scrape, the mean wall time of a request, and the last scrape's text. The
+/// exporter is stopped.
+fn exporter_scrape_cost(
+    (mut child, port): (std::process::Child, u16),
+    n: u64,
+) -> ((f64, f64), f64, String) {
     let warm = http_get(port);
     let before = cpu_ms(child.id());
     let t0 = Instant::now();
@@ -179,12 +206,181 @@ fn exporter_scrape_cost(n: u64, extra: &[&str]) -> ((f64, f64), f64, f64) {
     );
     let _ = child.kill();
     let _ = child.wait();
-    let counted: f64 = last
-        .lines()
-        .filter(|l| l.starts_with("smc_sockets{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum();
-    (cpu, wall, counted)
+    (cpu, wall, last)
+}
+
+/// Each collector's seconds in a scrape's text (`smcrun_scrape_collector_duration_seconds`), in
+/// milliseconds, for the profile line.
+fn collector_ms(text: &str) -> String {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("smcrun_scrape_collector_duration_seconds{collector=\""))
+        .filter_map(|l| {
+            let (name, v) = l.split_once("\"} ")?;
+            Some(format!("{name} {:.2}", v.parse::<f64>().ok()? * 1e3))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Batches of scrapes measured with the agent.
+const BATCHES: usize = 5;
+
+/// Holds `n` listening AF_SMC sockets (their descriptors).
+fn listeners(n: u64) -> Vec<libc::c_int> {
+    (0..n)
+        .map(|_| {
+            let fd = socket(AF_SMC);
+            bind_listen(fd, 0);
+            fd
+        })
+        .collect()
+}
+
+fn close_all(fds: &mut Vec<libc::c_int>) {
+    for fd in fds.drain(..) {
+        // SAFETY: our own descriptor, closed once.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// Scrapes `port` until `ready` holds for the text (every 200 ms, at most `secs` seconds).
+fn scrape_until(port: u16, secs: u64, ready: impl Fn(&str) -> bool) -> Result<String, String> {
+    let t = Instant::now();
+    loop {
+        let text = http_get(port);
+        if ready(&text) {
+            return Ok(text);
+        }
+        if t.elapsed().as_secs() > secs {
+            return Err(text);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// The exporter's scrape with `smcrun agent` attached, at `n` listening sockets made after its
+/// probes were attached (the agent records the sockets it sees made): `keep`'s sockets are
+/// closed first. Prints the `exporter scrape with the agent` measure, or why there is none.
+fn with_agent(keep: &mut Vec<libc::c_int>, n: u64, scrapes: u64) {
+    let check = Command::new(smcrun())
+        .args(["agent", "--check"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !check.is_ok_and(|s| s.success()) {
+        println!("views-cost: no exporter scrape with the agent: `smcrun agent --check` says this kernel cannot run it");
+        return;
+    }
+    close_all(keep);
+    let mut agent = Command::new(smcrun())
+        .args(["agent", "--interval-ms", "200"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            eprintln!("views-cost: cannot run smcrun agent: {e}");
+            std::process::exit(1)
+        });
+    let stop = |agent: &mut std::process::Child| {
+        // SAFETY: plain kill of our own child; SIGTERM lets it take its state away.
+        unsafe { libc::kill(agent.id() as libc::pid_t, libc::SIGTERM) };
+        let _ = agent.wait();
+    };
+    let exporter = start_exporter(&[]);
+    // Attached, and its record of this namespace's open sockets known complete: it serves
+    // smcrun_agent_sockets.
+    if let Err(last) = scrape_until(exporter.1, 120, |t| family_sum(t, "smcrun_agent_sockets").1) {
+        eprintln!(
+            "views-cost: the exporter did not serve smcrun_agent_sockets with the agent running: {}",
+            last.lines()
+                .filter(|l| l.starts_with("smcrun_agent_attached") || l.starts_with("smc_sockets"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        stop(&mut agent);
+        std::process::exit(1);
+    }
+    *keep = listeners(n);
+    let want = n as f64;
+    if let Err(last) = scrape_until(exporter.1, 120, |t| {
+        family_sum(t, "smcrun_agent_sockets").0 >= want
+    }) {
+        eprintln!(
+            "views-cost: the agent's record did not reach {n} sockets: smcrun_agent_sockets adds up to {}",
+            family_sum(&last, "smcrun_agent_sockets").0
+        );
+        stop(&mut agent);
+        std::process::exit(1);
+    }
+    // Under TCG one host thread runs both vCPUs: while the agent works (every 200 ms it reads
+    // its 10,000 records) the exporter's vCPU is paused but its clock ticks on, so its CPU time
+    // is inflated by the agent's. Measured both ways: the agent running, and the agent stopped
+    // (SIGSTOP: its summary stays trusted, its pid alive) for the exporter's own cost.
+    let ((ru, rs), rwall, _) = exporter_scrape_cost(start_exporter(&[]), scrapes);
+    let signal = |sig: libc::c_int| {
+        // SAFETY: plain kill of our own child.
+        unsafe { libc::kill(agent.id() as libc::pid_t, sig) };
+    };
+    signal(libc::SIGSTOP);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Batches of `scrapes` on one exporter: the host's load (the emulator descheduled while the
+    // guest's clock runs) inflates a batch, never deflates it, so the least is the best figure.
+    let (mut batches, mut walls) = (Vec::new(), Vec::new());
+    let mut last = String::new();
+    let mut exporter = Some(exporter);
+    let (mut user, mut sys) = (f64::MAX, 0.0);
+    for i in 0..BATCHES {
+        let e = exporter.take().unwrap_or_else(|| start_exporter(&[]));
+        let ((u, s), w, text) = exporter_scrape_cost(e, scrapes);
+        if u + s < user + sys {
+            (user, sys) = (u, s);
+        }
+        batches.push(u + s);
+        walls.push(w);
+        if i == 0 {
+            last = text;
+        }
+    }
+    // The exporter's own floor: HTTP and the render, with no collector on.
+    let ((fu, fs), _, _) =
+        exporter_scrape_cost(start_exporter(&["--collector.disable-defaults"]), scrapes);
+    signal(libc::SIGCONT);
+    let agent_cpu = cpu_ms(agent.id());
+    stop(&mut agent);
+    let (counted, _) = family_sum(&last, "smcrun_agent_sockets");
+    let (diag, dumped) = family_sum(&last, "smc_sockets");
+    if dumped {
+        eprintln!("views-cost: the scrape with the agent still dumped smc_diag (smc_sockets adds up to {diag})");
+        std::process::exit(1);
+    }
+    result(
+        "exporter scrape with the agent",
+        &[
+            ("wall_ms", &walls),
+            ("cpu_ms", &batches),
+            ("sockets", &[counted]),
+        ],
+    );
+    result(
+        "exporter scrape with the agent working",
+        &[("wall_ms", &[rwall]), ("cpu_ms", &[ru + rs])],
+    );
+    println!(
+        "smcrun exporter with smcrun agent (stopped while measured): one scrape {:.1} ms CPU in the exporter ({user:.1} user + {sys:.1} system; the least of {BATCHES} batches of {scrapes} scrapes, each a new exporter: {}), {:.1} ms wall (median); smcrun_agent_sockets adds up to {counted}, no smc_sockets; collectors (ms wall): {}; with no collector on {:.1} ms ({fu:.1} user + {fs:.1} system)",
+        user + sys,
+        batches
+            .iter()
+            .map(|b| format!("{b:.1}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        median(walls.clone()),
+        collector_ms(&last),
+        fu + fs,
+    );
+    println!(
+        "smcrun exporter with smcrun agent working (every 200 ms): one scrape {:.1} ms CPU ({ru:.1} user + {rs:.1} system; TCG charges it the agent's time on the other vCPU), {rwall:.1} ms wall; the agent used {:.0} ms CPU in all",
+        ru + rs,
+        agent_cpu.0 + agent_cpu.1
+    );
 }
 
 /// One `RESULT` line: the measure's name and its samples (milliseconds).
@@ -214,19 +410,14 @@ fn arg(i: usize, default: u64) -> u64 {
 }
 
 fn main() {
-    let listeners = arg(1, 10_000);
+    let n_listeners = arg(1, 10_000);
     let fallbacks = arg(2, 0);
     let runs = arg(3, 5).max(1);
     let ticks = arg(4, 50).max(1);
-    raise_fd_limit(listeners + 2 * fallbacks);
+    raise_fd_limit(n_listeners + 2 * fallbacks);
 
     let t0 = Instant::now();
-    let mut keep = Vec::new();
-    for _ in 0..listeners {
-        let fd = socket(AF_SMC);
-        bind_listen(fd, 0);
-        keep.push(fd);
-    }
+    let mut keep = listeners(n_listeners);
     if fallbacks > 0 {
         let plain = socket(libc::AF_INET);
         bind_listen(plain, 0);
@@ -249,7 +440,7 @@ fn main() {
         }
     }
     println!(
-        "views-cost: {listeners} listening AF_SMC sockets, {fallbacks} fallen-back AF_SMC connections made in {:.0} ms",
+        "views-cost: {n_listeners} listening AF_SMC sockets, {fallbacks} fallen-back AF_SMC connections made in {:.0} ms",
         t0.elapsed().as_secs_f64() * 1e3
     );
 
@@ -273,7 +464,9 @@ fn main() {
     }
 
     for extra in [&[][..], &["--no-sockets"]] {
-        let ((user, sys), wall, counted) = exporter_scrape_cost(runs.max(5) * 4, extra);
+        let ((user, sys), wall, last) =
+            exporter_scrape_cost(start_exporter(extra), runs.max(5) * 4);
+        let (counted, _) = family_sum(&last, "smc_sockets");
         result(
             &format!(
                 "exporter scrape{}",
@@ -286,10 +479,11 @@ fn main() {
             ],
         );
         println!(
-            "smcrun exporter{}: one scrape {:.1} ms CPU in the exporter ({user:.1} user + {sys:.1} system), {wall:.1} ms wall (mean of {} scrapes); smc_sockets adds up to {counted}",
+            "smcrun exporter{}: one scrape {:.1} ms CPU in the exporter ({user:.1} user + {sys:.1} system), {wall:.1} ms wall (mean of {} scrapes); smc_sockets adds up to {counted}; collectors (ms wall): {}",
             extra.iter().map(|a| format!(" {a}")).collect::<String>(),
             user + sys,
-            runs.max(5) * 4
+            runs.max(5) * 4,
+            collector_ms(&last)
         );
     }
 
@@ -310,5 +504,6 @@ fn main() {
         "smcrun monitor base: start-up and first sample {b:.2} ms CPU; one tick {:.3} ms CPU (median of {runs}: {f:.1} ms for {ticks} ticks)",
         (f - b).max(0.0) / ticks as f64
     );
-    drop(keep);
+    with_agent(&mut keep, n_listeners, runs.max(5) * 4);
+    close_all(&mut keep);
 }

@@ -131,13 +131,14 @@ pub(crate) const OTHER_VARIABLES: [(&str, &str); 2] = [
 ];
 
 /// The files smcrun reads and writes: the man pages' FILES and the manual's.
-pub(crate) const FILES: [(&str, &str); 7] = [
+pub(crate) const FILES: [(&str, &str); 8] = [
     ("/usr/lib/smcrun/libsmcrun_shim.so", "the shim smcrun preloads (the Debian package's), found in this order: $SMCRUN_SHIM, next to smcrun, ../lib/smcrun/ beside it, /usr/local/lib/smcrun, /usr/lib/smcrun, /usr/lib/<multiarch>/smcrun (x86_64, aarch64, s390x), /usr/lib64/smcrun, /usr/local/lib, /usr/lib"),
     ("/run/smcrun/, $XDG_RUNTIME_DIR/smcrun/, /tmp/smcrun-UID/", "the run directory (0700): one report per program under smcrun (PID.json, 0600), read by ps, why and the exporter"),
     ("/etc/systemd/system/UNIT.service.d/smcrun.conf", "the drop-in smcrun enable writes"),
     ("/sys/fs/bpf/smcrun/", "BPF mode's pinned cgroup attachments (smcrun attach)"),
     ("/sys/fs/bpf/smcrun-handshake/", "the handshake policy's maps, one directory per network namespace (smcrun handshake)"),
-    ("/run/smcrun-agent/state.json", "the agent's record of every SMC socket (directory 0700, file 0600, root's), read by ps --all, why, ss -p and the exporter"),
+    ("/run/smcrun-agent/state.json", "the agent's record of every SMC socket and process (directory 0700, file 0600, root's), read by ps --all, why and ss -p"),
+    ("/run/smcrun-agent/summary.json", "the agent's bounded summary (totals, per cgroup and program, open sockets by role and mode; 0600, root's), all the exporter reads"),
     ("DIR/smcrun.prom", "the exporter's node_exporter textfile (exporter --textfile DIR), replaced whole"),
 ];
 

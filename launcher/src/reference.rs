@@ -229,8 +229,8 @@ fn metric_families() -> Vec<Family> {
         counters: Default::default(),
         programs: Vec::new(),
     };
-    use smcrun_views::agent::{Counts, Group, Sides, State};
-    use smcrun_views::snapshot::{replay, Part, Processes};
+    use smcrun_views::agent::{Counts, Group, Live, Modes, Sides, Summary};
+    use smcrun_views::snapshot::{replay, Part, Processes, Sockets};
     let mut all = Vec::new();
     for phase in ["smcr", "smcd", "fallback"] {
         let mut s = replay(&repo().join("telemetry/tests/fixtures").join(phase));
@@ -278,15 +278,30 @@ fn metric_families() -> Vec<Family> {
             client,
             server: Counts::default(),
         };
-        s.agent = Part::Read(State {
+        s.agent = Part::Read(Summary {
             attached: true,
             cgroups: vec![Group {
                 name: "/a".into(),
                 sides,
             }],
-            ..State::default()
+            ..Summary::default()
         });
-        for f in smcrun_views::metrics::families(&s, &Default::default()) {
+        // The sockets collector as it is while the agent is attached: its count, no dump.
+        let mut from_agent = s.clone();
+        from_agent.sockets = Part::Read(Sockets::Agent(Live {
+            listen: Modes {
+                undecided: 1,
+                ..Modes::default()
+            },
+            ..Live::default()
+        }));
+        let fams = smcrun_views::metrics::families(&s, &Default::default())
+            .into_iter()
+            .chain(smcrun_views::metrics::families(
+                &from_agent,
+                &Default::default(),
+            ));
+        for f in fams {
             let mut fam = Family {
                 name: f.name().to_string(),
                 kind: format!("{:?}", f.get_field_type()).to_lowercase(),
@@ -304,12 +319,35 @@ fn metric_families() -> Vec<Family> {
     all
 }
 
+/// The bounds of the agent's series, from the agent's own constants.
+fn agent_cardinality() -> String {
+    use smcrun_views::agent::{MAX_GROUPS, OTHER};
+    let names = 2 * (MAX_GROUPS + 1);
+    format!(
+        "The agent's series (`smcrun_agent_*`, with `smcrun agent` running) are bounded whatever the traffic: \
+         `name` is one of at most {MAX_GROUPS} cgroups (`scope=\"cgroup\"`, the cgroup v2 path) and {MAX_GROUPS} \
+         program names (`scope=\"program\"`), the rest counted under `{OTHER}`, so at most {names} names; \
+         `smcrun_agent_connections_total` has at most {} series (name x 2 roles x 4 modes), \
+         `smcrun_agent_bytes_total` {} (name x 2 roles x 2 directions), `smcrun_agent_fallbacks_total` \
+         {} per fallback reason code the kernel gave (its codes are a closed set), `smcrun_agent_lost_total` one per kind of loss \
+         and `smcrun_agent_sockets` 12 (3 roles x 4 modes). While the agent is attached and its record of \
+         this network namespace's open sockets is complete, the sockets collector serves \
+         `smcrun_agent_sockets` from it and dumps nothing, so there is no `smc_sockets` (the agent does \
+         not know a socket's state); otherwise `smc_sockets` from smc_diag, as without the agent.\n\n",
+        names * 2 * 4,
+        names * 2 * 2,
+        names * 2,
+    )
+}
+
 fn metrics() -> String {
     let mut out = header(
         "Metrics",
         "views/src/metrics.rs (the families the exporter makes of the real kernel's captures)",
     );
-    out.push_str("Every family `smcrun exporter` and `smcrun metrics` serve (see [the exporter](../guide/exporter.md)). Counters end in `_total`. A label with a few words for values lists the values the sample scrape gave. `technology` is `smcr` or `smcd`, `direction` `rx` or `tx`, `role` `client` or `server`; `device` and `port` are the RDMA device and port, as the RDMA exporters (node_exporter's infiniband collector) name them, so their series join. A part the kernel does not have gives no series (never zeros that look like measurements).\n\n| metric | type | labels | help |\n|---|---|---|---|\n");
+    out.push_str("Every family `smcrun exporter` and `smcrun metrics` serve (see [the exporter](../guide/exporter.md)). Counters end in `_total`. A label with a few words for values lists the values the sample scrape gave. `technology` is `smcr` or `smcd`, `direction` `rx` or `tx`, `role` `client` or `server`; `device` and `port` are the RDMA device and port, as the RDMA exporters (node_exporter's infiniband collector) name them, so their series join. A part the kernel does not have gives no series (never zeros that look like measurements).\n\n");
+    out.push_str(&agent_cardinality());
+    out.push_str("| metric | type | labels | help |\n|---|---|---|---|\n");
     let mut families: Vec<Family> = Vec::new();
     for f in metric_families() {
         match families.iter_mut().find(|x| x.name == f.name) {

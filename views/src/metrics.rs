@@ -160,8 +160,10 @@ pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
     if let Some(t) = s.topology.get() {
         topology(&mut f, t);
     }
-    if let Some(socks) = s.sockets.get() {
-        sockets(&mut f, socks);
+    match s.sockets.get() {
+        Some(crate::snapshot::Sockets::Diag(socks)) => sockets(&mut f, socks),
+        Some(crate::snapshot::Sockets::Agent(live)) => agent_sockets(&mut f, live),
+        None => {}
     }
     if let Some(devs) = s.rdma.get() {
         rdma(&mut f, devs);
@@ -734,10 +736,35 @@ pub fn bpf_scopes(f: &mut Families, s: &smcrun_bpf::scopes::Scopes) {
     }
 }
 
+/// The sockets collector's series while the agent is attached: this network namespace's SMC
+/// sockets open now by role and mode, from the agent's record (no smc_diag dump, so no
+/// `smc_sockets`: the agent does not know a socket's TCP-like state). Always 3 roles x 4 modes.
+fn agent_sockets(f: &mut Families, live: &crate::agent::Live) {
+    for (role, m) in [
+        ("client", &live.client),
+        ("server", &live.server),
+        ("listen", &live.listen),
+    ] {
+        for (mode, v) in [
+            ("smcr", m.smcr),
+            ("smcd", m.smcd),
+            ("tcp", m.tcp),
+            ("undecided", m.undecided),
+        ] {
+            f.gauge(
+                "smcrun_agent_sockets",
+                "SMC sockets of this network namespace open now, from the smcrun agent's record (served instead of smc_sockets while the agent is attached and its record is complete), by role (client, server, listen) and mode (smcr, smcd, tcp: fell back, undecided: no mode yet, as a listening socket)",
+                &[("role", role), ("mode", mode)],
+                v as f64,
+            );
+        }
+    }
+}
+
 /// The agent's series: connections by mode, fallbacks by reason and bytes, per cgroup and per
 /// program (at most `agent::MAX_GROUPS` names of each, the rest under `other`; reasons are the
 /// kernel's fallback codes), and what it lost.
-pub fn agent(f: &mut Families, s: &crate::agent::State) {
+pub fn agent(f: &mut Families, s: &crate::agent::Summary) {
     f.gauge(
         "smcrun_agent_attached",
         "1 when the smcrun agent's probes are attached to smc (0: smc is not loaded, or attaching failed)",
@@ -1057,7 +1084,7 @@ mod tests {
         // 5.10: smc and smc_diag answer, the SMC generic netlink family does not exist (5.11)
         let mut s = Snapshot::empty("x");
         s.counters = Part::Lacking("this kernel (Linux 5.10.0-46-amd64) has no ...".into());
-        s.sockets = Part::Read(Vec::new());
+        s.sockets = Part::Read(crate::snapshot::Sockets::Diag(Vec::new()));
         assert_eq!(one(&text_of(&s), "smc_up", ""), 1.0);
         // without smc_diag's answer either, nothing shows SMC is there
         s.sockets = Part::Absent("no smc_diag".into());
@@ -1346,7 +1373,7 @@ mod tests {
 #[cfg(test)]
 mod agent_tests {
     use super::*;
-    use crate::agent::{Counts, Group, Overflow, Sides, State};
+    use crate::agent::{Counts, Group, Live, Modes, Overflow, Sides, Summary};
 
     #[test]
     fn the_agents_series_are_per_group_role_and_mode() {
@@ -1361,7 +1388,7 @@ mod agent_tests {
             client: c,
             server: Counts::default(),
         };
-        let st = State {
+        let st = Summary {
             agent_pid: 1,
             agent_start_ticks: 1,
             written_ms: 1,
@@ -1369,7 +1396,6 @@ mod agent_tests {
             error: None,
             attachments: 1,
             total: sides.clone(),
-            processes: Vec::new(),
             cgroups: vec![Group {
                 name: "/a".into(),
                 sides: sides.clone(),
@@ -1378,11 +1404,11 @@ mod agent_tests {
                 name: "shapes".into(),
                 sides,
             }],
-            sockets: Vec::new(),
             overflow: Overflow {
                 done_full: 3,
                 ..Overflow::default()
             },
+            ..Summary::default()
         };
         let mut f = Families::default();
         agent(&mut f, &st);
@@ -1403,5 +1429,45 @@ mod agent_tests {
             .filter(|l| l.starts_with("smcrun_agent_connections_total{"))
             .count();
         assert_eq!(n, 16);
+    }
+
+    #[test]
+    fn sockets_from_the_agent_are_its_own_series_and_no_smc_sockets() {
+        use crate::snapshot::{Part, Snapshot, Sockets};
+        let mut s = Snapshot::empty("none");
+        s.sockets = Part::Read(Sockets::Agent(Live {
+            netns_cookie: 1,
+            listen: Modes {
+                undecided: 10_000,
+                ..Modes::default()
+            },
+            client: Modes {
+                smcr: 2,
+                tcp: 1,
+                ..Modes::default()
+            },
+            ..Live::default()
+        }));
+        let text = encode(&families(&s, &Default::default())).unwrap();
+        for want in [
+            "smcrun_agent_sockets{role=\"listen\",mode=\"undecided\"} 10000",
+            "smcrun_agent_sockets{role=\"client\",mode=\"smcr\"} 2",
+            "smcrun_agent_sockets{role=\"client\",mode=\"tcp\"} 1",
+            "smcrun_agent_sockets{role=\"server\",mode=\"smcd\"} 0",
+            "smcrun_scrape_collector_success{collector=\"sockets\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == want), "{want} not in:\n{text}");
+        }
+        // 3 roles x 4 modes, whatever the number of sockets; never a smc_sockets with a state
+        // the agent cannot give.
+        let n = text
+            .lines()
+            .filter(|l| l.starts_with("smcrun_agent_sockets{"))
+            .count();
+        assert_eq!(n, 12);
+        assert!(
+            !text.lines().any(|l| l.starts_with("smc_sockets")),
+            "{text}"
+        );
     }
 }

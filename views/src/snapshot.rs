@@ -155,6 +155,16 @@ pub struct Processes {
     pub unreadable: u64,
 }
 
+/// The SMC sockets open now, from one of two sources.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sockets {
+    /// (state, mode) of every SMC socket of this network namespace, dumped from smc_diag.
+    Diag(Vec<(u8, Mode)>),
+    /// This network namespace's sockets by role and mode, from the agent's summary (its probes
+    /// attached): nothing is dumped, and the agent has no TCP-like socket state to give.
+    Agent(crate::agent::Live),
+}
+
 /// Everything one scrape shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
@@ -164,16 +174,16 @@ pub struct Snapshot {
     pub info: Part<Info>,
     /// Devices and link groups.
     pub topology: Part<Topology>,
-    /// (state, mode) of every SMC socket (smc_diag).
-    pub sockets: Part<Vec<(u8, Mode)>>,
+    /// The SMC sockets open now: the agent's count while it is attached, else smc_diag's dump.
+    pub sockets: Part<Sockets>,
     /// RDMA devices (RDMA netlink).
     pub rdma: Part<Vec<RdmaDevice>>,
     /// Per-process reports (absent when no run directory is given).
     pub processes: Part<Processes>,
     /// BPF mode's scopes (`smcrun --bpf` trees, attached cgroups) and their counts.
     pub bpf: Part<Scopes>,
-    /// The smcrun agent's state (absent when no agent runs).
-    pub agent: Part<crate::agent::State>,
+    /// The smcrun agent's summary (absent when no agent runs).
+    pub agent: Part<crate::agent::Summary>,
     /// The `net.smc.*` sysctls and their values, by name without the prefix ([`read_sysctls`]).
     pub sysctls: Vec<(String, String)>,
     /// The collectors that were on: only they have `smcrun_scrape_collector_*` series.
@@ -192,7 +202,8 @@ pub enum Collector {
     Info,
     /// Link groups, links and devices.
     Topology,
-    /// The smc_diag census of every SMC socket (with very many sockets, most of a scrape's cost).
+    /// The census of the SMC sockets open now: the agent's count while it is attached, else the
+    /// smc_diag dump of every socket (with very many sockets, most of a scrape's cost).
     Sockets,
     /// RDMA devices, their resources and limits.
     Rdma,
@@ -241,7 +252,7 @@ impl Collector {
             Collector::Counters => "SMC's counters: connections, bytes, buffers, fallbacks and their reasons",
             Collector::Info => "SMC's version, v2 capabilities and user EIDs",
             Collector::Topology => "link groups, links and SMC devices",
-            Collector::Sockets => "the census of every SMC socket (smc_diag; most of a scrape's cost on hosts with tens of thousands of SMC sockets)",
+            Collector::Sockets => "the census of the SMC sockets open now (the agent's count while it is attached, else smc_diag's dump of every socket: most of a scrape's cost on hosts with tens of thousands of SMC sockets)",
             Collector::Rdma => "RDMA devices' ports and resources (used, max)",
             Collector::Processes => "the runtime's per-process reports",
             Collector::Bpf => "BPF mode's scopes and their counts",
@@ -457,7 +468,11 @@ pub fn replay(dir: &Path) -> Snapshot {
             smcd_devices: parse_devices_smcd(&file("smc_GET_DEV_SMCD")?)?,
         })
     })());
-    let sockets = Part::replayed((|| Ok(sock_diag::parse_states(&file("sock_diag_ext0")?)?))());
+    let sockets = Part::replayed((|| {
+        Ok(Sockets::Diag(sock_diag::parse_states(&file(
+            "sock_diag_ext0",
+        )?)?))
+    })());
     let rdma = Part::replayed((|| {
         let summaries = rdma::parse_resource_summary(&file("rdma_RES_GET")?)?;
         rdma::parse_devices(&file("rdma_GET")?)?
@@ -548,8 +563,30 @@ pub fn read(on: Collectors) -> Snapshot {
     let topology = smc_part(&genl, on, Collector::Topology, &mut seconds, |g| {
         Part::from_result(read_topology(g))
     });
+    // The agent's summary first: while its probes are attached, the sockets collector takes its
+    // count and dumps nothing. Read once, for either collector (its time counted to the agent's
+    // collector when that is on, else to the sockets').
+    let summary_for = [Collector::Agent, Collector::Sockets]
+        .into_iter()
+        .find(|c| on.has(*c));
+    let summary = summary_for.map(|c| {
+        timed(on, c, &mut seconds, || match crate::agent::read_summary() {
+            Ok(st) => Part::Read(st),
+            // No agent (or one that is gone) is no part; a summary that is refused (not
+            // root's, too big, unreadable) is a failed part.
+            Err(e @ crate::agent::Unavailable::Refused(_)) => Part::Failed(e.to_string()),
+            Err(e) => Part::Absent(e.to_string()),
+        })
+    });
     let sockets = timed(on, Collector::Sockets, &mut seconds, || {
-        Part::from_result(sock_diag::dump_raw(0).and_then(|raw| sock_diag::parse_states(&raw)))
+        match summary.as_ref().and_then(|p| agent_live(p.get()?)) {
+            Some(live) => Part::Read(Sockets::Agent(live)),
+            None => Part::from_result(
+                sock_diag::dump_raw(0)
+                    .and_then(|raw| sock_diag::parse_states(&raw))
+                    .map(Sockets::Diag),
+            ),
+        }
     });
     let rdma = timed(on, Collector::Rdma, &mut seconds, || {
         Part::from_result(read_rdma())
@@ -566,18 +603,10 @@ pub fn read(on: Collectors) -> Snapshot {
             Err(e) => Part::Absent(e.to_string()),
         },
     );
-    // No agent (or one that is gone) is no part; a state that is refused (not root's, too big,
-    // unreadable) is a failed part.
-    let agent = timed(
-        on,
-        Collector::Agent,
-        &mut seconds,
-        || match crate::agent::read() {
-            Ok(st) => Part::Read(st),
-            Err(e @ crate::agent::Unavailable::Refused(_)) => Part::Failed(e.to_string()),
-            Err(e) => Part::Absent(e.to_string()),
-        },
-    );
+    let agent = match summary {
+        Some(p) if on.has(Collector::Agent) => p,
+        _ => off(Collector::Agent),
+    };
     let sysctls = timed(on, Collector::Sysctl, &mut seconds, || {
         Part::Read(read_sysctls())
     });
@@ -594,6 +623,15 @@ pub fn read(on: Collectors) -> Snapshot {
         collectors: on,
         seconds,
     }
+}
+
+/// This network namespace's open sockets from the agent's summary, when its probes are attached
+/// and it can say (see [`crate::agent::Summary::live_in`]).
+fn agent_live(s: &crate::agent::Summary) -> Option<crate::agent::Live> {
+    if !s.attached {
+        return None;
+    }
+    s.live_in(crate::netns::cookie()?)
 }
 
 /// The runtime's per-process reports (of the user running the exporter).

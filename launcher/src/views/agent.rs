@@ -7,8 +7,8 @@ use crate::exit::Exit;
 use clap::Args;
 use smcrun_bpf::agent::{self as kernel, Agent, Record};
 use smcrun_views::agent::{
-    Counts, Group, Overflow, Process, Sides, Socket, State, MAX_GROUPS, MAX_PROCESSES, OTHER,
-    STATE_DIR, STATE_FILE,
+    Counts, Group, Live, Modes, Overflow, Process, Sides, Socket, State, Summary, MAX_GROUPS,
+    MAX_PROCESSES, OTHER, STATE_DIR, STATE_FILE, SUMMARY_FILE,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::OwnedFd;
@@ -210,6 +210,95 @@ fn socket(r: &Record) -> Socket {
     }
 }
 
+/// The open sockets counted per network namespace, by role and mode: the [`MAX_GROUPS`]
+/// namespaces with the most sockets, and how many sockets the others have.
+fn live_counts(live: &[Record]) -> (Vec<Live>, u64) {
+    let mut by_ns: HashMap<u64, Live> = HashMap::new();
+    for r in live {
+        let l = by_ns.entry(r.netns_cookie).or_insert_with(|| Live {
+            netns_cookie: r.netns_cookie,
+            ..Live::default()
+        });
+        let m: &mut Modes = match r.role {
+            kernel::ROLE_CLIENT => &mut l.client,
+            kernel::ROLE_SERVER => &mut l.server,
+            _ => &mut l.listen,
+        };
+        match r.mode {
+            kernel::MODE_SMCR => m.smcr += 1,
+            kernel::MODE_SMCD => m.smcd += 1,
+            kernel::MODE_TCP => m.tcp += 1,
+            _ => m.undecided += 1,
+        }
+    }
+    let mut all: Vec<Live> = by_ns.into_values().collect();
+    let n = |l: &Live| l.client.total() + l.server.total() + l.listen.total();
+    all.sort_by_key(|l| (std::cmp::Reverse(n(l)), l.netns_cookie));
+    let unlisted = all.iter().skip(MAX_GROUPS).map(n).sum();
+    all.truncate(MAX_GROUPS);
+    all.sort_by_key(|l| l.netns_cookie);
+    (all, unlisted)
+}
+
+/// Seconds between two checks of the record of open sockets against smc_diag, while it is not
+/// known to be complete.
+const CENSUS_RECHECK: Duration = Duration::from_secs(10);
+
+/// Whether the record of open sockets holds every SMC socket of the agent's own network
+/// namespace: checked against one smc_diag dump after each attachment (sockets made before the
+/// probes were attached are not recorded) and after the live map overflowed, every
+/// [`CENSUS_RECHECK`] until it does; from then on the probes see every new socket.
+#[derive(Default)]
+struct Census {
+    attachments: u64,
+    live_full: u64,
+    complete: bool,
+    checked: Option<std::time::Instant>,
+}
+
+impl Census {
+    /// The agent's network namespace when its record of open sockets is complete.
+    fn complete_netns(
+        &mut self,
+        live: &[Record],
+        attached: bool,
+        attachments: u64,
+        live_full: u64,
+    ) -> Option<u64> {
+        if (attachments, live_full) != (self.attachments, self.live_full) || !attached {
+            *self = Census {
+                attachments,
+                live_full,
+                ..Census::default()
+            };
+        }
+        if !attached {
+            return None;
+        }
+        let me = smcrun_views::netns::cookie()?;
+        if !self.complete && self.checked.is_none_or(|t| t.elapsed() >= CENSUS_RECHECK) {
+            self.checked = Some(std::time::Instant::now());
+            let dumped = smcrun_telemetry::sock_diag::dump_raw(0)
+                .and_then(|raw| smcrun_telemetry::sock_diag::parse(&raw));
+            if let Ok(dumped) = dumped {
+                self.complete = recorded_all(live, me, dumped.iter().map(|s| s.inode));
+            }
+        }
+        self.complete.then_some(me)
+    }
+}
+
+/// Whether the records `live` hold every socket (by inode) smc_diag showed in namespace `netns`:
+/// a record of that namespace without an inode yet (an accepted socket no process has used)
+/// stands for one socket not matched by inode.
+fn recorded_all(live: &[Record], netns: u64, dumped: impl Iterator<Item = u64>) -> bool {
+    let mine = live.iter().filter(|r| r.netns_cookie == netns);
+    let known: std::collections::HashSet<u64> =
+        mine.clone().map(|r| r.inode).filter(|i| *i != 0).collect();
+    let unnamed = mine.filter(|r| r.inode == 0).count();
+    dumped.filter(|i| !known.contains(i)).count() <= unnamed
+}
+
 /// The state to publish: the ended connections counted so far plus the open ones.
 fn state(
     counted: &Counted,
@@ -218,6 +307,7 @@ fn state(
     attached: bool,
     error: Option<String>,
     attachments: u64,
+    census_netns: Option<u64>,
 ) -> State {
     let mut all = Counted {
         total: counted.total.clone(),
@@ -231,27 +321,45 @@ fn state(
         all.add(r);
     }
     let me = std::process::id();
+    let (live_ns, live_unlisted) = live_counts(live);
     State {
-        agent_pid: me,
-        agent_start_ticks: start_ticks(me),
-        written_ms: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64),
-        attached,
-        error,
-        attachments,
-        total: all.total,
-        processes: all.processes.into_values().collect(),
-        cgroups: groups(&all.cgroups),
-        programs: groups(&all.programs),
-        sockets: live.iter().map(socket).collect(),
-        overflow: Overflow {
-            live_full: kstats.live_full,
-            done_full: kstats.done_full,
-            inflight_full: kstats.inflight_full,
-            stale: kstats.stale,
-            processes_dropped: all.processes_dropped,
+        summary: Summary {
+            agent_pid: me,
+            agent_start_ticks: start_ticks(me),
+            written_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            attached,
+            error,
+            attachments,
+            total: all.total,
+            cgroups: groups(&all.cgroups),
+            programs: groups(&all.programs),
+            live: live_ns,
+            live_unlisted,
+            census_netns,
+            overflow: Overflow {
+                live_full: kstats.live_full,
+                done_full: kstats.done_full,
+                inflight_full: kstats.inflight_full,
+                stale: kstats.stale,
+                processes_dropped: all.processes_dropped,
+            },
         },
+        processes: all.processes.into_values().collect(),
+        sockets: live.iter().map(socket).collect(),
+    }
+}
+
+/// Publishes `st`: the summary (what the exporter reads), then the whole state, each replaced
+/// atomically, root's and 0600.
+fn publish(dir: &OwnedFd, st: &State) {
+    let summary = serde_json::to_vec(&st.summary).expect("the summary serialises");
+    let whole = serde_json::to_vec(st).expect("the state serialises");
+    for (name, bytes) in [(SUMMARY_FILE, summary), (STATE_FILE, whole)] {
+        if let Err(e) = crate::views::exporter::write_atomically_mode(dir, name, &bytes, 0o600) {
+            eprintln!("smcrun agent: writing {STATE_DIR}/{name}: {e}");
+        }
     }
 }
 
@@ -303,6 +411,7 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
     }
     let mut counted = Counted::default();
+    let mut census = Census::default();
     let mut attached: Option<(u64, Agent)> = None;
     let mut attachments = 0u64;
     let mut error: Option<String> = None;
@@ -349,23 +458,24 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
             }
             None => (Vec::new(), kernel::AgentStats::default()),
         };
+        let stats = add_stats(kstats, cur);
+        let census_netns =
+            census.complete_netns(&live, attached.is_some(), attachments, stats.live_full);
         let st = state(
             &counted,
             &live,
-            add_stats(kstats, cur),
+            stats,
             attached.is_some(),
             error.clone(),
             attachments,
+            census_netns,
         );
-        let bytes = serde_json::to_vec(&st).expect("the state serialises");
-        if let Err(e) =
-            crate::views::exporter::write_atomically_mode(&dir, STATE_FILE, &bytes, 0o600)
-        {
-            eprintln!("smcrun agent: writing {STATE_DIR}/{STATE_FILE}: {e}");
-        }
+        publish(&dir, &st);
         std::thread::sleep(Duration::from_millis(a.interval_ms));
     }
-    let _ = std::fs::remove_file(format!("{STATE_DIR}/{STATE_FILE}"));
+    for name in [SUMMARY_FILE, STATE_FILE] {
+        let _ = std::fs::remove_file(format!("{STATE_DIR}/{name}"));
+    }
     ExitCode::SUCCESS
 }
 
@@ -436,5 +546,72 @@ mod tests {
         assert_eq!(c.programs[OTHER].client.smcd, 5);
         let total: u64 = c.programs.values().map(|s| s.client.total()).sum();
         assert_eq!(total, (MAX_GROUPS + 5) as u64);
+    }
+
+    #[test]
+    fn open_sockets_are_counted_per_namespace_role_and_mode_bounded() {
+        let mut live = Vec::new();
+        for ns in 0..MAX_GROUPS as u64 + 3 {
+            // Namespace 0 has the most sockets; the 3 past the bound have one each.
+            let n = if ns == 0 { 5 } else { 1 };
+            for _ in 0..n {
+                live.push(Record {
+                    netns_cookie: ns,
+                    ..rec(kernel::ROLE_LISTEN, kernel::MODE_UNKNOWN, "l", 0)
+                });
+            }
+        }
+        live.push(Record {
+            netns_cookie: 0,
+            ..rec(kernel::ROLE_CLIENT, kernel::MODE_SMCD, "c", 0)
+        });
+        live.push(Record {
+            netns_cookie: 0,
+            ..rec(kernel::ROLE_SERVER, kernel::MODE_TCP, "s", 1)
+        });
+        let (ns, unlisted) = live_counts(&live);
+        assert_eq!(ns.len(), MAX_GROUPS);
+        assert_eq!(unlisted, 3);
+        let zero = ns.iter().find(|l| l.netns_cookie == 0).unwrap();
+        assert_eq!(zero.listen.undecided, 5);
+        assert_eq!(zero.client.smcd, 1);
+        assert_eq!(zero.server.tcp, 1);
+        let st = state(
+            &Counted::default(),
+            &live,
+            kernel::AgentStats::default(),
+            true,
+            None,
+            1,
+            Some(0),
+        );
+        assert_eq!(st.sockets.len(), live.len());
+        assert_eq!(st.summary.live_unlisted, 3);
+        let listed: u64 = st
+            .summary
+            .live
+            .iter()
+            .map(|l| l.client.total() + l.server.total() + l.listen.total())
+            .sum();
+        assert_eq!(listed + 3, live.len() as u64);
+    }
+
+    #[test]
+    fn the_record_is_complete_when_it_holds_every_socket_smc_diag_shows() {
+        let r = |ns: u64, inode: u64| Record {
+            netns_cookie: ns,
+            inode,
+            ..rec(kernel::ROLE_SERVER, kernel::MODE_SMCR, "s", 0)
+        };
+        let live = [r(1, 10), r(1, 11), r(2, 12)];
+        assert!(recorded_all(&live, 1, [10, 11].into_iter()));
+        assert!(recorded_all(&live, 1, std::iter::empty()));
+        // A socket from before the probes (not recorded), or one of another namespace's inode.
+        assert!(!recorded_all(&live, 1, [10, 11, 9].into_iter()));
+        assert!(!recorded_all(&live, 1, [12].into_iter()));
+        // A record with no inode yet stands for one socket.
+        let live = [r(1, 10), r(1, 0)];
+        assert!(recorded_all(&live, 1, [10, 13].into_iter()));
+        assert!(!recorded_all(&live, 1, [10, 13, 14].into_iter()));
     }
 }

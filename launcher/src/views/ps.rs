@@ -331,10 +331,10 @@ pub fn ps(a: &PsArgs) -> ExitCode {
                 processes: &entries,
                 smc_processes: &others,
                 agent: agent.as_ref().ok().map(|s| AgentView {
-                    pid: s.agent_pid,
-                    attached: s.attached,
-                    error: s.error.as_deref(),
-                    overflow: &s.overflow,
+                    pid: s.summary.agent_pid,
+                    attached: s.summary.attached,
+                    error: s.summary.error.as_deref(),
+                    overflow: &s.summary.overflow,
                 }),
                 bpf_scopes: smcrun_views::json::procs::BpfScopesView::new(&scopes),
             })
@@ -419,15 +419,15 @@ pub fn ps(a: &PsArgs) -> ExitCode {
     }
     if a.all {
         let line = match &agent {
-            Ok(s) if s.attached => format!(
+            Ok(s) if s.summary.attached => format!(
                 "\nsmcrun agent (pid {}): KERNEL counts each process's connections since it started, as the kernel saw them{}",
-                s.agent_pid,
-                overflow_text(&s.overflow)
+                s.summary.agent_pid,
+                overflow_text(&s.summary.overflow)
             ),
             Ok(s) => format!(
                 "\nsmcrun agent (pid {}): not attached ({})",
-                s.agent_pid,
-                safe(s.error.as_deref().unwrap_or("?"))
+                s.summary.agent_pid,
+                safe(s.summary.error.as_deref().unwrap_or("?"))
             ),
             Err(e) => format!("\n{e}: process and mode from smc_diag and /proc only"),
         };

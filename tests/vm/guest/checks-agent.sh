@@ -102,12 +102,16 @@ check_agent() {
     grep -q '^smcrun_agent_attached 1' /tmp/ag.prom || fail "no smcrun_agent_attached 1 in the metrics"
     n=$(grep '^smcrun_agent_connections_total{scope="program",name="shapes",role="client",mode="smcr"}' /tmp/ag.prom | awk '{print $2}')
     [ "$n" = 1000 ] || fail "smcrun_agent_connections_total for shapes' SMC-R clients is '$n', expected 1000"
+    # the sockets collector takes the open sockets from the agent's summary: no smc_diag dump
+    grep -q '^smcrun_agent_sockets{role="listen",mode="undecided"}' /tmp/ag.prom || fail "no smcrun_agent_sockets in the metrics: $(jq -c '{attached, census_netns}' /run/smcrun-agent/summary.json 2>&1)"
+    grep -q '^smc_sockets{' /tmp/ag.prom && fail "the metrics dumped smc_diag (smc_sockets) with the agent attached"
     # stopped, it takes its state away (the views then use today's sources)
     kill -TERM $AGENT_PID
     i=0
     while kill -0 $AGENT_PID 2> /dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
     kill -0 $AGENT_PID 2> /dev/null && fail "the agent did not stop on SIGTERM"
     [ -e $AGENT_STATE ] && fail "the agent left $AGENT_STATE behind when it stopped"
+    [ -e /run/smcrun-agent/summary.json ] && fail "the agent left its summary.json behind when it stopped"
     cat /tmp/ag.log
     ok
 }
