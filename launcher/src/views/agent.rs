@@ -94,6 +94,10 @@ struct Counted {
     programs: BTreeMap<String, Sides>,
     processes_dropped: u64,
     cgroup_paths: HashMap<u64, String>,
+    /// Start times read from /proc in this interval, by pid: one read per process, not one per
+    /// socket (10,000 open sockets of one server are one read). Emptied every interval, since a
+    /// pid can be reused.
+    ticks: HashMap<u32, u64>,
 }
 
 fn start_ticks(pid: u32) -> u64 {
@@ -129,6 +133,11 @@ fn cgroup_path(id: u64) -> String {
 }
 
 impl Counted {
+    /// `pid`'s start time, read once per interval.
+    fn ticks_of(&mut self, pid: u32) -> u64 {
+        *self.ticks.entry(pid).or_insert_with(|| start_ticks(pid))
+    }
+
     fn cgroup_name(&mut self, id: u64) -> String {
         if let Some(p) = self.cgroup_paths.get(&id) {
             return p.clone();
@@ -143,14 +152,14 @@ impl Counted {
     /// The process entry of a record, made when new (dropping a gone process's counts when
     /// there are [`MAX_PROCESSES`]).
     fn process(&mut self, r: &Record) -> &mut Process {
-        let ticks = start_ticks(r.tgid);
+        let ticks = self.ticks_of(r.tgid);
         let key = (r.tgid, ticks);
         if !self.processes.contains_key(&key) && self.processes.len() >= MAX_PROCESSES {
-            let victim = self
-                .processes
-                .keys()
-                .find(|(pid, t)| start_ticks(*pid) != *t)
-                .or_else(|| self.processes.keys().next())
+            let keys: Vec<(u32, u64)> = self.processes.keys().copied().collect();
+            let victim = keys
+                .iter()
+                .find(|(pid, t)| self.ticks_of(*pid) != *t)
+                .or(keys.first())
                 .copied();
             if let Some(v) = victim {
                 self.processes.remove(&v);
@@ -316,8 +325,12 @@ fn state(
         programs: counted.programs.clone(),
         processes_dropped: counted.processes_dropped,
         cgroup_paths: counted.cgroup_paths.clone(),
+        ticks: counted.ticks.clone(),
     };
-    for r in live {
+    // An open connection is counted once the kernel has decided its mode (which then never
+    // changes), not while its handshake runs: counted as "not seen" now and as SMC-R at the next
+    // interval, a counter would go down. One that ends undecided is counted "not seen" then.
+    for r in live.iter().filter(|r| r.mode != kernel::MODE_UNKNOWN) {
         all.add(r);
     }
     let me = std::process::id();
@@ -418,6 +431,7 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
     let mut kstats = kernel::AgentStats::default();
     let mut said = String::new();
     while !STOP.load(Ordering::Relaxed) {
+        counted.ticks.clear();
         let gen = kernel::smc_generation();
         if attached.as_ref().map(|(g, _)| Some(*g)) != Some(gen) {
             // smc went away, or came back as a new load: what was attached is of no use.
@@ -613,5 +627,43 @@ mod tests {
         let live = [r(1, 10), r(1, 0)];
         assert!(recorded_all(&live, 1, [10, 13].into_iter()));
         assert!(!recorded_all(&live, 1, [10, 13, 14].into_iter()));
+    }
+
+    #[test]
+    fn an_open_connection_is_counted_once_its_mode_is_decided_so_no_count_goes_down() {
+        let st = |mode| {
+            state(
+                &Counted::default(),
+                &[rec(kernel::ROLE_CLIENT, mode, "c", 0)],
+                kernel::AgentStats::default(),
+                true,
+                None,
+                1,
+                None,
+            )
+            .summary
+            .total
+            .client
+        };
+        // In its handshake: not counted at all (not "not seen", which would then go down).
+        let early = st(kernel::MODE_UNKNOWN);
+        assert_eq!(early.total(), 0, "{early:?}");
+        let later = st(kernel::MODE_SMCR);
+        assert_eq!((later.smcr, later.not_seen), (1, 0));
+        // Ended undecided, it is "not seen".
+        let mut c = Counted::default();
+        c.add(&rec(kernel::ROLE_CLIENT, kernel::MODE_UNKNOWN, "c", 0));
+        assert_eq!(c.total.client.not_seen, 1);
+    }
+
+    #[test]
+    fn a_process_start_time_is_read_once_per_interval() {
+        let mut c = Counted::default();
+        for _ in 0..3 {
+            c.add(&rec(kernel::ROLE_SERVER, kernel::MODE_SMCR, "s", 0));
+        }
+        assert_eq!(c.ticks.len(), 1);
+        assert_eq!(c.processes.len(), 1);
+        assert_eq!(c.processes.values().next().unwrap().sides.server.smcr, 3);
     }
 }
