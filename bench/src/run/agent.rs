@@ -303,6 +303,8 @@ fn idle_cpu_ms_per_s(ctx: &Ctx) -> Result<f64, String> {
 #[derive(Default)]
 struct AgentSide {
     cpu_ms: Vec<f64>,
+    /// The agent process's CPU against the rest of the machine's in the same run (%).
+    share: Vec<f64>,
     hwm_kb: Vec<f64>,
     client_smcr: u64,
     server_smcr: u64,
@@ -362,7 +364,9 @@ fn measure(ctx: &Ctx) -> Result<Vec<Row>, String> {
                 wall[s].push(r.wall_ms);
                 kernel_smcr[s] += r.kernel_smcr;
                 if let (Some(pid), Some(before), Some(a0)) = (pid, before, a0) {
-                    b.cpu_ms.push(process_cpu_ms(pid) - a0);
+                    let own = process_cpu_ms(pid) - a0;
+                    b.cpu_ms.push(own);
+                    b.share.push(own * 100.0 / (r.cpu_ms - own));
                     let after = check_counted(pid, &before, n, r.kernel_smcr)?;
                     b.client_smcr += after.total.client.smcr - before.total.client.smcr;
                     b.server_smcr += after.total.server.smcr - before.total.server.smcr;
@@ -424,6 +428,15 @@ fn measure(ctx: &Ctx) -> Result<Vec<Row>, String> {
             interval,
             &b.cpu_ms,
         ),
+        Row::single(
+            GROUP,
+            "the agent process's CPU against the rest of the machine's in the same B run: a \
+             lower bound of B/A − 1 that no drift between runs blurs (the probes' cost is not in it)",
+            "%",
+            interval,
+            &b.share,
+        )
+        .goal(Goal::AtMost(3.0)),
         Row::single(
             GROUP,
             "the agent process's CPU per connection",
