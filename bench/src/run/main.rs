@@ -6,8 +6,11 @@
 //! something failed (a missing tool is a skipped row, said in the report).
 //!
 //! Names: hooks, preload, launcher, redis, runtime, vm (the views, the echo test and the redis
-//! A/B inside the VM test bed: one boot).
+//! A/B inside the VM test bed: one boot), vm-smcd (the echo test and the redis A/B with SMC-D: one
+//! boot of the project's SMC-D kernel), vm-agent (what `smcrun agent` costs 20,000 short SMC-R
+//! connections, and its memory: one boot).
 
+mod agent;
 mod exec;
 mod hooks;
 mod proc;
@@ -27,6 +30,8 @@ pub struct Ctx {
     pub quick: bool,
     /// The repository (bench/results and tests/vm live there).
     pub repo: PathBuf,
+    /// `--pairs N`: every measurement's pairs (a shorter run than the full counts' at full size).
+    pub pairs_override: Option<usize>,
     /// The folder of the built binaries (target/release).
     pub bin: PathBuf,
     /// The shim measured.
@@ -40,7 +45,9 @@ pub struct Ctx {
 impl Ctx {
     /// Pairs for the headline figures.
     pub fn pairs(&self) -> usize {
-        if self.quick {
+        if let Some(n) = self.pairs_override {
+            n
+        } else if self.quick {
             3
         } else {
             9
@@ -49,7 +56,9 @@ impl Ctx {
 
     /// Pairs inside the VM (TCG is slow, and its figures are not headlines).
     pub fn vm_pairs(&self) -> usize {
-        if self.quick {
+        if let Some(n) = self.pairs_override {
+            n
+        } else if self.quick {
             1
         } else {
             5
@@ -57,13 +66,13 @@ impl Ctx {
     }
 }
 
-const NAMES: [&str; 7] = [
-    "hooks", "preload", "launcher", "redis", "runtime", "vm", "vm-smcd",
+const NAMES: [&str; 8] = [
+    "hooks", "preload", "launcher", "redis", "runtime", "vm", "vm-smcd", "vm-agent",
 ];
 
 fn usage() -> ! {
     eprintln!(
-        "usage: bench/run [--quick] [--only NAME...] | --replot [FILE]\n  NAME: {}\n  --quick: tiny counts (CI); results in bench/results/quick.*\n  --replot: the table and the chart again from FILE (default bench/results/latest.json)",
+        "usage: bench/run [--quick] [--pairs N] [--only NAME...] | --replot [FILE]\n  NAME: {}\n  --quick: tiny counts (CI); results in bench/results/quick.*\n  --pairs N: N pairs for every measurement (the counts stay)\n  --replot: the table and the chart again from FILE (default bench/results/latest.json)",
         NAMES.join(", ")
     );
     std::process::exit(2)
@@ -150,6 +159,8 @@ fn main() {
     let mut quick = false;
     let mut guest = false;
     let mut smcd = false;
+    let mut agent_guest = false;
+    let mut pairs_override = None;
     let mut replot: Option<Option<PathBuf>> = None;
     let mut only: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1).peekable();
@@ -158,6 +169,17 @@ fn main() {
             "--quick" => quick = true,
             "--guest" => guest = true,
             "--smcd" => smcd = true,
+            "--agent" => agent_guest = true,
+            "--pairs" => {
+                let v = args.next().unwrap_or_default();
+                match v.parse::<usize>() {
+                    Ok(n) if n >= 1 => pairs_override = Some(n),
+                    _ => {
+                        eprintln!("bench/run: --pairs takes a count of 1 or more, not \"{v}\"");
+                        std::process::exit(2);
+                    }
+                }
+            }
             "--replot" => replot = Some(args.next_if(|n| !n.starts_with("--")).map(PathBuf::from)),
             "--only" => {
                 while let Some(n) = args.next_if(|n| !n.starts_with("--")) {
@@ -194,6 +216,7 @@ fn main() {
     }
     let ctx = Ctx {
         quick,
+        pairs_override,
         repo,
         shim: bin.join("libsmcrun_shim.so"),
         smcrun: bin.join("smcrun"),
@@ -216,7 +239,11 @@ fn main() {
         std::process::exit(i32::from(!write_outputs(&ctx, &report, true)));
     }
     if guest {
-        let r = vm::guest(&ctx, if smcd { vm::Tech::SmcD } else { vm::Tech::SmcR });
+        let r = if agent_guest {
+            agent::guest(&ctx)
+        } else {
+            vm::guest(&ctx, if smcd { vm::Tech::SmcD } else { vm::Tech::SmcR })
+        };
         let _ = std::fs::remove_dir_all(&ctx.work);
         if let Err(e) = r {
             eprintln!("bench-run --guest: {e}");
@@ -253,6 +280,7 @@ fn main() {
             "redis" => redis::host(&ctx),
             "runtime" => runtime::run(&ctx),
             "vm" => vm::host(&ctx),
+            "vm-agent" => agent::host(&ctx),
             _ => vm::host_smcd(&ctx),
         };
         match got {

@@ -207,7 +207,7 @@ fn summary_cell(s: Option<Summary>, unit: &str) -> String {
 }
 
 /// The group headings of the table, in the order the issue lists them.
-pub const GROUPS: [(&str, &str); 8] = [
+pub const GROUPS: [(&str, &str); 9] = [
     ("hooks", "1. Hook cost per call (host, fallback path)"),
     (
         "preload",
@@ -227,6 +227,10 @@ pub const GROUPS: [(&str, &str); 8] = [
     (
         "smcd",
         "8. SMC-D loopback against TCP, preload against BPF mode (VM, TCG, the project's SMC-D kernel)",
+    ),
+    (
+        "agent",
+        "9. The agent's cost: short SMC-R connections without and with `smcrun agent` (VM, TCG)",
     ),
 ];
 

@@ -37,7 +37,8 @@ fn holder(ctx: &Ctx, shim: bool) -> Result<Child, String> {
     Ok(child)
 }
 
-fn status_kb(pid: u32, key: &str) -> Option<f64> {
+/// A `KEY: N kB` field of /proc/PID/status (`VmRSS:`, `VmHWM:`), in kB.
+pub(crate) fn status_kb(pid: u32, key: &str) -> Option<f64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()
         .find(|l| l.starts_with(key))?

@@ -18,13 +18,13 @@ use std::process::{Command, Stdio};
 /// Host side of measurements 6 and 7: boots the VM (Debian's kernel, SMC-R) once and collects
 /// the guest's rows.
 pub fn host(ctx: &Ctx) -> Result<Vec<Row>, String> {
-    boot(ctx, Tech::SmcR)
+    boot(ctx, Tech::SmcR, Tech::SmcR.group(), "", 3600)
 }
 
 /// Host side of measurement 8: boots the project's SMC-D kernel (`tests/vm/run --kernel smcd`,
 /// built and cached on first use) once and collects the guest's rows.
 pub fn host_smcd(ctx: &Ctx) -> Result<Vec<Row>, String> {
-    boot(ctx, Tech::SmcD)
+    boot(ctx, Tech::SmcD, Tech::SmcD.group(), " --smcd", 3600)
 }
 
 /// Which SMC the guest measures against TCP.
@@ -74,9 +74,16 @@ impl Tech {
     }
 }
 
-/// Boots the VM once for `tech` and collects the guest's rows.
-fn boot(ctx: &Ctx, tech: Tech) -> Result<Vec<Row>, String> {
-    let group = tech.group();
+/// Boots the VM once with `tech`'s kernel, runs `bench-run --guest{guest_args}` there and
+/// collects the guest's rows (`group` names the row of a VM that could not run; `limit` is the
+/// guest's seconds at full counts, 900 with `--quick`).
+pub(crate) fn boot(
+    ctx: &Ctx,
+    tech: Tech,
+    group: &str,
+    guest_args: &str,
+    limit: u64,
+) -> Result<Vec<Row>, String> {
     let runner = ctx.repo.join("tests/vm/run");
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -93,12 +100,13 @@ fn boot(ctx: &Ctx, tech: Tech) -> Result<Vec<Row>, String> {
             "no tests/vm/run",
         )]);
     }
-    let limit = if ctx.quick { 900 } else { 3600 };
+    let limit = if ctx.quick { 900 } else { limit };
     let cmd = format!(
         "mount -t bpf bpf /sys/fs/bpf; mkdir -p /sys/fs/cgroup; mount -t cgroup2 none /sys/fs/cgroup; \
-         ulimit -n 65536; bench-run --guest{}{}",
-        if tech == Tech::SmcD { " --smcd" } else { "" },
-        if ctx.quick { " --quick" } else { "" }
+         ulimit -n 65536; bench-run --guest{guest_args}{}{}",
+        if ctx.quick { " --quick" } else { "" },
+        ctx.pairs_override
+            .map_or(String::new(), |n| format!(" --pairs {n}"))
     );
     let kernel = match tech {
         Tech::SmcR => "debian",
@@ -145,7 +153,7 @@ fn boot(ctx: &Ctx, tech: Tech) -> Result<Vec<Row>, String> {
 }
 
 /// The guest's kernel and vCPUs, for the notes.
-fn guest_note(tech: Tech) -> String {
+pub(crate) fn guest_note(tech: Tech) -> String {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     format!("guest {}, {cpus} vCPUs; {}", kernel.trim(), tech.caveat())
@@ -211,7 +219,7 @@ fn views(ctx: &Ctx) -> Result<Vec<Row>, String> {
 }
 
 /// The kernel's client successes of `tech` so far (v1 + v2), from `smcrun stats --json`.
-fn clients(ctx: &Ctx, tech: Tech) -> f64 {
+pub(crate) fn clients(ctx: &Ctx, tech: Tech) -> f64 {
     let Ok(out) = output(Command::new(&ctx.smcrun).args(["stats", "--json"])) else {
         return f64::NAN;
     };
