@@ -236,6 +236,18 @@ pub fn smc_generation() -> Option<u64> {
     std::fs::metadata("/sys/module/smc").ok().map(|m| m.ino())
 }
 
+/// The records of a map keyed by `key_size` bytes, read (and with `take`, deleted) in batches.
+fn records(
+    map: std::os::fd::BorrowedFd<'_>,
+    key_size: usize,
+    take: bool,
+) -> Result<Vec<Record>, Error> {
+    let size = std::mem::size_of::<Record>();
+    let (_, values) = sys::map_entries(map, key_size, size, take)
+        .map_err(|e| Error::io("reading the agent's BPF map", e))?;
+    Ok(values.chunks_exact(size).map(from_bytes).collect())
+}
+
 /// The loaded, attached agent programs and their maps (detached when dropped).
 #[derive(Debug)]
 pub struct Agent {
@@ -274,31 +286,16 @@ impl Agent {
 
     /// The sockets alive now.
     pub fn live(&self) -> Result<Vec<Record>, Error> {
-        let m = self.inst.map("live")?.fd();
-        let keys = sys::map_keys(m, 8).map_err(|e| Error::io("listing a BPF map", e))?;
-        let mut out = Vec::with_capacity(keys.len());
-        for k in keys {
-            let key: u64 = from_bytes(&k);
-            if let Some(r) = crate::maps::get::<u64, Record>(m, &key)? {
-                out.push(r);
-            }
-        }
-        Ok(out)
+        records(self.inst.map("live")?.fd(), 8, false)
     }
 
     /// Takes the ended records out of the kernel's `done` map.
     pub fn drain(&self) -> Result<Vec<Record>, Error> {
-        let m = self.inst.map("done")?.fd();
-        let keys = sys::map_keys(m, std::mem::size_of::<DoneKey>())
-            .map_err(|e| Error::io("listing a BPF map", e))?;
-        let mut out = Vec::with_capacity(keys.len());
-        for k in keys {
-            let key: DoneKey = from_bytes(&k);
-            if let Some(r) = crate::maps::get::<DoneKey, Record>(m, &key)? {
-                out.push(r);
-            }
-            sys::map_delete(m, &k).map_err(|e| Error::io("writing a BPF map", e))?;
-        }
+        let mut out = records(
+            self.inst.map("done")?.fd(),
+            std::mem::size_of::<DoneKey>(),
+            true,
+        )?;
         out.sort_by_key(|r| r.end_ns);
         Ok(out)
     }

@@ -186,7 +186,8 @@ pub struct Summary {
     pub agent_pid: u32,
     /// Its start time (clock ticks after boot).
     pub agent_start_ticks: u64,
-    /// When this was written (milliseconds since the epoch).
+    /// When this was written (milliseconds since the epoch): the agent writes only when
+    /// something changed, so an idle agent's file keeps the time of the last change.
     pub written_ms: u64,
     /// Whether the probes are attached (false while smc is not loaded).
     pub attached: bool,

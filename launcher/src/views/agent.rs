@@ -430,6 +430,7 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
     let mut error: Option<String> = None;
     let mut kstats = kernel::AgentStats::default();
     let mut said = String::new();
+    let mut published = None;
     while !STOP.load(Ordering::Relaxed) {
         counted.ticks.clear();
         let gen = kernel::smc_generation();
@@ -459,10 +460,14 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
                 said = now;
             }
         }
+        let mut drained = false;
         let (live, cur) = match &attached {
             Some((_, ag)) => {
                 match ag.drain() {
-                    Ok(done) => done.iter().for_each(|r| counted.add(r)),
+                    Ok(done) => {
+                        drained = !done.is_empty();
+                        done.iter().for_each(|r| counted.add(r))
+                    }
                     Err(e) => eprintln!("smcrun agent: {e}"),
                 }
                 (
@@ -475,16 +480,25 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
         let stats = add_stats(kstats, cur);
         let census_netns =
             census.complete_netns(&live, attached.is_some(), attachments, stats.live_full);
+        // Nothing ended and the open sockets, counters and status as last published: the files
+        // say it already (an idle agent then costs three map reads an interval, no writes).
+        let now = (live, stats, error.clone(), attachments, census_netns);
+        if !drained && published.as_ref() == Some(&now) {
+            std::thread::sleep(Duration::from_millis(a.interval_ms));
+            continue;
+        }
+        let (live, stats, _, _, census_netns) = &now;
         let st = state(
             &counted,
-            &live,
-            stats,
+            live,
+            *stats,
             attached.is_some(),
             error.clone(),
             attachments,
-            census_netns,
+            *census_netns,
         );
         publish(&dir, &st);
+        published = Some(now);
         std::thread::sleep(Duration::from_millis(a.interval_ms));
     }
     for name in [SUMMARY_FILE, STATE_FILE] {
