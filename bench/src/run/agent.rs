@@ -21,7 +21,7 @@ use crate::runtime::status_kb;
 use crate::stats::order;
 use crate::vm::{self, Tech};
 use crate::Ctx;
-use smcrun_views::agent::{self as published, Counts, State};
+use smcrun_views::agent::{self as published, Counts, Summary};
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -140,7 +140,7 @@ fn start_agent(ctx: &Ctx) -> Result<Child, String> {
         .map_err(|e| format!("cannot run smcrun agent: {e}"))?;
     let t = Instant::now();
     loop {
-        if let Ok(s) = published::read() {
+        if let Ok(s) = published::read_summary() {
             if s.agent_pid == child.id() && s.attached {
                 return Ok(child);
             }
@@ -159,9 +159,9 @@ fn start_agent(ctx: &Ctx) -> Result<Child, String> {
     }
 }
 
-/// The agent's published state (it must be the agent `pid`'s).
-fn agent_state(pid: u32) -> Result<State, String> {
-    let s = published::read().map_err(|e| e.to_string())?;
+/// The agent's published summary (it must be the agent `pid`'s).
+fn agent_state(pid: u32) -> Result<Summary, String> {
+    let s = published::read_summary().map_err(|e| e.to_string())?;
     if s.agent_pid != pid {
         return Err(format!("the state is agent {}'s, not {pid}'s", s.agent_pid));
     }
@@ -254,7 +254,7 @@ fn counted(after: &Counts, before: &Counts) -> [u64; 4] {
 /// Waits (outside the measurement) until the agent `pid` has counted `n` more connections of
 /// each side than in `before`, and checks them against the kernel's `kernel_smcr`: all of them,
 /// as many SMC-R as the kernel counted, none lost. Returns its client and server counts.
-fn check_counted(pid: u32, before: &State, n: u32, kernel_smcr: f64) -> Result<State, String> {
+fn check_counted(pid: u32, before: &Summary, n: u32, kernel_smcr: f64) -> Result<Summary, String> {
     let n = u64::from(n);
     let t = Instant::now();
     let s = loop {
