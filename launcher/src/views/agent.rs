@@ -10,6 +10,7 @@ use smcrun_views::agent::{
     Counts, Group, Overflow, Process, Sides, Socket, State, MAX_GROUPS, MAX_PROCESSES, OTHER,
     STATE_DIR, STATE_FILE,
 };
+use smcrun_telemetry::features::{kernel_release, KPROBE_MISSED};
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::OwnedFd;
 use std::process::ExitCode;
@@ -251,6 +252,8 @@ fn state(
             inflight_full: kstats.inflight_full,
             stale: kstats.stale,
             processes_dropped: all.processes_dropped,
+            // the probes' own count: agent() sets it
+            probes_missed: None,
         },
     }
 }
@@ -277,12 +280,25 @@ fn state_dir() -> Result<OwnedFd, String> {
 
 /// `smcrun agent`.
 pub fn agent(a: &AgentArgs) -> ExitCode {
-    if let Err(why) = kernel::support() {
-        eprintln!("smcrun agent: this kernel cannot run the agent: {why}");
-        return ExitCode::from(Exit::Unavailable);
-    }
+    let smc = match kernel::check() {
+        Ok(smc) => smc,
+        Err(why) => {
+            eprintln!("smcrun agent: this kernel cannot run the agent: {why}");
+            return ExitCode::from(Exit::Unavailable);
+        }
+    };
     if a.check {
-        println!("smcrun agent: this kernel can run the agent (kprobes, BTF)");
+        let how = match smc {
+            kernel::Smc::BuiltIn => "smc built in, its types in the kernel's BTF",
+            kernel::Smc::Module => "smc a module, with its BTF",
+            kernel::Smc::NotLoaded => "smc a module, not loaded now: attached when it is",
+        };
+        let missed = if KPROBE_MISSED.missing_in(&kernel_release()) == Some(false) {
+            "missed probe runs counted".to_string()
+        } else {
+            format!("missed probe runs not counted: {}", KPROBE_MISSED.since_text())
+        };
+        println!("smcrun agent: this kernel can run the agent (kprobes, BTF; {how}; {missed})");
         return ExitCode::SUCCESS;
     }
     // SAFETY: geteuid has no preconditions.
@@ -307,6 +323,8 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
     let mut attachments = 0u64;
     let mut error: Option<String> = None;
     let mut kstats = kernel::AgentStats::default();
+    // Missed probe runs of the attachments before this one (`None`: the kernel does not count).
+    let mut missed_before = Some(0u64);
     let mut said = String::new();
     while !STOP.load(Ordering::Relaxed) {
         let gen = kernel::smc_generation();
@@ -318,6 +336,7 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
                 }
                 let s = old.stats().unwrap_or_default();
                 kstats = add_stats(kstats, s);
+                missed_before = missed_before.zip(old.probes_missed()).map(|(a, b)| a + b);
             }
             error = match gen {
                 None => Some("smc is not loaded".to_string()),
@@ -336,6 +355,10 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
                 said = now;
             }
         }
+        let missed = match &attached {
+            Some((_, ag)) => missed_before.zip(ag.probes_missed()).map(|(a, b)| a + b),
+            None => missed_before,
+        };
         let (live, cur) = match &attached {
             Some((_, ag)) => {
                 match ag.drain() {
@@ -357,6 +380,8 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
             error.clone(),
             attachments,
         );
+        let mut st = st;
+        st.overflow.probes_missed = missed;
         let bytes = serde_json::to_vec(&st).expect("the state serialises");
         if let Err(e) =
             crate::views::exporter::write_atomically_mode(&dir, STATE_FILE, &bytes, 0o600)

@@ -4,7 +4,8 @@
 #
 # shellcheck disable=SC2015,SC2086,SC2016,SC2154
 
-CHECK_LIMIT_agent=400
+CHECK_LIMIT_agent=600
+CHECK_LIMIT_smcd_agent=600
 
 AGENT_STATE=/run/smcrun-agent/state.json
 
@@ -25,61 +26,100 @@ agent_wait() {
     done
 }
 
-# agent_pair NAME PORT ENV PREFIX: a server (serve-n) and a client (hammer, 8 threads), 500 short
-# connections, under PREFIX (empty, or smcrun) with the environment ENV, each holding its process
-# afterwards; asserts the agent counted every connection of both by mode: 500 SMC-R, 0 not seen.
+# agent_pair NAME PORT N MODE ENV PREFIX: a server (serve-n) and a client (hammer, 8 threads), N
+# short connections, under PREFIX (empty, `smcrun` or `smcrun --bpf --`) with the environment ENV,
+# each holding its process afterwards; asserts the agent counted every connection of both in MODE
+# (smcr or smcd): N, 0 of the other modes, 0 not seen, and `why --json` and `ps --all --json` say
+# the same. Under the preload (a report in `why --json`), the report agrees with the agent: the
+# same total and TCP, its SMC-R/SMC-D/"SMC, mode not read" together the agent's SMC, and neither
+# SMC-R nor SMC-D above the agent's.
 agent_pair() {
-    local name=$1 p=$2 env=$3 pre=$4 spid cpid side pid q
+    local name=$1 p=$2 n=$3 mode=$4 env=$5 pre=$6 spid cpid side pid q r
     rm -f /tmp/$name.sin /tmp/$name.cin
     mkfifo /tmp/$name.sin /tmp/$name.cin
-    sh -c "exec env SHAPES_HOLD=1 $env $pre shapes serve-n $p 500" < /tmp/$name.sin > /tmp/$name.srv 2>&1 &
+    sh -c "exec env SHAPES_HOLD=1 $env $pre shapes serve-n $p $n" < /tmp/$name.sin > /tmp/$name.srv 2>&1 &
     spid=$!
     echo $spid >> /tmp/check.pids
     exec 4> /tmp/$name.sin
     wait_for /tmp/$name.srv '^listening=' 100 || fail "$name: the server did not listen: $(first "$(cat /tmp/$name.srv)")"
-    sh -c "exec env SHAPES_HOLD=1 $env $pre shapes hammer 127.0.0.1:$p 500 8" < /tmp/$name.cin > /tmp/$name.cli 2>&1 &
+    sh -c "exec env SHAPES_HOLD=1 $env $pre shapes hammer 127.0.0.1:$p $n 8" < /tmp/$name.cin > /tmp/$name.cli 2>&1 &
     cpid=$!
     echo $cpid >> /tmp/check.pids
     exec 5> /tmp/$name.cin
     wait_for /tmp/$name.cli '^holding' 1200 || fail "$name: the client did not finish: $(first "$(cat /tmp/$name.cli)")"
     wait_for /tmp/$name.srv '^holding' 300 || fail "$name: the server did not finish: $(first "$(cat /tmp/$name.srv)")"
-    grep -q '^made=500 failed=0' /tmp/$name.cli || fail "$name: the clients: $(first "$(cat /tmp/$name.cli)")"
+    grep -q "^made=$n failed=0" /tmp/$name.cli || fail "$name: the clients: $(first "$(cat /tmp/$name.cli)")"
     for side in client:$cpid server:$spid; do
         pid=${side#*:}
         side=${side%%:*}
         q=".processes[] | select(.pid == $pid) | .sides.$side"
-        agent_wait "[$q | .smcr] == [500]" 50 ||
+        agent_wait "[$q | .$mode] == [$n]" 50 ||
             fail "$name: the agent counted for the $side (pid $pid): $(jq -c "[$q]" $AGENT_STATE)"
-        [ "$(jq "[$q | .not_seen, .tcp, .smcd] | add" $AGENT_STATE)" = 0 ] ||
-            fail "$name: the $side has connections not SMC-R: $(jq -c "[$q]" $AGENT_STATE)"
+        [ "$(jq "[$q | .not_seen, .tcp, .smcr, .smcd] | add" $AGENT_STATE)" = $n ] ||
+            fail "$name: the $side has connections not $mode: $(jq -c "[$q]" $AGENT_STATE)"
         echo "$name $side (pid $pid): $(jq -c "$q | {smcr, smcd, tcp, not_seen, tx_bytes, rx_bytes}" $AGENT_STATE)"
         # the views take the process and its modes from the agent
         smcrun why $pid --json > /tmp/$name.why 2>&1 || fail "$name: smcrun why $pid failed: $(first "$(cat /tmp/$name.why)")"
-        [ "$(jq ".kernel.sides.$side.smcr" /tmp/$name.why)" = 500 ] || fail "$name: smcrun why $pid --json: $(head -c 300 /tmp/$name.why)"
+        [ "$(jq ".kernel.sides.$side.$mode" /tmp/$name.why)" = $n ] || fail "$name: smcrun why $pid --json: $(head -c 300 /tmp/$name.why)"
         smcrun why $pid | grep -A3 '^kernel'
         smcrun ps --all --json > /tmp/$name.ps 2>&1 || fail "$name: smcrun ps --all failed: $(first "$(cat /tmp/$name.ps)")"
-        [ "$(jq "[.smc_processes[] | select(.pid == $pid) | .kernel.$side.smcr]" -c /tmp/$name.ps)" = "[500]" ] ||
-            fail "$name: ps --all --json does not count 500 SMC-R for pid $pid: $(jq -c "[.smc_processes[] | select(.pid == $pid)]" /tmp/$name.ps)"
+        [ "$(jq "[.smc_processes[] | select(.pid == $pid) | .kernel.$side.$mode]" -c /tmp/$name.ps)" = "[$n]" ] ||
+            fail "$name: ps --all --json does not count $n $mode for pid $pid: $(jq -c "[.smc_processes[] | select(.pid == $pid)]" /tmp/$name.ps)"
+        case $pre in
+        smcrun) agent_report $name $pid $side $n ;;
+        *) [ "$(jq .report /tmp/$name.why)" = null ] || fail "$name: why $pid --json has a preload report for a program not under the preload: $(jq -c .report.connections /tmp/$name.why)" ;;
+        esac
     done
     smcrun ps --all | tail -n 4
     AGENT_CPID=$cpid
     AGENT_SPID=$spid
 }
 
+# agent_report NAME PID SIDE N: the preload's own report of PID (`why --json`'s .report, written
+# by its runtime) agrees with the agent's counts of its SIDE (.kernel).
+agent_report() {
+    local name=$1 pid=$2 side=$3 n=$4 i=0 r
+    # the runtime writes the report on its own beat: until it has all N
+    while [ "$(jq '.report.connections | .smc_r + .smc_d + .smc_unknown + .tcp' /tmp/$name.why 2> /dev/null)" != $n ]; do
+        [ $i -ge 50 ] && fail "$name: the preload's report of pid $pid does not count $n classified connections: $(jq -c .report.connections /tmp/$name.why)"
+        sleep 0.2
+        smcrun why $pid --json > /tmp/$name.why 2>&1
+        i=$((i + 1))
+    done
+    r=$(jq -r --arg s $side '.report.connections as $r | .kernel.sides[$s] as $k |
+        [($r.total == ($k.smcr + $k.smcd + $k.tcp + $k.not_seen)),
+         ($r.tcp == $k.tcp),
+         (($r.smc_r + $r.smc_d + $r.smc_unknown) == ($k.smcr + $k.smcd)),
+         ($r.smc_r <= $k.smcr), ($r.smc_d <= $k.smcd)] | all' /tmp/$name.why)
+    echo "$name $side (pid $pid): the preload's report $(jq -c '.report.connections | {total, smc_r, smc_d, smc_unknown, tcp}' /tmp/$name.why)"
+    [ "$r" = true ] || fail "$name: the preload's report of pid $pid and the agent disagree: report $(jq -c .report.connections /tmp/$name.why), kernel $(jq -c .kernel.sides.$side /tmp/$name.why)"
+}
+
+# agent_lost: nothing lost (the kernel maps' overflow, and the probes' missed runs where the kernel
+# counts them: null before 6.7)
+agent_lost() {
+    jq -c .overflow $AGENT_STATE
+    jq -e '.overflow | .live_full + .done_full + .inflight_full + (.probes_missed // 0) == 0' $AGENT_STATE > /dev/null ||
+        fail "the agent lost records: $(jq -c .overflow $AGENT_STATE)"
+}
+
 # agent: the agent attaches to smc.ko, classifies 500 short SMC-R connections of a native AF_SMC
-#   program (no shim) and 500 of the preload on both sides (0 "mode not seen"), its overflow
-#   counters stay 0, and it follows smc being unloaded and loaded again.
+#   program (no shim), 500 of the preload (whose own report agrees) and 500 in BPF mode on both
+#   sides (0 "mode not seen"), its overflow counters (and missed probe runs) stay 0, and it follows
+#   smc being unloaded and loaded again.
 check_agent() {
     need_setup
     need_prog shapes
     smcrun agent --check || fail "smcrun agent --check says this kernel cannot run the agent"
     agent_up
-    agent_pair ag-native 7201 SHAPES_FAMILY=smc ""
-    agent_pair ag-preload 7202 "" smcrun
+    bpf_setup
+    agent_pair ag-native 7201 500 smcr SHAPES_FAMILY=smc ""
     exec 4>&- 5>&-
-    jq -c .overflow $AGENT_STATE
-    jq -e '.overflow | .live_full + .done_full + .inflight_full == 0' $AGENT_STATE > /dev/null ||
-        fail "the agent lost records: $(jq -c .overflow $AGENT_STATE)"
+    agent_pair ag-preload 7202 500 smcr "" smcrun
+    exec 4>&- 5>&-
+    agent_pair ag-bpf 7203 500 smcr "" "smcrun --bpf --"
+    exec 4>&- 5>&-
+    agent_lost
     # smc goes: the agent does not hold it, says so, and attaches again when it is back.
     sleep 1
     smc_unload || fail "rmmod smc failed with the agent running: $(first "$(cat /tmp/smc.rmmod)")"
@@ -94,14 +134,14 @@ check_agent() {
         echo "agent: the first link after the reload timed out confirming (0x02010000, the kernel's wait under TCG): one more demo"
         smcrun demo --json --connections 1 --bytes 64k > /tmp/ag.demo 2>&1 || fail "smcrun demo after the reload failed: $(lastl "$(cat /tmp/ag.demo)")"
     fi
-    agent_wait '.total.client.smcr >= 1001' 50 ||
+    agent_wait '.total.client.smcr >= 1501' 50 ||
         fail "the demo's connection after the reload was not counted: $(jq -c .total.client $AGENT_STATE)"
     # the exporter's series from the agent
     smcrun metrics > /tmp/ag.prom 2>&1 || fail "smcrun metrics failed: $(first "$(cat /tmp/ag.prom)")"
     grep '^smcrun_agent_' /tmp/ag.prom | grep -v ' 0$' | head -n 20
     grep -q '^smcrun_agent_attached 1' /tmp/ag.prom || fail "no smcrun_agent_attached 1 in the metrics"
     n=$(grep '^smcrun_agent_connections_total{scope="program",name="shapes",role="client",mode="smcr"}' /tmp/ag.prom | awk '{print $2}')
-    [ "$n" = 1000 ] || fail "smcrun_agent_connections_total for shapes' SMC-R clients is '$n', expected 1000"
+    [ "$n" = 1500 ] || fail "smcrun_agent_connections_total for shapes' SMC-R clients is '$n', expected 1500"
     # stopped, it takes its state away (the views then use today's sources)
     kill -TERM $AGENT_PID
     i=0
@@ -109,5 +149,37 @@ check_agent() {
     kill -0 $AGENT_PID 2> /dev/null && fail "the agent did not stop on SIGTERM"
     [ -e $AGENT_STATE ] && fail "the agent left $AGENT_STATE behind when it stopped"
     cat /tmp/ag.log
+    ok
+}
+
+# smcd-agent: on a kernel with smc built in (no smc.ko, no module BTF: its types in the kernel's),
+#   `smcrun agent --check` passes and says so; the agent classifies 300 short SMC-D connections
+#   each of a native AF_SMC program (no shim), of the preload (whose report agrees) and in BPF
+#   mode, on both sides (0 not seen, 0 TCP), `why --json` and `ps --all --json` agree, nothing
+#   lost (missed probe runs counted on these kernels: 0).
+check_smcd_agent() {
+    local o
+    need_setup
+    need_prog shapes
+    [ -e /sys/module/smc/initstate ] && fail "smc is a module here: smcd-agent is for a kernel with smc built in"
+    o=$(smcrun agent --check) || fail "smcrun agent --check says this kernel cannot run the agent: $o"
+    echo "$o"
+    case $o in *"smc built in"*"missed probe runs counted"*) ;; *) fail "smcrun agent --check does not say smc is built in and missed runs counted: $o" ;; esac
+    bpf_setup
+    agent_up
+    agent_pair sag-native 7211 300 smcd SHAPES_FAMILY=smc ""
+    exec 4>&- 5>&-
+    agent_pair sag-preload 7212 300 smcd "" smcrun
+    exec 4>&- 5>&-
+    agent_pair sag-bpf 7213 300 smcd "" "smcrun --bpf --"
+    exec 4>&- 5>&-
+    agent_lost
+    jq -e '.overflow.probes_missed == 0' $AGENT_STATE > /dev/null || fail "the agent does not count missed probe runs here: $(jq -c .overflow $AGENT_STATE)"
+    jq -e '.attachments == 1 and .attached' $AGENT_STATE > /dev/null || fail "the agent attached more than once to a built-in smc: $(jq -c '{attached, attachments, error}' $AGENT_STATE)"
+    smcrun metrics > /tmp/sag.prom 2>&1 || fail "smcrun metrics failed: $(first "$(cat /tmp/sag.prom)")"
+    grep -q '^smcrun_agent_lost_total{what="probes_missed"} 0' /tmp/sag.prom || fail "no smcrun_agent_lost_total{what=\"probes_missed\"} 0 in the metrics: $(grep '^smcrun_agent_lost' /tmp/sag.prom)"
+    n=$(grep '^smcrun_agent_connections_total{scope="program",name="shapes",role="server",mode="smcd"}' /tmp/sag.prom | awk '{print $2}')
+    [ "$n" = 900 ] || fail "smcrun_agent_connections_total for shapes' SMC-D servers is '$n', expected 900"
+    kill -TERM $AGENT_PID
     ok
 }
