@@ -256,7 +256,10 @@ pub fn check() -> Result<Smc, String> {
         None => Smc::NotLoaded,
     };
     if smc != Smc::BuiltIn && MODULE_BTF.missing_in(&release) == Some(true) {
-        return Err(format!("smc is a module and {}", MODULE_BTF.lacking(&release)));
+        return Err(format!(
+            "smc is a module and {}",
+            MODULE_BTF.lacking(&release)
+        ));
     }
     if smc != Smc::NotLoaded {
         let missing = missing_functions();

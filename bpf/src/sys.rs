@@ -311,7 +311,12 @@ pub fn kprobe_open(prog: BorrowedFd<'_>, func: &CStr, ret: bool) -> io::Result<K
         match bpf(bpf_cmd::BPF_LINK_CREATE, &mut attr) {
             Ok(l) => Some(fd_of(l)),
             // Before 5.15 there are no perf event links: the ioctl attaches without one.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)) => {
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)
+                ) =>
+            {
                 None
             }
             Err(e) => return Err(e),

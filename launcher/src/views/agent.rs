@@ -6,11 +6,11 @@
 use crate::exit::Exit;
 use clap::Args;
 use smcrun_bpf::agent::{self as kernel, Agent, Record};
+use smcrun_telemetry::features::{kernel_release, KPROBE_MISSED};
 use smcrun_views::agent::{
     Counts, Group, Overflow, Process, Sides, Socket, State, MAX_GROUPS, MAX_PROCESSES, OTHER,
     STATE_DIR, STATE_FILE,
 };
-use smcrun_telemetry::features::{kernel_release, KPROBE_MISSED};
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::OwnedFd;
 use std::process::ExitCode;
@@ -296,7 +296,10 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
         let missed = if KPROBE_MISSED.missing_in(&kernel_release()) == Some(false) {
             "missed probe runs counted".to_string()
         } else {
-            format!("missed probe runs not counted: {}", KPROBE_MISSED.since_text())
+            format!(
+                "missed probe runs not counted: {}",
+                KPROBE_MISSED.since_text()
+            )
         };
         println!("smcrun agent: this kernel can run the agent (kprobes, BTF; {how}; {missed})");
         return ExitCode::SUCCESS;
