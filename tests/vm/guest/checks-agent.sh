@@ -26,11 +26,13 @@ agent_wait() {
     done
 }
 
-# agent_pair NAME PORT N MODE ENV PREFIX [THREADS]: a server (serve-n) and a client (hammer,
-# THREADS threads, default 8), N
-# short connections, under PREFIX (empty, `smcrun` or `smcrun --bpf --`) with the environment ENV,
-# each holding its process afterwards; asserts the agent counted every connection of both in MODE
-# (smcr or smcd): N, 0 of the other modes, 0 not seen, and `why --json` and `ps --all --json` say
+# agent_pair NAME PORT N MODE ENV PREFIX [THREADS]: a server (serve-n) and a client (hammer, THREADS
+# threads, default 8), N short connections, under PREFIX (empty, `smcrun` or `smcrun --bpf --`) with
+# the environment ENV, each holding its process afterwards until fds 4 and 5, the fifos on their
+# stdin, are closed. The fifos are opened read-write, which does not block: a blocking `exec 4>` was
+# once interrupted by the SIGCHLD of the pair before ending ("can't create /tmp/X.sin: Interrupted
+# system call"), which ended the check. Asserts the agent counted every connection of both in MODE
+# (smcr, smcd or tcp): N, 0 of the other modes, 0 not seen, and `why --json` and `ps --all --json` say
 # the same. Under the preload (a report in `why --json`), the report agrees with the agent: the
 # same total and TCP, its SMC-R/SMC-D/"SMC, mode not read" together the agent's SMC, and neither
 # SMC-R nor SMC-D above the agent's.
@@ -41,12 +43,12 @@ agent_pair() {
     sh -c "exec env SHAPES_HOLD=1 $env $pre shapes serve-n $p $n" < /tmp/$name.sin > /tmp/$name.srv 2>&1 &
     spid=$!
     echo $spid >> /tmp/check.pids
-    exec 4> /tmp/$name.sin
+    exec 4<> /tmp/$name.sin
     wait_for /tmp/$name.srv '^listening=' 100 || fail "$name: the server did not listen: $(first "$(cat /tmp/$name.srv)")"
     sh -c "exec env SHAPES_HOLD=1 $env $pre shapes hammer 127.0.0.1:$p $n $threads" < /tmp/$name.cin > /tmp/$name.cli 2>&1 &
     cpid=$!
     echo $cpid >> /tmp/check.pids
-    exec 5> /tmp/$name.cin
+    exec 5<> /tmp/$name.cin
     wait_for /tmp/$name.cli '^holding' 1200 || fail "$name: the client did not finish: $(first "$(cat /tmp/$name.cli)")"
     wait_for /tmp/$name.srv '^holding' 300 || fail "$name: the server did not finish: $(first "$(cat /tmp/$name.srv)")"
     grep -q "^made=$n failed=0" /tmp/$name.cli || fail "$name: the clients: $(first "$(cat /tmp/$name.cli)")"
