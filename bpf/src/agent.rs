@@ -358,18 +358,23 @@ impl Agent {
     /// so that a byte count or a record was lost. `None` where the kernel does not count them
     /// (before 6.7: [`KPROBE_MISSED`]) or the probes have no BPF links (before 5.15).
     pub fn probes_missed(&self) -> Option<u64> {
+        Some(self.missed_per_probe()?.iter().map(|m| m.1 + m.2).sum())
+    }
+
+    /// [`Agent::probes_missed`] per probe, in [`PROBES`]' order: (program, runs the kprobe
+    /// missed, runs the BPF program was not run for recursion).
+    pub fn missed_per_probe(&self) -> Option<Vec<(&'static str, u64, u64)>> {
         let release = smcrun_telemetry::features::kernel_release();
         if KPROBE_MISSED.missing_in(&release) != Some(false) {
             return None;
         }
-        let mut n = 0;
-        for p in &self.probes {
-            n += sys::kprobe_link_missed(p.link.as_ref()?.as_fd()).ok()??;
+        let mut out = Vec::new();
+        for (p, (prog, _, _)) in self.probes.iter().zip(PROBES) {
+            let link = sys::kprobe_link_missed(p.link.as_ref()?.as_fd()).ok()??;
+            let rec = sys::prog_recursion_misses(self.inst.program(prog).ok()?).ok()?;
+            out.push((*prog, link, rec));
         }
-        for (prog, _, _) in PROBES {
-            n += sys::prog_recursion_misses(self.inst.program(prog).ok()?).ok()?;
-        }
-        Some(n)
+        Some(out)
     }
 
     /// The sockets alive now.

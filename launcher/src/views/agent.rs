@@ -329,6 +329,7 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
     // Missed probe runs of the attachments before this one (`None`: the kernel does not count).
     let mut missed_before = Some(0u64);
     let mut said = String::new();
+    let mut said_missed = 0u64;
     while !STOP.load(Ordering::Relaxed) {
         let gen = kernel::smc_generation();
         if attached.as_ref().map(|(g, _)| Some(*g)) != Some(gen) {
@@ -362,6 +363,23 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
             Some((_, ag)) => missed_before.zip(ag.probes_missed()).map(|(a, b)| a + b),
             None => missed_before,
         };
+        if missed.unwrap_or(0) > said_missed {
+            // which probes: a missed smc_connect or __smc_release is a connection not recorded
+            // or ended late, a missed return a byte count
+            if let Some(per) = attached.as_ref().and_then(|(_, ag)| ag.missed_per_probe()) {
+                let per: Vec<String> = per
+                    .iter()
+                    .filter(|(_, k, r)| k + r > 0)
+                    .map(|(p, k, r)| format!("{p} {k} kprobe + {r} recursion"))
+                    .collect();
+                eprintln!(
+                    "smcrun agent: probe runs missed: {} (this attachment: {})",
+                    missed.unwrap_or(0),
+                    per.join(", ")
+                );
+            }
+            said_missed = missed.unwrap_or(0);
+        }
         let (live, cur) = match &attached {
             Some((_, ag)) => {
                 match ag.drain() {

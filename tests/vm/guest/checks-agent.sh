@@ -57,7 +57,7 @@ agent_pair() {
         side=${side%%:*}
         q=".processes[] | select(.pid == $pid) | .sides.$side"
         agent_wait "[$q | .$mode] == [$n]" 50 ||
-            fail "$name: the agent counted for the $side (pid $pid): $(jq -c "[$q]" $AGENT_STATE)"
+            fail "$name: the agent counted for the $side (pid $pid): $(jq -c "[$q]" $AGENT_STATE); overflow $(jq -c .overflow $AGENT_STATE), all $(jq -c '.total | {client: .client | del(.reasons), server: .server | del(.reasons)}' $AGENT_STATE), open sockets $(jq -c '[.sockets[] | {pid, role, mode}] | group_by(.) | map({k: .[0], n: length})' $AGENT_STATE); $(grep 'missed' /tmp/ag.log | tail -n1)"
         [ "$(jq "[$q | .not_seen, .tcp, .smcr, .smcd] | add" $AGENT_STATE)" = $n ] ||
             fail "$name: the $side has connections not $mode: $(jq -c "[$q]" $AGENT_STATE)"
         echo "$name $side (pid $pid): $(jq -c "$q | {smcr, smcd, tcp, not_seen, tx_bytes, rx_bytes}" $AGENT_STATE)"
