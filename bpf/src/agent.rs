@@ -13,8 +13,9 @@ use crate::layout::{from_bytes, Pod};
 use crate::loader::{self, Instance};
 use crate::sys;
 use aya_obj::btf::Btf;
+use smcrun_telemetry::features::{KPROBE_MISSED, MODULE_BTF};
 use std::ffi::CString;
-use std::os::fd::OwnedFd;
+use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 
 /// The object, as `bash bpf/build.sh` makes it from `agent.bpf.c`.
@@ -204,11 +205,14 @@ fn merge_split_btf(base: &[u8], split: &[u8]) -> Result<Vec<u8>, Error> {
     Ok(out)
 }
 
-/// Whether this kernel can run the agent: `Err` is one line naming what is missing.
+/// What the agent needs of any kernel, for messages.
+const KERNELS: &str = "the agent runs on x86_64 Linux 5.11 or newer with BTF \
+    (CONFIG_DEBUG_INFO_BTF, and CONFIG_DEBUG_INFO_BTF_MODULES for a modular smc) and kprobes \
+    (CONFIG_KPROBE_EVENTS), e.g. Debian 12's 6.12";
+
+/// Whether this kernel can run the agent at all, smc aside: `Err` is one line naming what is
+/// missing.
 pub fn support() -> Result<(), String> {
-    const KERNELS: &str = "the agent runs on x86_64 Linux 5.11 or newer with BTF \
-        (CONFIG_DEBUG_INFO_BTF, and CONFIG_DEBUG_INFO_BTF_MODULES for a modular smc) and kprobes \
-        (CONFIG_KPROBE_EVENTS), e.g. Debian 12's 6.12";
     if !cfg!(target_arch = "x86_64") {
         return Err(format!("this is not x86_64: {KERNELS}"));
     }
@@ -223,17 +227,96 @@ pub fn support() -> Result<(), String> {
     Ok(())
 }
 
-/// Which load of smc.ko is there: the inode of `/sys/module/smc` (a new one each load), `None`
-/// when smc is not loaded. With smc built in, a constant.
-pub fn smc_generation() -> Option<u64> {
-    let live = std::fs::read_to_string("/sys/module/smc/initstate")
-        .map(|s| s.trim() == "live")
-        // Built in: no initstate, but the module's parameters directory.
-        .unwrap_or_else(|_| std::path::Path::new("/sys/module/smc").exists());
-    if !live {
-        return None;
+/// How smc is there, as the agent needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Smc {
+    /// Built into the kernel: its types are in the kernel's BTF.
+    BuiltIn,
+    /// smc.ko is loaded, with its BTF (`/sys/kernel/btf/smc`).
+    Module,
+    /// smc is a module and not loaded now (the agent attaches when it is).
+    NotLoaded,
+}
+
+/// [`support`] and smc: how smc is there (`Ok`), or one line naming what is missing: smc.ko
+/// without BTF (or a kernel older than module BTF), or a function the agent probes that this
+/// kernel's smc does not have.
+pub fn check() -> Result<Smc, String> {
+    support()?;
+    let release = smcrun_telemetry::features::kernel_release();
+    let smc = match smc_generation() {
+        Some(_) if smc_builtin() => Smc::BuiltIn,
+        Some(_) if std::path::Path::new("/sys/kernel/btf/smc").exists() => Smc::Module,
+        Some(_) => {
+            return Err(format!(
+                "smc is a module and has no BTF (no /sys/kernel/btf/smc: \
+                 CONFIG_DEBUG_INFO_BTF_MODULES, Linux 5.11+): {KERNELS}"
+            ))
+        }
+        None => Smc::NotLoaded,
+    };
+    if smc != Smc::BuiltIn && MODULE_BTF.missing_in(&release) == Some(true) {
+        return Err(format!(
+            "smc is a module and {}",
+            MODULE_BTF.lacking(&release)
+        ));
     }
-    std::fs::metadata("/sys/module/smc").ok().map(|m| m.ino())
+    if smc != Smc::NotLoaded {
+        let missing = missing_functions();
+        if !missing.is_empty() {
+            return Err(format!(
+                "this kernel's smc (Linux {release}) has no {} (the functions the agent probes; \
+                 not in /proc/kallsyms): {KERNELS}",
+                missing.join(", ")
+            ));
+        }
+    }
+    Ok(smc)
+}
+
+/// The functions of [`PROBES`] that /proc/kallsyms does not list (all of them when it cannot
+/// be read).
+fn missing_functions() -> Vec<&'static str> {
+    let syms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let mut missing: Vec<&str> = PROBES.iter().map(|p| p.1).collect();
+    missing.sort_unstable();
+    missing.dedup();
+    let mut found = std::collections::HashSet::new();
+    for line in syms.lines() {
+        if let Some(name) = line.split_whitespace().nth(2) {
+            if missing.contains(&name) {
+                found.insert(name.to_string());
+            }
+        }
+    }
+    missing.retain(|f| !found.contains(*f));
+    missing
+}
+
+/// Whether smc is built into the kernel: /proc/kallsyms lists `smc_connect` with no module
+/// (a module's symbols end in `[smc]`). Decided once: a kernel does not change that.
+pub fn smc_builtin() -> bool {
+    static BUILTIN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *BUILTIN.get_or_init(|| {
+        std::fs::read_to_string("/proc/kallsyms").is_ok_and(|s| {
+            s.lines().any(|l| {
+                let mut f = l.split_whitespace().skip(2);
+                f.next() == Some("smc_connect") && f.next().is_none()
+            })
+        })
+    })
+}
+
+/// Which load of smc.ko is there: the inode of `/sys/module/smc` (a new one each load), `None`
+/// when smc is not loaded. With smc built in (no `/sys/module/smc/initstate`, maybe no
+/// `/sys/module/smc` at all), always `Some(0)`.
+pub fn smc_generation() -> Option<u64> {
+    match std::fs::read_to_string("/sys/module/smc/initstate") {
+        Ok(s) if s.trim() == "live" => std::fs::metadata("/sys/module/smc").ok().map(|m| m.ino()),
+        // Coming or going.
+        Ok(_) => None,
+        Err(_) => smc_builtin().then_some(0),
+    }
 }
 
 /// The records of a map keyed by `key_size` bytes, read (and with `take`, deleted) in batches.
@@ -252,13 +335,13 @@ fn records(
 #[derive(Debug)]
 pub struct Agent {
     inst: Instance,
-    _probes: Vec<OwnedFd>,
+    probes: Vec<sys::Kprobe>,
 }
 
 impl Agent {
     /// Loads the object against the running kernel and smc.ko, and attaches every probe.
     pub fn attach() -> Result<Agent, Error> {
-        support().map_err(Error::new)?;
+        check().map_err(Error::new)?;
         let btf = smc_btf()?;
         let names: Vec<&str> = PROBES.iter().map(|p| p.0).collect();
         let inst = loader::load_object(OBJECT, &btf, SIZES, &names, |name, insns, license| {
@@ -278,10 +361,32 @@ impl Agent {
             })?;
             probes.push(fd);
         }
-        Ok(Agent {
-            inst,
-            _probes: probes,
-        })
+        Ok(Agent { inst, probes })
+    }
+
+    /// The times a probe did not run its program since it was attached (the kprobe hit while
+    /// its CPU was in a kprobe or BPF program already, or a kretprobe found all its return
+    /// instances in use: the perf kprobe PMU gives each max(10, 2 × CPUs), no way to ask more),
+    /// so that a byte count or a record was lost. `None` where the kernel does not count them
+    /// (before 6.7: [`KPROBE_MISSED`]) or the probes have no BPF links (before 5.15).
+    pub fn probes_missed(&self) -> Option<u64> {
+        Some(self.missed_per_probe()?.iter().map(|m| m.1 + m.2).sum())
+    }
+
+    /// [`Agent::probes_missed`] per probe, in [`PROBES`]' order: (program, runs the kprobe
+    /// missed, runs the BPF program was not run for recursion).
+    pub fn missed_per_probe(&self) -> Option<Vec<(&'static str, u64, u64)>> {
+        let release = smcrun_telemetry::features::kernel_release();
+        if KPROBE_MISSED.missing_in(&release) != Some(false) {
+            return None;
+        }
+        let mut out = Vec::new();
+        for (p, (prog, _, _)) in self.probes.iter().zip(PROBES) {
+            let link = sys::kprobe_link_missed(p.link.as_ref()?.as_fd()).ok()??;
+            let rec = sys::prog_recursion_misses(self.inst.program(prog).ok()?).ok()?;
+            out.push((*prog, link, rec));
+        }
+        Some(out)
     }
 
     /// The sockets alive now.

@@ -261,10 +261,21 @@ fn kprobe_pmu() -> io::Result<(u32, u64)> {
     Ok((ty, 1u64 << bit))
 }
 
+/// An attached kprobe: its perf event, and the BPF link that runs the program on it when the
+/// kernel makes one (BPF_LINK_CREATE on a perf event, Linux 5.15+; before, the perf event's
+/// PERF_EVENT_IOC_SET_BPF, which has no link).
+#[derive(Debug)]
+pub struct Kprobe {
+    /// The kprobe's perf event.
+    pub perf: OwnedFd,
+    /// The link, when there is one (its info has the probe's missed count on 6.7+).
+    pub link: Option<OwnedFd>,
+}
+
 /// A kprobe (or, `ret`, a kretprobe) on kernel function `func` running `prog`, on every CPU;
-/// it lasts as long as the returned perf event. A kprobe on a module's function does not hold
-/// the module: when the module goes, the probe goes quiet.
-pub fn kprobe_open(prog: BorrowedFd<'_>, func: &CStr, ret: bool) -> io::Result<OwnedFd> {
+/// it lasts as long as the returned perf event (and link). A kprobe on a module's function does
+/// not hold the module: when the module goes, the probe goes quiet.
+pub fn kprobe_open(prog: BorrowedFd<'_>, func: &CStr, ret: bool) -> io::Result<Kprobe> {
     const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
     const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
     const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x4004_2408;
@@ -291,15 +302,76 @@ pub fn kprobe_open(prog: BorrowedFd<'_>, func: &CStr, ret: bool) -> io::Result<O
         return Err(io::Error::last_os_error());
     }
     let fd = fd_of(fd);
+    let link = {
+        let mut attr = zeroed();
+        let a = unsafe { &mut attr.link_create };
+        a.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;
+        a.__bindgen_anon_2.target_fd = fd.as_raw_fd() as u32;
+        a.attach_type = bpf_attach_type::BPF_PERF_EVENT as u32;
+        match bpf(bpf_cmd::BPF_LINK_CREATE, &mut attr) {
+            Ok(l) => Some(fd_of(l)),
+            // Before 5.15 there are no perf event links: the ioctl attaches without one.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINVAL) | Some(libc::EOPNOTSUPP)
+                ) =>
+            {
+                None
+            }
+            Err(e) => return Err(e),
+        }
+    };
     // SAFETY: plain ioctls on the perf event fd just made, with an int argument.
     unsafe {
-        if libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd()) < 0
+        if (link.is_none()
+            && libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd()) < 0)
             || libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_ENABLE, 0) < 0
         {
             return Err(io::Error::last_os_error());
         }
     }
-    Ok(fd)
+    Ok(Kprobe { perf: fd, link })
+}
+
+/// `BPF_LINK_TYPE_PERF_EVENT`.
+const LINK_TYPE_PERF_EVENT: u32 = 7;
+/// `BPF_PERF_EVENT_KPROBE` and `BPF_PERF_EVENT_KRETPROBE`.
+const PERF_EVENT_KPROBES: [u32; 2] = [3, 4];
+
+/// The times a kprobe link's probe did not run its program: the kprobe hit while the CPU was
+/// already in a kprobe (recursion) or, for a kretprobe, with every return instance in use
+/// (`maxactive`). `None` when the kernel's link info has no such count (before 6.6 it has no
+/// kprobe info; the `missed` field came with 6.7, so 6.6's zero would be no count at all:
+/// callers check the kernel's version: `smcrun_telemetry::features::KPROBE_MISSED`).
+pub fn kprobe_link_missed(link: BorrowedFd<'_>) -> io::Result<Option<u64>> {
+    let mut name = [0u8; 128];
+    // SAFETY: bpf_link_info is plain integers and unions of them.
+    let mut info: bpf_link_info = unsafe { mem::zeroed() };
+    // SAFETY: writing the perf_event member of the zeroed union.
+    unsafe {
+        let k = &mut info.__bindgen_anon_1.perf_event.__bindgen_anon_1.kprobe;
+        k.func_name = name.as_mut_ptr() as u64;
+        k.name_len = name.len() as u32;
+    }
+    let mut attr = zeroed();
+    let a = unsafe { &mut attr.info };
+    a.bpf_fd = link.as_raw_fd() as u32;
+    a.info_len = mem::size_of::<bpf_link_info>() as u32;
+    a.info = &mut info as *mut bpf_link_info as u64;
+    bpf(bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
+    // SAFETY: reading the member the kernel filled for a perf event link.
+    let (ty, missed) = unsafe {
+        let p = &info.__bindgen_anon_1.perf_event;
+        (p.type_, p.__bindgen_anon_1.kprobe.missed)
+    };
+    Ok((info.type_ == LINK_TYPE_PERF_EVENT && PERF_EVENT_KPROBES.contains(&ty)).then_some(missed))
+}
+
+/// The times program `prog` was not run because the CPU was already running a BPF program of
+/// its kind (`recursion_misses`; for kprobe programs counted from 6.7 on, 0 before).
+pub fn prog_recursion_misses(prog: BorrowedFd<'_>) -> io::Result<u64> {
+    Ok(obj_info::<bpf_prog_info>(prog)?.recursion_misses)
 }
 
 /// BPF_RAW_TRACEPOINT_OPEN without a name: attaches a tracing program (fmod_ret, tp_btf) where

@@ -92,6 +92,19 @@ pub const SMCR_V4_MAPPED: Feature = Feature {
     since: (6, 14),
 };
 
+/// BTF for modules (`/sys/kernel/btf/<module>`, CONFIG_DEBUG_INFO_BTF_MODULES): the agent's
+/// CO-RE relocations against smc.ko's types when smc is a module.
+pub const MODULE_BTF: Feature = Feature {
+    name: "BTF for modules (/sys/kernel/btf/smc, CONFIG_DEBUG_INFO_BTF_MODULES)",
+    since: (5, 11),
+};
+/// A kprobe's missed runs in its BPF link's info (`perf_event.kprobe.missed`) and kprobe
+/// programs' `recursion_misses`.
+pub const KPROBE_MISSED: Feature = Feature {
+    name: "missed counts of kprobes in BPF link info (perf_event.kprobe.missed)",
+    since: (6, 7),
+};
+
 /// The handshake hook (`struct smc_hs_ctrl`, `net.smc.hs_ctrl`, CONFIG_SMC_HS_CTRL_BPF): a BPF
 /// struct_ops that decides per connection whether the SYN carries the SMC option.
 pub const SMC_HS_CTRL: Feature = Feature {

@@ -176,6 +176,11 @@ pub struct Overflow {
     pub stale: u64,
     /// Processes whose counts were dropped ([`MAX_PROCESSES`]).
     pub processes_dropped: u64,
+    /// Probe runs the kernel missed (a kprobe hit while its CPU ran one already, a kretprobe
+    /// with all its return instances in use): a record or a byte count lost. `None` on kernels
+    /// that do not count them (before 6.7).
+    #[serde(default)]
+    pub probes_missed: Option<u64>,
 }
 
 /// The agent's bounded summary, [`SUMMARY_FILE`] (its `Default` is an agent that recorded

@@ -778,10 +778,13 @@ pub fn agent(f: &mut Families, s: &crate::agent::Summary) {
         ("inflight_full", o.inflight_full),
         ("stale", o.stale),
         ("processes_dropped", o.processes_dropped),
-    ] {
+    ]
+    .into_iter()
+    .chain(o.probes_missed.map(|n| ("probes_missed", n)))
+    {
         f.counter(
             "smcrun_agent_lost_total",
-            "What the agent could not record: sockets (live_full, done_full: its kernel maps were full), byte counts (inflight_full), releases not seen (stale), processes' counts (processes_dropped)",
+            "What the agent could not record: sockets (live_full, done_full: its kernel maps were full), byte counts (inflight_full), releases not seen (stale), processes' counts (processes_dropped), probe runs the kernel missed (probes_missed, 6.7+: a record or byte count lost)",
             &[("what", what)],
             v,
         );
@@ -1406,16 +1409,25 @@ mod agent_tests {
             }],
             overflow: Overflow {
                 done_full: 3,
+                probes_missed: Some(4),
                 ..Overflow::default()
             },
             ..Summary::default()
         };
+        // A kernel that does not count missed probe runs has no such series (not a 0).
+        let mut uncounted = st.clone();
+        uncounted.overflow.probes_missed = None;
+        let mut f = Families::default();
+        agent(&mut f, &uncounted);
+        let text = encode(&f.into_vec()).unwrap();
+        assert!(!text.contains("what=\"probes_missed\""), "{text}");
         let mut f = Families::default();
         agent(&mut f, &st);
         let text = encode(&f.into_vec()).unwrap();
         for want in [
             "smcrun_agent_attached 1",
             "smcrun_agent_lost_total{what=\"done_full\"} 3",
+            "smcrun_agent_lost_total{what=\"probes_missed\"} 4",
             "smcrun_agent_connections_total{scope=\"cgroup\",name=\"/a\",role=\"client\",mode=\"smcr\"} 500",
             "smcrun_agent_connections_total{scope=\"program\",name=\"shapes\",role=\"client\",mode=\"tcp\"} 2",
             "smcrun_agent_fallbacks_total{scope=\"program\",name=\"shapes\",role=\"client\",reason=\"0x03010000\"} 2",

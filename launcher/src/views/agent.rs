@@ -6,6 +6,7 @@
 use crate::exit::Exit;
 use clap::Args;
 use smcrun_bpf::agent::{self as kernel, Agent, Record};
+use smcrun_telemetry::features::{kernel_release, KPROBE_MISSED};
 use smcrun_views::agent::{
     Counts, Group, Live, Modes, Overflow, Process, Sides, Socket, State, Summary, MAX_GROUPS,
     MAX_PROCESSES, OTHER, STATE_DIR, STATE_FILE, SUMMARY_FILE,
@@ -357,6 +358,8 @@ fn state(
                 inflight_full: kstats.inflight_full,
                 stale: kstats.stale,
                 processes_dropped: all.processes_dropped,
+                // the probes' own count: agent() sets it
+                probes_missed: None,
             },
         },
         processes: all.processes.into_values().collect(),
@@ -398,12 +401,28 @@ fn state_dir() -> Result<OwnedFd, String> {
 
 /// `smcrun agent`.
 pub fn agent(a: &AgentArgs) -> ExitCode {
-    if let Err(why) = kernel::support() {
-        eprintln!("smcrun agent: this kernel cannot run the agent: {why}");
-        return ExitCode::from(Exit::Unavailable);
-    }
+    let smc = match kernel::check() {
+        Ok(smc) => smc,
+        Err(why) => {
+            eprintln!("smcrun agent: this kernel cannot run the agent: {why}");
+            return ExitCode::from(Exit::Unavailable);
+        }
+    };
     if a.check {
-        println!("smcrun agent: this kernel can run the agent (kprobes, BTF)");
+        let how = match smc {
+            kernel::Smc::BuiltIn => "smc built in, its types in the kernel's BTF",
+            kernel::Smc::Module => "smc a module, with its BTF",
+            kernel::Smc::NotLoaded => "smc a module, not loaded now: attached when it is",
+        };
+        let missed = if KPROBE_MISSED.missing_in(&kernel_release()) == Some(false) {
+            "missed probe runs counted".to_string()
+        } else {
+            format!(
+                "missed probe runs not counted: {}",
+                KPROBE_MISSED.since_text()
+            )
+        };
+        println!("smcrun agent: this kernel can run the agent (kprobes, BTF; {how}; {missed})");
         return ExitCode::SUCCESS;
     }
     // SAFETY: geteuid has no preconditions.
@@ -429,8 +448,11 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
     let mut attachments = 0u64;
     let mut error: Option<String> = None;
     let mut kstats = kernel::AgentStats::default();
+    // Missed probe runs of the attachments before this one (`None`: the kernel does not count).
+    let mut missed_before = Some(0u64);
     let mut said = String::new();
     let mut published = None;
+    let mut said_missed = 0u64;
     while !STOP.load(Ordering::Relaxed) {
         counted.ticks.clear();
         let gen = kernel::smc_generation();
@@ -442,6 +464,7 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
                 }
                 let s = old.stats().unwrap_or_default();
                 kstats = add_stats(kstats, s);
+                missed_before = missed_before.zip(old.probes_missed()).map(|(a, b)| a + b);
             }
             error = match gen {
                 None => Some("smc is not loaded".to_string()),
@@ -459,6 +482,27 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
                 eprintln!("smcrun agent: {now}");
                 said = now;
             }
+        }
+        let missed = match &attached {
+            Some((_, ag)) => missed_before.zip(ag.probes_missed()).map(|(a, b)| a + b),
+            None => missed_before,
+        };
+        if missed.unwrap_or(0) > said_missed {
+            // which probes: a missed smc_connect or __smc_release is a connection not recorded
+            // or ended late, a missed return a byte count
+            if let Some(per) = attached.as_ref().and_then(|(_, ag)| ag.missed_per_probe()) {
+                let per: Vec<String> = per
+                    .iter()
+                    .filter(|(_, k, r)| k + r > 0)
+                    .map(|(p, k, r)| format!("{p} {k} kprobe + {r} recursion"))
+                    .collect();
+                eprintln!(
+                    "smcrun agent: probe runs missed: {} (this attachment: {})",
+                    missed.unwrap_or(0),
+                    per.join(", ")
+                );
+            }
+            said_missed = missed.unwrap_or(0);
         }
         let mut drained = false;
         let (live, cur) = match &attached {
@@ -482,12 +526,12 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
             census.complete_netns(&live, attached.is_some(), attachments, stats.live_full);
         // Nothing ended and the open sockets, counters and status as last published: the files
         // say it already (an idle agent then costs three map reads an interval, no writes).
-        let now = (live, stats, error.clone(), attachments, census_netns);
+        let now = (live, stats, error.clone(), attachments, census_netns, missed);
         if !drained && published.as_ref() == Some(&now) {
             std::thread::sleep(Duration::from_millis(a.interval_ms));
             continue;
         }
-        let (live, stats, _, _, census_netns) = &now;
+        let (live, stats, _, _, census_netns, missed) = &now;
         let st = state(
             &counted,
             live,
@@ -497,6 +541,8 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
             attachments,
             *census_netns,
         );
+        let mut st = st;
+        st.summary.overflow.probes_missed = *missed;
         publish(&dir, &st);
         published = Some(now);
         std::thread::sleep(Duration::from_millis(a.interval_ms));

@@ -113,6 +113,9 @@ fn overflow_text(o: &smcrun_views::agent::Overflow) -> String {
     if o.inflight_full > 0 {
         parts.push(format!("{} sends/receives not counted", o.inflight_full));
     }
+    if let Some(n) = o.probes_missed.filter(|n| *n > 0) {
+        parts.push(format!("{n} probe runs missed (records or bytes)"));
+    }
     if o.processes_dropped > 0 {
         parts.push(format!("{} processes' counts dropped", o.processes_dropped));
     }

@@ -231,6 +231,38 @@ check_old_ops() {
     ok
 }
 
+# old-agent: `smcrun agent --check` tells the truth here. 5.10: it cannot (smc is a module and 5.10
+#   has no module BTF, 5.11 added it): exit 125 and one line naming 5.11, and the daemon itself
+#   refuses the same way. 6.1: it can (missed probe runs not counted: 6.7), and the agent classifies
+#   50 short connections of a native AF_SMC program (no shim) on both sides: TCP (SMC-R does not
+#   work here, see above) with their fallback reasons, 0 "mode not seen", nothing lost.
+CHECK_LIMIT_old_agent=200
+check_old_agent() {
+    local rc
+    smcrun agent --check > /tmp/oag.out 2> /tmp/oag.err
+    rc=$?
+    cat /tmp/oag.out /tmp/oag.err
+    if [ "$KERNEL" = 5.10 ]; then
+        one_line /tmp/oag.out /tmp/oag.err $rc 125 "Linux 5.11" "smcrun agent --check"
+        smcrun agent > /tmp/oag.out 2> /tmp/oag.err
+        one_line /tmp/oag.out /tmp/oag.err $? 125 "Linux 5.11" "smcrun agent"
+        ok
+    fi
+    [ $rc = 0 ] || fail "smcrun agent --check exited $rc on $KERNEL: $(first "$(cat /tmp/oag.err)")"
+    grep -q 'missed probe runs not counted: Linux 6.7' /tmp/oag.out || fail "smcrun agent --check does not say 6.7 counts missed probe runs: $(first "$(cat /tmp/oag.out)")"
+    need_prog shapes
+    agent_up
+    agent_pair oag 7221 50 tcp SHAPES_FAMILY=smc ""
+    exec 4>&- 5>&-
+    jq -c '.total' $AGENT_STATE
+    jq -e '[.total.client.reasons, .total.server.reasons | length > 0] | all' $AGENT_STATE > /dev/null ||
+        fail "the agent has no fallback reasons for the TCP connections: $(jq -c .total $AGENT_STATE)"
+    agent_lost
+    jq -e '.overflow.probes_missed == null' $AGENT_STATE > /dev/null || fail "the agent counts missed probe runs on $KERNEL (6.7 added that): $(jq -c .overflow $AGENT_STATE)"
+    kill -TERM $AGENT_PID
+    ok
+}
+
 # old-fixtures: `smcrun __capture` with fallen-back connections open (k5.10/ or k6.1/), for the host
 # tests' replay of this kernel's replies.
 check_old_fixtures() {
