@@ -526,7 +526,14 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
             census.complete_netns(&live, attached.is_some(), attachments, stats.live_full);
         // Nothing ended and the open sockets, counters and status as last published: the files
         // say it already (an idle agent then costs three map reads an interval, no writes).
-        let now = (live, stats, error.clone(), attachments, census_netns, missed);
+        let now = (
+            live,
+            stats,
+            error.clone(),
+            attachments,
+            census_netns,
+            missed,
+        );
         if !drained && published.as_ref() == Some(&now) {
             std::thread::sleep(Duration::from_millis(a.interval_ms));
             continue;
