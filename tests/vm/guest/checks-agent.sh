@@ -106,6 +106,17 @@ agent_lost() {
         fail "the agent lost records: $(jq -c .overflow $AGENT_STATE)"
 }
 
+# agent_three NAME PORT N MODE: agent_pair for a native AF_SMC program (no shim), the preload
+# and BPF mode, on ports PORT, PORT+1 and PORT+2 (BPF mode set up by the caller)
+agent_three() {
+    agent_pair $1-native $2 $3 $4 SHAPES_FAMILY=smc ""
+    exec 4>&- 5>&-
+    agent_pair $1-preload $(($2 + 1)) $3 $4 "" smcrun
+    exec 4>&- 5>&-
+    agent_pair $1-bpf $(($2 + 2)) $3 $4 "" "smcrun --bpf --"
+    exec 4>&- 5>&-
+}
+
 # agent: the agent attaches to smc.ko, classifies 500 short SMC-R connections of a native AF_SMC
 #   program (no shim), 500 of the preload (whose own report agrees) and 500 in BPF mode on both
 #   sides (0 "mode not seen"), its overflow counters (and missed probe runs) stay 0, and it follows
@@ -116,12 +127,7 @@ check_agent() {
     smcrun agent --check || fail "smcrun agent --check says this kernel cannot run the agent"
     agent_up
     bpf_setup
-    agent_pair ag-native 7201 500 smcr SHAPES_FAMILY=smc ""
-    exec 4>&- 5>&-
-    agent_pair ag-preload 7202 500 smcr "" smcrun
-    exec 4>&- 5>&-
-    agent_pair ag-bpf 7203 500 smcr "" "smcrun --bpf --"
-    exec 4>&- 5>&-
+    agent_three ag 7201 500 smcr
     agent_lost
     # smc goes: the agent does not hold it, says so, and attaches again when it is back.
     sleep 1
@@ -176,12 +182,7 @@ check_smcd_agent() {
     case $o in *"smc built in"*"missed probe runs counted"*) ;; *) fail "smcrun agent --check does not say smc is built in and missed runs counted: $o" ;; esac
     bpf_setup
     agent_up
-    agent_pair sag-native 7211 300 smcd SHAPES_FAMILY=smc ""
-    exec 4>&- 5>&-
-    agent_pair sag-preload 7212 300 smcd "" smcrun
-    exec 4>&- 5>&-
-    agent_pair sag-bpf 7213 300 smcd "" "smcrun --bpf --"
-    exec 4>&- 5>&-
+    agent_three sag 7211 300 smcd
     agent_lost
     jq -e '.overflow.probes_missed == 0' $AGENT_STATE > /dev/null || fail "the agent does not count missed probe runs here: $(jq -c .overflow $AGENT_STATE)"
     jq -e '.attachments == 1 and .attached' $AGENT_STATE > /dev/null || fail "the agent attached more than once to a built-in smc: $(jq -c '{attached, attachments, error}' $AGENT_STATE)"
