@@ -24,11 +24,15 @@ public class Echo {
         while (true) {
             Socket s = l.accept();
             pool.submit(() -> {
+                long n = -1;
                 try (s) {
-                    s.getInputStream().transferTo(s.getOutputStream());
+                    n = s.getInputStream().transferTo(s.getOutputStream());
                 } catch (IOException e) {
-                    // the client went away: nothing to do
+                    System.err.println("from " + s.getRemoteSocketAddress() + ": " + e);
                 }
+                // what this side received and sent back (-1: it failed), so that a short echo
+                // says which way the bytes went missing
+                System.err.println("from " + s.getRemoteSocketAddress() + ": echoed " + n + " bytes");
                 return null;
             });
         }

@@ -169,7 +169,7 @@ check_java() {
     listen_wait 7011
     stats_snap /tmp/jv.s0
     SMCRUN_REPORT=1 smcrun $j Echo client 7011 4 4194304 > /tmp/java-c.log 2>&1 ||
-        fail "the Java client failed: $(tail -n 6 /tmp/java-c.log | tr '\n' ' ')"
+        fail "the Java client failed: $(tail -n 6 /tmp/java-c.log | tr '\n' ' ') server: $(tail -n 8 /tmp/java-s.log | tr '\n' ' ')"
     stats_snap /tmp/jv.s1
     cat /tmp/java-c.log
     grep -q '^127.0.0.1 connections=4 intact=4$' /tmp/java-c.log || fail "Java over 127.0.0.1: data not intact"
@@ -185,7 +185,7 @@ check_java() {
     listen_wait 7012
     stats_snap /tmp/jv.s2
     SMCRUN_REPORT=1 smcrun $j Echo client 7012 4 2097152 127.0.0.1 > /tmp/java-c4.log 2>&1 ||
-        fail "the Java client (IPv4 stack) failed: $(tail -n 6 /tmp/java-c4.log | tr '\n' ' ')"
+        fail "the Java client (IPv4 stack) failed: $(tail -n 6 /tmp/java-c4.log | tr '\n' ' ') server: $(tail -n 4 /tmp/java-s4.log | tr '\n' ' ')"
     stats_snap /tmp/jv.s3
     cat /tmp/java-c4.log
     grep -q '^127.0.0.1 connections=4 intact=4$' /tmp/java-c4.log || fail "Java (IPv4 stack): data not intact"
