@@ -48,21 +48,52 @@ fn init_of(unshare_pid: u32) -> i32 {
     }
 }
 
-/// A running container: killed (its PID 1 first) when the test ends, also when it fails.
-struct Ns(std::process::Child);
+/// A running container: killed (its PID 1 first) when the test ends, also when it fails, and
+/// after two minutes by a watchdog, so a test that waits for a line that never comes fails (its
+/// read sees end of file) instead of hanging the suite.
+struct Ns {
+    child: std::process::Child,
+    /// Dropping it tells the watchdog the test is over (before the pids can be reused).
+    _done: std::sync::mpsc::Sender<()>,
+}
+
+impl Ns {
+    fn spawn(mut c: Command) -> Ns {
+        let child = c.spawn().unwrap();
+        let pid = child.id();
+        let (done, over) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if over.recv_timeout(Duration::from_secs(120))
+                == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+            {
+                eprintln!("container (unshare pid {pid}) still running after 120 s: killed");
+                kill_tree(pid);
+            }
+        });
+        Ns { child, _done: done }
+    }
+}
+
+/// Kills unshare's children (the namespace's init), then unshare.
+fn kill_tree(unshare_pid: u32) {
+    if let Ok(children) =
+        std::fs::read_to_string(format!("/proc/{unshare_pid}/task/{unshare_pid}/children"))
+    {
+        for p in children.split_whitespace().filter_map(|p| p.parse().ok()) {
+            // SAFETY: killing the namespace's init this test started.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+    }
+    // SAFETY: as above, unshare itself (still our unreaped child: the pid is not reused).
+    unsafe { libc::kill(unshare_pid as i32, libc::SIGKILL) };
+}
 
 impl Drop for Ns {
     fn drop(&mut self) {
-        if let Ok(children) =
-            std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", self.0.id()))
-        {
-            for p in children.split_whitespace().filter_map(|p| p.parse().ok()) {
-                // SAFETY: killing the namespace's init this test started.
-                unsafe { libc::kill(p, libc::SIGKILL) };
-            }
+        if self.child.try_wait().ok().flatten().is_none() {
+            kill_tree(self.child.id());
         }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.wait();
     }
 }
 
@@ -75,8 +106,13 @@ impl Drop for Ns {
 /// (CPython runs pending handlers after each raw write, with the writer's lock held), where a
 /// `print` raises "RuntimeError: reentrant call inside <_io.BufferedWriter name='<stdout>'>" and
 /// python exits 1 without the line (seen in about 4 runs of 10 in tests/fresh's podman container).
+///
+/// It waits in `time.sleep`, not `signal.pause()`: CPython runs a Python handler only between
+/// bytecodes, so a SIGTERM that lands after the last check and before `pause()` is taken by the C
+/// handler and pause() then waits for a second signal that never comes (CI hung here for the rest
+/// of its 90 minutes on 3046d3a). A sleep ends, and the loop's next turn runs the handler.
 const SERVER: &str = r#"
-import os, signal, socket
+import os, signal, socket, time
 def term(*_):
     os.write(1, b"got SIGTERM\n")
     os._exit(3)
@@ -87,26 +123,26 @@ s.listen()
 shim = "libsmcrun_shim.so" in open("/proc/self/maps").read()
 print(f"pid={os.getpid()} shim={shim} family={s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN)}", flush=True)
 while True:
-    signal.pause()
+    time.sleep(0.2)
 "#;
 
 #[test]
 fn smcrun_is_pid_1_execs_the_program_and_sigterm_reaches_it() {
     let mut c = container("exec \"$SMCRUN\" -- python3 -c \"$SERVER\"");
     c.env("SERVER", SERVER).stdout(Stdio::piped());
-    let mut child = Ns(c.spawn().unwrap());
-    let mut out = BufReader::new(child.0.stdout.take().unwrap());
+    let mut child = Ns::spawn(c);
+    let mut out = BufReader::new(child.child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
     // The program itself is PID 1 (smcrun exec'd it, and nothing sits in between), preloaded.
     assert_eq!(line.trim(), "pid=1 shim=True family=2");
-    let init = init_of(child.0.id());
+    let init = init_of(child.child.id());
     // SAFETY: signalling the namespace's init, which this test started.
     unsafe { libc::kill(init, libc::SIGTERM) };
     line.clear();
     out.read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "got SIGTERM");
-    let status = child.0.wait().unwrap();
+    let status = child.child.wait().unwrap();
     assert_eq!(
         status.code(),
         Some(3),
@@ -127,25 +163,27 @@ fn the_programs_exit_status_is_the_containers() {
 fn a_program_without_a_sigterm_handler_needs_tini_in_front() {
     // As PID 1 the kernel drops signals the program has no handler for: SIGTERM is ignored.
     let mut c = container("exec \"$SMCRUN\" -- \"$SOCKCHECK\" wait");
-    let mut child = c.stdout(Stdio::piped()).spawn().unwrap();
+    c.stdout(Stdio::piped());
+    let mut child = Ns::spawn(c);
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
+    BufReader::new(child.child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
     assert_eq!(line.trim(), "pid=1");
-    let init = init_of(child.id());
+    let init = init_of(child.child.id());
     // SAFETY: signalling the namespace's init, which this test started.
     unsafe { libc::kill(init, libc::SIGTERM) };
     std::thread::sleep(Duration::from_millis(500));
     assert!(
-        child.try_wait().unwrap().is_none(),
+        child.child.try_wait().unwrap().is_none(),
         "PID 1 without a handler ignores SIGTERM"
     );
     // SAFETY: as above; SIGKILL always reaches it. (util-linux 2.38's unshare then says
     // "sigprocmask unblock failed: Invalid argument" and exits 1: it tries signal(SIGKILL, SIG_DFL)
     // to die of its child's signal, which the kernel refuses. Expected, not a fault.)
     unsafe { libc::kill(init, libc::SIGKILL) };
-    child.wait().unwrap();
+    child.child.wait().unwrap();
+    drop(child);
 
     // With tini as PID 1 (ENTRYPOINT ["tini", "--", "smcrun", "--"]) the program is PID 2 and
     // dies of the SIGTERM tini passes on; tini exits 128 + 15.
@@ -159,19 +197,20 @@ fn a_program_without_a_sigterm_handler_needs_tini_in_front() {
     let mut c = container(&format!(
         "exec {tini} -- \"$SMCRUN\" -- \"$SOCKCHECK\" wait"
     ));
-    let mut child = Ns(c.stdout(Stdio::piped()).spawn().unwrap());
+    c.stdout(Stdio::piped());
+    let mut child = Ns::spawn(c);
     let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
+    BufReader::new(child.child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
     // tini is PID 1 (the `ip` before it was 2), the program its child.
     assert_eq!(line.trim(), "pid=3");
-    let init = init_of(child.0.id());
+    let init = init_of(child.child.id());
     // SAFETY: signalling the namespace's init (tini), which this test started.
     unsafe { libc::kill(init, libc::SIGTERM) };
     let start = Instant::now();
     let status = loop {
-        if let Some(s) = child.0.try_wait().unwrap() {
+        if let Some(s) = child.child.try_wait().unwrap() {
             break s;
         }
         assert!(
