@@ -38,22 +38,40 @@ pub fn before_shutdown(fd: c_int, how: c_int) {
     ) {
         return;
     }
-    let mut last = match sock::unsent(fd) {
+    let first = match sock::unsent(fd) {
         Ok(n) if n > 0 => n,
         _ => return,
     };
-    let (mut still_ms, mut nap) = (0, 1);
+    let (mut last, mut still_ms, mut nap, mut waited_ms) = (first, 0, 1, 0);
     loop {
         sleep_ms(nap);
+        waited_ms += nap;
         let n = match sock::unsent(fd) {
             Ok(n) if n > 0 => n,
-            _ => return,
+            r => {
+                if crate::config::get().debug >= 2 {
+                    crate::debug::line!(
+                        "shutdown(fd {fd}): waited about {waited_ms} ms for {first} unsent bytes to leave ({})",
+                        match r {
+                            Ok(_) => "all left",
+                            Err(e) => e.name(),
+                        }
+                    );
+                }
+                return;
+            }
         };
         if n < last {
             (last, still_ms, nap) = (n, 0, 1);
         } else {
             still_ms += nap;
             if still_ms >= STALL_MS {
+                if crate::config::get().debug >= 1 {
+                    crate::debug::line!(
+                        "shutdown(fd {fd}): {n} bytes still unsent after {} s without progress: the peer has stopped reading, and the kernel may drop them",
+                        STALL_MS / 1000
+                    );
+                }
                 return;
             }
             nap = (nap * 2).min(MAX_NAP_MS);

@@ -56,8 +56,12 @@ public class Echo {
             byte[] back = s.getInputStream().readAllBytes();
             w.join();
             if (!Arrays.equals(back, data)) {
+                // where the echo first differs from what was sent: at back.length, the echo is a
+                // clean prefix and only its tail is missing; before it, bytes were lost or changed
+                // in the middle
+                int at = Arrays.mismatch(back, data);
                 System.err.println("connection " + conn + " to " + host + ": " + back.length + " of "
-                        + len + " bytes echoed" + (back.length == len ? ", not the same" : ""));
+                        + len + " bytes echoed, the first difference at byte " + at);
                 return false;
             }
             return true;
