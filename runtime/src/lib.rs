@@ -21,6 +21,7 @@
 
 pub mod classify;
 pub mod counters;
+pub mod drain;
 pub mod exit;
 pub mod fdtable;
 pub mod log;

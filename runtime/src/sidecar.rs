@@ -600,23 +600,10 @@ fn start() {
         state: Mutex::new(State::default()),
     }));
     SIDECAR.store(sc as *const Sidecar as *mut Sidecar, Ordering::Release);
-    // SAFETY: sigfillset/pthread_sigmask on local, initialised sets; the thread starts with every
-    // signal blocked and the caller's mask is put back.
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let spawned = std::thread::Builder::new()
-            .name("smcrun-sidecar".into())
-            .stack_size(256 * 1024)
-            .spawn(move || run(sc));
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        if spawned.is_err() {
-            STARTED.store(2, Ordering::Release);
-            if let Ok(mut st) = sc.state.lock() {
-                st.note_error("cannot start the sidecar thread".into());
-            }
+    if !crate::sigmask::spawn_with_signals_blocked("smcrun-sidecar", 256 * 1024, move || run(sc)) {
+        STARTED.store(2, Ordering::Release);
+        if let Ok(mut st) = sc.state.lock() {
+            st.note_error("cannot start the sidecar thread".into());
         }
     }
 }

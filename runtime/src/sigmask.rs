@@ -81,6 +81,29 @@ pub fn normal() -> bool {
         || now == MAIN.load(Ordering::Relaxed)
 }
 
+/// Starts one of the runtime's own threads with every signal blocked (the program's signals are
+/// the program's threads' to take), putting the caller's mask back; false if it could not start.
+pub fn spawn_with_signals_blocked(
+    name: &str,
+    stack: usize,
+    body: impl FnOnce() + Send + 'static,
+) -> bool {
+    // SAFETY: sigfillset/pthread_sigmask on local, initialised sets; the new thread inherits the
+    // full mask, and the caller's own is restored before returning.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let spawned = std::thread::Builder::new()
+            .name(name.into())
+            .stack_size(stack)
+            .spawn(body);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        spawned.is_ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -342,5 +342,6 @@ pub fn after_fork_in_child() {
     // SAFETY: the child of fork has a single thread until it makes another.
     unsafe { record::reset_in_child() };
     sidecar::forget_in_child();
+    crate::drain::forget_in_child();
     rundir::register_child(fdtable::epoch());
 }

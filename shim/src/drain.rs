@@ -9,72 +9,71 @@
 //! have had: seen in the VM test bed with a native AF_SMC program and no shim (tests/vm/README.md,
 //! "The integrity soak"), and by the JDK's `shutdownOutput()` under smcrun.
 //!
-//! So before a `SHUT_WR` or `SHUT_RDWR` on a socket that still runs over SMC (its real
-//! `SO_DOMAIN`/`SO_PROTOCOL` say SMC; a fallen-back socket reads as TCP and is left alone), the
-//! shim waits while the kernel still holds unsent bytes for it (`SIOCOUTQNSD`), as long as they
-//! keep leaving: when none has left for [`STALL_MS`] the peer is taken to have stopped reading and
-//! the call goes through as it would have. The kernel blocks in this call too (its 2 s); the shim
-//! only makes that wait last until the data is out. System calls only: no lock, no allocation.
+//! So a `SHUT_WR` or `SHUT_RDWR` on a socket that still runs over SMC (its real
+//! `SO_DOMAIN`/`SO_PROTOCOL` say SMC; a fallen-back socket reads as TCP and is left alone) with
+//! bytes unsent (`SIOCOUTQNSD`) is handed to the runtime's drainer, which makes it once they are
+//! out, and the call returns at once, as TCP's does (see `smcrun_runtime::drain`: blocking here
+//! deadlocked the JDK, whose readers wait for the lock its `shutdownOutput()` holds). Where the
+//! drainer cannot take it, the shim waits here while the bytes keep leaving: when none has left
+//! for [`STALL_MS`] the peer is taken to have stopped reading and the call goes through as it
+//! would have. System calls only: no lock, no allocation.
 
 use libc::c_int;
+use smcrun_runtime::drain::{Look, Progress, STALL_MS};
 use smcrun_sys::smc::SocketKind;
 use smcrun_sys::sock;
 
-/// How long the unsent bytes may stay the same before the shim stops waiting for them, in ms.
-pub const STALL_MS: u64 = 10_000;
-
-/// The longest nap between two looks at the send buffer, in ms.
-const MAX_NAP_MS: u64 = 20;
-
-/// Waits, before `shutdown(fd, how)`, until an SMC socket's send buffer is empty (or stalled for
-/// [`STALL_MS`]). Does nothing for other sockets, other `how`s, or when the kernel cannot say.
-pub fn before_shutdown(fd: c_int, how: c_int) {
+/// Before `shutdown(fd, how)`: for an SMC socket whose send buffer still holds bytes, hands the
+/// shutdown to the runtime's drainer, which makes it once they are out (true: the caller returns
+/// 0 and makes no call), or, where the drainer cannot take it, waits here until the buffer is
+/// empty or stalled for [`STALL_MS`] (false: the caller makes the call). Does nothing for other
+/// sockets, other `how`s, or when the kernel cannot say.
+pub fn before_shutdown(fd: c_int, how: c_int) -> bool {
     if how != libc::SHUT_WR && how != libc::SHUT_RDWR {
-        return;
+        return false;
     }
     if !matches!(
         sock::kind(fd),
         Ok(SocketKind::AfSmc | SocketKind::IpprotoSmc)
     ) {
-        return;
+        return false;
     }
     let first = match sock::unsent(fd) {
         Ok(n) if n > 0 => n,
-        _ => return,
+        _ => return false,
     };
-    let (mut last, mut still_ms, mut nap, mut waited_ms) = (first, 0, 1, 0);
+    let debug = crate::config::get().debug;
+    if smcrun_runtime::drain::defer(fd, how, debug) {
+        if debug >= 2 {
+            crate::debug::line!(
+                "shutdown(fd {fd}): {first} bytes unsent: made when they are out, in the background"
+            );
+        }
+        return true;
+    }
+    let mut p = Progress::new(first);
     loop {
-        sleep_ms(nap);
-        waited_ms += nap;
-        let n = match sock::unsent(fd) {
-            Ok(n) if n > 0 => n,
-            r => {
-                if crate::config::get().debug >= 2 {
+        sleep_ms(p.nap_ms);
+        match p.look(sock::unsent(fd).ok()) {
+            Look::Again => {}
+            Look::Done => {
+                if debug >= 2 {
                     crate::debug::line!(
-                        "shutdown(fd {fd}): waited about {waited_ms} ms for {first} unsent bytes to leave ({})",
-                        match r {
-                            Ok(_) => "all left",
-                            Err(e) => e.name(),
-                        }
+                        "shutdown(fd {fd}): waited about {} ms for {first} unsent bytes to leave",
+                        p.waited_ms
                     );
                 }
-                return;
+                return false;
             }
-        };
-        if n < last {
-            (last, still_ms, nap) = (n, 0, 1);
-        } else {
-            still_ms += nap;
-            if still_ms >= STALL_MS {
-                if crate::config::get().debug >= 1 {
+            Look::Stalled(n) => {
+                if debug >= 1 {
                     crate::debug::line!(
                         "shutdown(fd {fd}): {n} bytes still unsent after {} s without progress: the peer has stopped reading, and the kernel may drop them",
                         STALL_MS / 1000
                     );
                 }
-                return;
+                return false;
             }
-            nap = (nap * 2).min(MAX_NAP_MS);
         }
     }
 }

@@ -270,17 +270,20 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     )
 }
 
-/// shutdown(2). Before SHUT_WR or SHUT_RDWR on a socket that runs over SMC, waits until its send
-/// buffer has gone to the peer (see [`crate::drain`]): the kernel's SMC drops what is still there
-/// after 2 s, where TCP sends it all before its FIN.
+/// shutdown(2). SHUT_WR or SHUT_RDWR on a socket that runs over SMC with unsent bytes is made once
+/// its send buffer has gone to the peer, in the background where it can be (see [`crate::drain`]):
+/// the kernel's SMC drops what is still there after 2 s, where TCP sends it all before its FIN.
 #[no_mangle]
 pub extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
     hook(
         || real::shutdown(fd, how),
         |out| {
             let e = errno();
-            crate::drain::before_shutdown(fd, how);
+            let deferred = crate::drain::before_shutdown(fd, how);
             set_errno(e);
+            if deferred {
+                return out.record(0);
+            }
             out.record(real::shutdown(fd, how))
         },
     )

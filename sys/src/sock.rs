@@ -42,6 +42,25 @@ pub fn dup3(old: c_int, new: c_int, flags: c_int) -> Result<(), Errno> {
     sys!(libc::SYS_dup3, old, new, flags).map(drop)
 }
 
+/// A duplicate of `fd` on the lowest free number, close-on-exec (`F_DUPFD_CLOEXEC`).
+pub fn dup_cloexec(fd: c_int) -> Result<c_int, Errno> {
+    sys!(libc::SYS_fcntl, fd, libc::F_DUPFD_CLOEXEC, 0).map(|v| v as c_int)
+}
+
+/// `shutdown(2)`, past any preloaded hook.
+pub fn shutdown(fd: c_int, how: c_int) -> Result<(), Errno> {
+    sys!(libc::SYS_shutdown, fd, how).map(drop)
+}
+
+/// The device and inode of what `fd` refers to (`fstat`): tells one open socket from another
+/// that later takes the same fd number.
+pub fn identity_of_file(fd: c_int) -> Result<(u64, u64), Errno> {
+    // SAFETY: all-zero is a valid `stat` (plain integers).
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    sys!(libc::SYS_fstat, fd, &mut st as *mut libc::stat)?;
+    Ok((st.st_dev, st.st_ino))
+}
+
 /// `fcntl(fd, cmd)` for the commands without an argument (F_GETFL, F_GETFD).
 pub fn fcntl_get(fd: c_int, cmd: c_int) -> Result<c_int, Errno> {
     sys!(libc::SYS_fcntl, fd, cmd).map(|v| v as c_int)

@@ -375,6 +375,66 @@ fn client(args: &[String]) {
     );
 }
 
+/// `locked-shutdown HOST:PORT`: the JDK's locking around a half-close, against an echo server. The
+/// writer holds a lock that the reader takes before each read (as `NioSocketImpl.shutdownOutput()`
+/// holds the socket's state lock, which every read takes) while it fills the connection until a
+/// nonblocking write would block (the echo server blocked writing back, its receive buffer and
+/// this send buffer full) and then shuts its side down. TCP's shutdown returns at once and the
+/// reader then drains everything; a shutdown that waits for the send buffer to empty deadlocks,
+/// since only the reader can make room. Prints `echoed=N of TOTAL intact=BOOL shutdown_ms=MS
+/// unsent_at_shutdown=BYTES`.
+fn locked_shutdown(args: &[String]) {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::sync::{Arc, Mutex};
+    let addr = parse_addr(args.first());
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let state = Arc::new(Mutex::new(()));
+    let held = state.lock().unwrap();
+    let reader = {
+        let (mut r, state) = (s.try_clone().unwrap(), state.clone());
+        std::thread::spawn(move || {
+            let (mut back, mut buf) = (Vec::new(), vec![0u8; 65536]);
+            loop {
+                drop(state.lock().unwrap());
+                match r.read(&mut buf) {
+                    Ok(0) => break back,
+                    Ok(n) => back.extend_from_slice(&buf[..n]),
+                    Err(e) => panic!("read: {e}"),
+                }
+            }
+        })
+    };
+    let pattern = |i: usize| (i * 7 + i / 251) as u8;
+    s.set_nonblocking(true).unwrap();
+    let (mut total, mut blocked) = (0usize, 0);
+    while blocked < 5 {
+        let chunk: Vec<u8> = (total..total + 16384).map(pattern).collect();
+        match s.write(&chunk) {
+            Ok(n) => (total, blocked) = (total + n, 0),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                blocked += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => panic!("write: {e}"),
+        }
+    }
+    s.set_nonblocking(false).unwrap();
+    let mut unsent: libc::c_int = 0;
+    // SAFETY: SIOCOUTQNSD writes one int through the pointer given.
+    unsafe { libc::ioctl(s.as_raw_fd(), 0x894B, &mut unsent as *mut libc::c_int) };
+    let t = std::time::Instant::now();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let shutdown_ms = t.elapsed().as_millis();
+    drop(held);
+    let back = reader.join().unwrap();
+    println!(
+        "echoed={} of {total} intact={} shutdown_ms={shutdown_ms} unsent_at_shutdown={unsent}",
+        back.len(),
+        back.len() == total && back.iter().enumerate().all(|(i, &b)| b == pattern(i))
+    );
+}
+
 /// A std address as a C sockaddr.
 fn to_sockaddr(addr: std::net::SocketAddr) -> (libc::sockaddr_storage, socklen_t) {
     // SAFETY: a zeroed sockaddr_storage is valid; we fill the variant of the address's family.
@@ -594,6 +654,7 @@ fn main() {
         "conns" => conns(rest),
         "serve" => serve(rest),
         "client" => client(rest),
+        "locked-shutdown" => locked_shutdown(rest),
         "epoll-connect" => epoll_connect(rest),
         "opts-connect" => opts_connect(rest),
         "argv" => {
