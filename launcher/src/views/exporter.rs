@@ -235,9 +235,7 @@ impl Exporter {
             errors_total: errors,
             duration_seconds: read_seconds,
         };
-        metrics::encode(&metrics::families(snap, &meta)).inspect_err(|_| {
-            self.errors.fetch_add(1, Ordering::Relaxed);
-        })
+        Ok(metrics::render(snap, &meta))
     }
 
     /// Read the kernel and render.
