@@ -42,23 +42,12 @@ pub struct ScrapeMeta {
 /// Metric families under construction, in the order first added: each family's samples as
 /// text lines (what [`Families::text`] writes out), and as `prometheus` families unless made
 /// by [`render`] (which only writes the text: no label pair or metric built per sample).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Families {
     list: Vec<MetricFamily>,
     lines: Vec<(&'static str, &'static str, MetricType, String)>,
     index: HashMap<&'static str, usize>,
     text_only: bool,
-}
-
-impl Default for Families {
-    fn default() -> Families {
-        Families {
-            list: Vec::new(),
-            lines: Vec::new(),
-            index: HashMap::new(),
-            text_only: false,
-        }
-    }
 }
 
 /// `v` with `\`, newline and (in label values) `"` escaped, as the text format (and the
