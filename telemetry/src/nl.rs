@@ -36,6 +36,14 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// Whether a socket of this protocol may be kept open between [`with_kept`] calls: only
+    /// NETLINK_GENERIC's, which is the kernel's own. An open netlink socket holds a reference
+    /// on the module that serves its protocol (ib_core for NETLINK_RDMA, sock_diag where it is
+    /// a module), so keeping one would keep an operator from unloading that module.
+    pub fn kept_between_calls(self) -> bool {
+        self == Protocol::Generic
+    }
+
     fn number(self) -> isize {
         match self {
             Protocol::SockDiag => protocols::NETLINK_SOCK_DIAG,
@@ -183,8 +191,9 @@ pub fn transact(
 
 /// Netlink sockets kept open between requests, one per protocol, and one receive buffer: for a
 /// caller that asks the kernel again and again (the exporter, every scrape), lent to the requests
-/// of [`with_kept`]. A netlink socket belongs to the network namespace it was opened in: only for
-/// callers that stay in theirs.
+/// of [`with_kept`]; after it, only the protocols [`Protocol::kept_between_calls`] says stay
+/// open. A netlink socket belongs to the network namespace it was opened in: only for callers
+/// that stay in theirs.
 #[derive(Default)]
 pub struct Kept {
     sockets: Vec<(Protocol, Socket)>,
@@ -218,7 +227,8 @@ pub fn with_kept<R>(kept: &mut Kept, f: impl FnOnce() -> R) -> R {
     impl Drop for Lent<'_> {
         fn drop(&mut self) {
             let outer = self.outer.take();
-            if let Some(k) = KEPT.with(|t| std::mem::replace(&mut *t.borrow_mut(), outer)) {
+            if let Some(mut k) = KEPT.with(|t| std::mem::replace(&mut *t.borrow_mut(), outer)) {
+                k.sockets.retain(|(p, _)| p.kept_between_calls());
                 *self.kept = k;
             }
         }
@@ -504,6 +514,26 @@ mod tests {
         assert_eq!(kept.protocols(), vec![Protocol::Generic]);
         // Outside with_kept nothing is kept or lent.
         crate::genl::resolve("nlctrl", "none").expect("nlctrl without kept sockets");
+        assert_eq!(kept.protocols(), vec![Protocol::Generic]);
+    }
+
+    #[test]
+    fn only_generic_netlink_sockets_stay_open_between_calls() {
+        // NETLINK_RDMA and NETLINK_SOCK_DIAG sockets pin ib_core and sock_diag.
+        assert!(Protocol::Generic.kept_between_calls());
+        assert!(!Protocol::Rdma.kept_between_calls());
+        assert!(!Protocol::SockDiag.kept_between_calls());
+        let mut kept = Kept::default();
+        let inside = with_kept(&mut kept, || {
+            // TCP's sock_diag dump (tcp_diag) answers wherever the host has IPv4.
+            crate::sock_diag::tcp_dump_raw(libc::AF_INET as u8).expect("a TCP sock_diag dump");
+            crate::genl::resolve("nlctrl", "none").unwrap();
+            KEPT.with(|t| t.borrow().as_ref().map(Kept::protocols))
+        });
+        // Both kept while lent, only the generic one after.
+        let mut inside = inside.unwrap();
+        inside.sort_by_key(|p| p.kept_between_calls());
+        assert_eq!(inside, vec![Protocol::SockDiag, Protocol::Generic]);
         assert_eq!(kept.protocols(), vec![Protocol::Generic]);
     }
 

@@ -646,9 +646,10 @@ pub fn read(on: Collectors) -> Snapshot {
 
 /// What a process that reads snapshots again and again (the exporter, every scrape) keeps
 /// between them, each only while it is known to be the same; a snapshot read with it is the one
-/// [`read`] gives. Kept: the netlink sockets, one per protocol (see [`nl::with_kept`]; a socket
-/// whose request failed is closed, and the SMC family is resolved again every read, so a
-/// reloaded module's new id is used at once); the open `net.smc.*` sysctl files (see
+/// [`read`] gives. Kept: the generic netlink socket (see [`nl::with_kept`]; a socket whose
+/// request failed is closed, and the SMC family is resolved again every read, so a reloaded
+/// module's new id is used at once; the RDMA and sock_diag sockets are reused within a read
+/// only, since an open one keeps ib_core or sock_diag from being unloaded); the open `net.smc.*` sysctl files (see
 /// [`read_sysctls_in`]); and each RDMA device's limits, by its index and name (a device
 /// removed is forgotten at the next read, one added or renamed is asked anew: the kernel
 /// gives a new device a new index; limits that could not be read are asked again next time).

@@ -211,7 +211,7 @@ pub fn unknown_collector(e: &clap::Error) -> Option<String> {
 }
 
 /// What lasts across scrapes: the error count, which collectors are on, and what the reader
-/// keeps between scrapes (netlink sockets, sysctl files, device limits: see
+/// keeps between scrapes (the generic netlink socket, sysctl files, device limits: see
 /// [`snapshot::Reader`]).
 struct Exporter {
     errors: AtomicU64,
