@@ -14,8 +14,9 @@
 //! its count (`smcrun_agent_sockets`) LISTENERS listening sockets are made again and the scrape is
 //! measured with the agent (it must count them all, and dump no smc_diag: no `smc_sockets`):
 //! with the agent working, and with it stopped (SIGSTOP) for the exporter's own cost (under TCG
-//! one host thread runs both vCPUs, so a busy agent inflates the exporter's CPU time), and the
-//! exporter's floor with no collector on.
+//! one host thread runs both vCPUs, so a busy agent inflates the exporter's CPU time), the
+//! exporter's floor with no collector on, and each collector's CPU alone (a scrape with only it
+//! on, less the floor: the profile of a scrape).
 //! `smcrun` is found on PATH (`VIEWS_COST_SMCRUN=NAME` measures another build). Each measure is
 //! also printed as one `RESULT {json}` line with every sample, for `bench-run`.
 
