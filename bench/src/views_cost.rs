@@ -14,8 +14,9 @@
 //! its count (`smcrun_agent_sockets`) LISTENERS listening sockets are made again and the scrape is
 //! measured with the agent (it must count them all, and dump no smc_diag: no `smc_sockets`):
 //! with the agent working, and with it stopped (SIGSTOP) for the exporter's own cost (under TCG
-//! one host thread runs both vCPUs, so a busy agent inflates the exporter's CPU time), and the
-//! exporter's floor with no collector on.
+//! one host thread runs both vCPUs, so a busy agent inflates the exporter's CPU time), the
+//! exporter's floor with no collector on, and each collector's CPU alone (a scrape with only it
+//! on, less the floor: the profile of a scrape).
 //! `smcrun` is found on PATH (`VIEWS_COST_SMCRUN=NAME` measures another build). Each measure is
 //! also printed as one `RESULT {json}` line with every sample, for `bench-run`.
 
@@ -343,6 +344,7 @@ fn with_agent(keep: &mut Vec<libc::c_int>, n: u64, scrapes: u64) {
     // The exporter's own floor: HTTP and the render, with no collector on.
     let ((fu, fs), _, _) =
         exporter_scrape_cost(start_exporter(&["--collector.disable-defaults"]), scrapes);
+    profile(scrapes);
     signal(libc::SIGCONT);
     let agent_cpu = cpu_ms(agent.id());
     stop(&mut agent);
@@ -380,6 +382,53 @@ fn with_agent(keep: &mut Vec<libc::c_int>, n: u64, scrapes: u64) {
         "smcrun exporter with smcrun agent working (every 200 ms): one scrape {:.1} ms CPU ({ru:.1} user + {rs:.1} system; TCG charges it the agent's time on the other vCPU), {rwall:.1} ms wall; the agent used {:.0} ms CPU in all",
         ru + rs,
         agent_cpu.0 + agent_cpu.1
+    );
+}
+
+/// The collectors, as `--collector.NAME` names them.
+const COLLECTORS: [&str; 9] = [
+    "counters",
+    "info",
+    "topology",
+    "sockets",
+    "rdma",
+    "processes",
+    "bpf",
+    "agent",
+    "sysctl",
+];
+
+/// Each collector's CPU alone: a scrape with only that collector on, less one with none on (the
+/// floor: HTTP and the render), the least of 2 batches of `scrapes` each, user and system (the
+/// kernel's share: its netlink dumps, file reads and system calls). Printed as one line per
+/// collector and a `RESULT` line, `exporter scrape, collector NAME alone`.
+fn profile(scrapes: u64) {
+    let least = |extra: &[&str]| {
+        (0..2)
+            .map(|_| exporter_scrape_cost(start_exporter(extra), scrapes).0)
+            .min_by(|a, b| (a.0 + a.1).total_cmp(&(b.0 + b.1)))
+            .unwrap_or_default()
+    };
+    let (fu, fs) = least(&["--collector.disable-defaults"]);
+    let mut line = Vec::new();
+    for name in COLLECTORS {
+        let flag = format!("--collector.{name}");
+        let (u, s) = least(&["--collector.disable-defaults", &flag]);
+        result(
+            &format!("exporter scrape, collector {name} alone"),
+            &[("cpu_ms", &[u + s]), ("user_ms", &[u]), ("system_ms", &[s])],
+        );
+        line.push(format!(
+            "{name} {:.2} ({:.2} user + {:.2} system)",
+            u + s - fu - fs,
+            u - fu,
+            s - fs
+        ));
+    }
+    println!(
+        "smcrun exporter profile (the agent stopped; each collector alone less the floor of {:.2} ms, {fu:.2} user + {fs:.2} system; least of 2 batches of {scrapes}): {}",
+        fu + fs,
+        line.join(", ")
     );
 }
 

@@ -36,6 +36,14 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// Whether a socket of this protocol may be kept open between [`with_kept`] calls: only
+    /// NETLINK_GENERIC's, which is the kernel's own. An open netlink socket holds a reference
+    /// on the module that serves its protocol (ib_core for NETLINK_RDMA, sock_diag where it is
+    /// a module), so keeping one would keep an operator from unloading that module.
+    pub fn kept_between_calls(self) -> bool {
+        self == Protocol::Generic
+    }
+
     fn number(self) -> isize {
         match self {
             Protocol::SockDiag => protocols::NETLINK_SOCK_DIAG,
@@ -181,10 +189,95 @@ pub fn transact(
     })
 }
 
-/// Send `request` and read until NLMSG_DONE or NLMSG_ERROR for its sequence number.
+/// Netlink sockets kept open between requests, one per protocol, and one receive buffer: for a
+/// caller that asks the kernel again and again (the exporter, every scrape), lent to the requests
+/// of [`with_kept`]; after it, only the protocols [`Protocol::kept_between_calls`] says stay
+/// open. A netlink socket belongs to the network namespace it was opened in: only for callers
+/// that stay in theirs.
+#[derive(Default)]
+pub struct Kept {
+    sockets: Vec<(Protocol, Socket)>,
+    buf: Vec<u8>,
+}
+
+impl Kept {
+    /// The sockets kept now, by protocol (for tests).
+    pub fn protocols(&self) -> Vec<Protocol> {
+        self.sockets.iter().map(|(p, _)| *p).collect()
+    }
+}
+
+thread_local! {
+    /// The sockets lent to this thread's requests by [`with_kept`], while it runs.
+    static KEPT: std::cell::RefCell<Option<Kept>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with the sockets of `kept`: each request `f` makes on this thread takes its
+/// protocol's socket from `kept` (opening one the first time) and gives it back after a whole
+/// reply; a socket whose request failed in any way is closed instead (its queue may hold the
+/// rest of that reply), and the next request opens a fresh one. The requests are the same as
+/// without: each has its own sequence number and reads its reply through NLMSG_DONE or the ack.
+pub fn with_kept<R>(kept: &mut Kept, f: impl FnOnce() -> R) -> R {
+    /// Gives the sockets back to `kept` however `f` ends, and lends an outer [`with_kept`]'s
+    /// sockets again.
+    struct Lent<'a> {
+        kept: &'a mut Kept,
+        outer: Option<Kept>,
+    }
+    impl Drop for Lent<'_> {
+        fn drop(&mut self) {
+            let outer = self.outer.take();
+            if let Some(mut k) = KEPT.with(|t| std::mem::replace(&mut *t.borrow_mut(), outer)) {
+                k.sockets.retain(|(p, _)| p.kept_between_calls());
+                *self.kept = k;
+            }
+        }
+    }
+    let outer = KEPT.with(|t| t.borrow_mut().replace(std::mem::take(kept)));
+    let _lent = Lent { kept, outer };
+    f()
+}
+
+/// Send `request` and read until NLMSG_DONE or NLMSG_ERROR for its sequence number, on a kept
+/// socket inside [`with_kept`], else on a socket of its own.
 pub fn exchange(request: &Request<'_>) -> Result<Vec<u8>, Error> {
+    let lent = KEPT.with(|t| {
+        t.borrow_mut().as_mut().map(|k| {
+            let socket = k
+                .sockets
+                .iter()
+                .position(|(p, _)| *p == request.protocol)
+                .map(|i| k.sockets.swap_remove(i).1);
+            (socket, std::mem::take(&mut k.buf))
+        })
+    });
+    let Some((socket, mut buf)) = lent else {
+        let socket = open(request.protocol, request.what)?;
+        return exchange_on(&socket, &mut Vec::new(), request);
+    };
+    let socket = match socket {
+        Some(s) => s,
+        None => open(request.protocol, request.what)?,
+    };
+    let reply = exchange_on(&socket, &mut buf, request);
+    KEPT.with(|t| {
+        if let Some(k) = t.borrow_mut().as_mut() {
+            k.buf = buf;
+            if reply.is_ok() {
+                k.sockets.push((request.protocol, socket));
+            }
+        }
+    });
+    reply
+}
+
+/// [`exchange`] on `socket`, receiving into `buf` (grown to [`RECV_BUFFER`] bytes when smaller).
+fn exchange_on(
+    socket: &Socket,
+    buf: &mut Vec<u8>,
+    request: &Request<'_>,
+) -> Result<Vec<u8>, Error> {
     let what = request.what;
-    let socket = open(request.protocol, what)?;
     let sequence = next_sequence();
     let packet = frame(
         request.message_type,
@@ -206,9 +299,10 @@ pub fn exchange(request: &Request<'_>) -> Result<Vec<u8>, Error> {
         });
     }
     let mut raw = Vec::new();
-    let mut buf = Vec::with_capacity(RECV_BUFFER);
+    buf.clear();
+    buf.reserve(RECV_BUFFER);
     loop {
-        let datagram = receive(&socket, &mut buf, what)?;
+        let datagram = receive(socket, buf, what)?;
         if datagram.is_empty() {
             return Err(Error::malformed(what, "empty datagram before NLMSG_DONE"));
         }
@@ -393,6 +487,72 @@ pub fn data_messages<'a>(buf: &'a [u8], what: &str) -> Result<Vec<Message<'a>>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kept_sockets_are_reused_and_dropped_after_a_failure() {
+        let mut kept = Kept::default();
+        // nlctrl is in every kernel: its own family resolves.
+        let first = with_kept(&mut kept, || crate::genl::resolve("nlctrl", "none"));
+        let first = first.expect("nlctrl resolves");
+        assert_eq!(kept.protocols(), vec![Protocol::Generic]);
+        assert!(kept.buf.capacity() >= RECV_BUFFER);
+        // The same socket again, and the same answer (one request each, read to its ack).
+        let again = with_kept(&mut kept, || {
+            (0..3)
+                .map(|_| crate::genl::resolve("nlctrl", "none"))
+                .collect::<Vec<_>>()
+        });
+        assert!(again.iter().all(|f| f.as_ref().ok() == Some(&first)));
+        assert_eq!(kept.protocols(), vec![Protocol::Generic]);
+        // A refused request closes its socket; the next one opens another.
+        let refused = with_kept(&mut kept, || {
+            crate::genl::resolve("SMCRUN_NO_SUCH_FAMILY", "smcrun_none")
+        });
+        assert!(refused.is_err());
+        assert!(kept.protocols().is_empty());
+        with_kept(&mut kept, || crate::genl::resolve("nlctrl", "none")).expect("nlctrl again");
+        assert_eq!(kept.protocols(), vec![Protocol::Generic]);
+        // Outside with_kept nothing is kept or lent.
+        crate::genl::resolve("nlctrl", "none").expect("nlctrl without kept sockets");
+        assert_eq!(kept.protocols(), vec![Protocol::Generic]);
+    }
+
+    #[test]
+    fn only_generic_netlink_sockets_stay_open_between_calls() {
+        // NETLINK_RDMA and NETLINK_SOCK_DIAG sockets pin ib_core and sock_diag.
+        assert!(Protocol::Generic.kept_between_calls());
+        assert!(!Protocol::Rdma.kept_between_calls());
+        assert!(!Protocol::SockDiag.kept_between_calls());
+        let mut kept = Kept::default();
+        let inside = with_kept(&mut kept, || {
+            // TCP's sock_diag dump (tcp_diag) answers wherever the host has IPv4.
+            crate::sock_diag::tcp_dump_raw(libc::AF_INET as u8).expect("a TCP sock_diag dump");
+            crate::genl::resolve("nlctrl", "none").unwrap();
+            KEPT.with(|t| t.borrow().as_ref().map(Kept::protocols))
+        });
+        // Both kept while lent, only the generic one after.
+        let mut inside = inside.unwrap();
+        inside.sort_by_key(|p| p.kept_between_calls());
+        assert_eq!(inside, vec![Protocol::SockDiag, Protocol::Generic]);
+        assert_eq!(kept.protocols(), vec![Protocol::Generic]);
+    }
+
+    #[test]
+    fn nested_with_kept_lends_the_outer_sockets_again() {
+        let (mut outer, mut inner) = (Kept::default(), Kept::default());
+        with_kept(&mut outer, || {
+            with_kept(&mut inner, || crate::genl::resolve("nlctrl", "none")).unwrap();
+            crate::genl::resolve("nlctrl", "none").unwrap();
+        });
+        assert_eq!(outer.protocols(), vec![Protocol::Generic]);
+        assert_eq!(inner.protocols(), vec![Protocol::Generic]);
+        // A panic inside still gives the sockets back.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            with_kept(&mut inner, || panic!("inside"))
+        }));
+        assert!(r.is_err());
+        assert_eq!(inner.protocols(), vec![Protocol::Generic]);
+    }
 
     fn done(seq: u32) -> Vec<u8> {
         frame(NLMSG_DONE, 2, seq, &0i32.to_ne_bytes())

@@ -1,5 +1,6 @@
 //! A [`Snapshot`] as Prometheus metric families (pure: data in, families out), and their text
-//! exposition format (0.0.4, encoded by the `prometheus` crate).
+//! exposition format (0.0.4: the `prometheus` crate's encoder, or [`render`], which writes the
+//! same text straight from the samples for the exporter).
 //!
 //! Naming: `smc_*` for what the kernel's SMC reports, `smc_rdma_*` for the RDMA devices under it,
 //! `smcrun_*` for the runtime's per-process reports and the exporter itself. Counters end in
@@ -38,11 +39,28 @@ pub struct ScrapeMeta {
     pub duration_seconds: f64,
 }
 
-/// Metric families under construction, in the order first added.
+/// Metric families under construction, in the order first added: each family's samples as
+/// text lines (what [`Families::text`] writes out), and as `prometheus` families unless made
+/// by [`render`] (which only writes the text: no label pair or metric built per sample).
 #[derive(Debug, Default)]
 pub struct Families {
     list: Vec<MetricFamily>,
+    lines: Vec<(&'static str, &'static str, MetricType, String)>,
     index: HashMap<&'static str, usize>,
+    text_only: bool,
+}
+
+/// `v` with `\`, newline and (in label values) `"` escaped, as the text format (and the
+/// `prometheus` crate's encoder) escapes them, appended to `out`.
+fn escape_into(out: &mut String, v: &str, quote: bool) {
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '"' if quote => out.push_str("\\\""),
+            c => out.push(c),
+        }
+    }
 }
 
 impl Families {
@@ -54,14 +72,36 @@ impl Families {
         labels: &[(&str, &str)],
         value: f64,
     ) {
+        use std::fmt::Write;
+        let text_only = self.text_only;
         let i = *self.index.entry(name).or_insert_with(|| {
-            let mut f = MetricFamily::default();
-            f.set_name(name.to_string());
-            f.set_help(help.to_string());
-            f.set_field_type(kind);
-            self.list.push(f);
-            self.list.len() - 1
+            if !text_only {
+                let mut f = MetricFamily::default();
+                f.set_name(name.to_string());
+                f.set_help(help.to_string());
+                f.set_field_type(kind);
+                self.list.push(f);
+            }
+            self.lines.push((name, help, kind, String::new()));
+            self.lines.len() - 1
         });
+        let line = &mut self.lines[i].3;
+        line.push_str(name);
+        for (n, (k, v)) in labels.iter().enumerate() {
+            line.push(if n == 0 { '{' } else { ',' });
+            line.push_str(k);
+            line.push_str("=\"");
+            escape_into(line, v, true);
+            line.push('"');
+        }
+        if !labels.is_empty() {
+            line.push('}');
+        }
+        // f64's Display, as the prometheus encoder writes values (`value.to_string()`).
+        let _ = writeln!(line, " {value}");
+        if text_only {
+            return;
+        }
         let mut m = Metric::default();
         m.set_label(
             labels
@@ -114,6 +154,30 @@ impl Families {
     pub fn into_vec(self) -> Vec<MetricFamily> {
         self.list
     }
+
+    /// The text exposition format of the families: what [`encode`] makes of
+    /// [`Families::into_vec`], byte for byte.
+    pub fn text(&self) -> String {
+        let mut out = String::with_capacity(self.lines.iter().map(|l| l.3.len() + 160).sum());
+        for (name, help, kind, lines) in &self.lines {
+            if !help.is_empty() {
+                out.push_str("# HELP ");
+                out.push_str(name);
+                out.push(' ');
+                escape_into(&mut out, help, false);
+                out.push('\n');
+            }
+            out.push_str("# TYPE ");
+            out.push_str(name);
+            out.push_str(if *kind == MetricType::COUNTER {
+                " counter\n"
+            } else {
+                " gauge\n"
+            });
+            out.push_str(lines);
+        }
+        out
+    }
 }
 
 /// The text exposition format of `families`.
@@ -127,8 +191,25 @@ pub fn encode(families: &[MetricFamily]) -> Result<String, String> {
 
 /// The metric families of a snapshot.
 pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
-    use crate::snapshot::Collector;
     let mut f = Families::default();
+    fill(&mut f, s, meta);
+    f.into_vec()
+}
+
+/// A snapshot's metrics in the text exposition format: `encode(&families(s, meta))`, byte for
+/// byte, written straight from the samples (a scrape's cost: no `prometheus` structures built).
+pub fn render(s: &Snapshot, meta: &ScrapeMeta) -> String {
+    let mut f = Families {
+        text_only: true,
+        ..Families::default()
+    };
+    fill(&mut f, s, meta);
+    f.text()
+}
+
+/// Adds a snapshot's samples to `f`.
+fn fill(f: &mut Families, s: &Snapshot, meta: &ScrapeMeta) {
+    use crate::snapshot::Collector;
     let on = |c| s.collectors.has(c);
     // With the counters collector off, any SMC part that answered shows SMC is there; with no
     // SMC collector on, nothing can say, and there is no smc_up (never a 0 that fires SmcDown).
@@ -151,31 +232,31 @@ pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
         );
     }
     if let Some(c) = s.counters.get() {
-        counters(&mut f, c);
+        counters(f, c);
     }
-    sysctls(&mut f, &s.sysctls);
+    sysctls(f, &s.sysctls);
     if let Some(i) = s.info.get() {
-        info(&mut f, i);
+        info(f, i);
     }
     if let Some(t) = s.topology.get() {
-        topology(&mut f, t);
+        topology(f, t);
     }
     match s.sockets.get() {
-        Some(crate::snapshot::Sockets::Diag(socks)) => sockets(&mut f, socks),
-        Some(crate::snapshot::Sockets::Agent(live)) => agent_sockets(&mut f, live),
+        Some(crate::snapshot::Sockets::Diag(socks)) => sockets(f, socks),
+        Some(crate::snapshot::Sockets::Agent(live)) => agent_sockets(f, live),
         None => {}
     }
     if let Some(devs) = s.rdma.get() {
-        rdma(&mut f, devs);
+        rdma(f, devs);
     }
     if let Some(p) = s.processes.get() {
-        processes(&mut f, p, PROCESS_SERIES_CAP);
+        processes(f, p, PROCESS_SERIES_CAP);
     }
     if let Some(b) = s.bpf.get() {
-        bpf_scopes(&mut f, b);
+        bpf_scopes(f, b);
     }
     if let Some(a) = s.agent.get() {
-        agent(&mut f, a);
+        agent(f, a);
     }
     let parts = s.parts();
     for (c, ok, _) in &parts {
@@ -212,7 +293,6 @@ pub fn families(s: &Snapshot, meta: &ScrapeMeta) -> Vec<MetricFamily> {
         &[("version", env!("CARGO_PKG_VERSION"))],
         1.0,
     );
-    f.into_vec()
 }
 
 const TECHS: [&str; 2] = ["smcr", "smcd"];
@@ -866,8 +946,69 @@ mod tests {
         found[0]
     }
 
+    /// The snapshot's text, from the `prometheus` encoder; every test through here also checks
+    /// that the exporter's own writer ([`render`]) gives it byte for byte.
     fn text_of(s: &Snapshot) -> String {
-        encode(&families(s, &ScrapeMeta::default())).unwrap()
+        let meta = ScrapeMeta {
+            errors_total: 3,
+            duration_seconds: 0.125,
+        };
+        let text = encode(&families(s, &meta)).unwrap();
+        assert_eq!(render(s, &meta), text);
+        text
+    }
+
+    /// What `add` makes of `fill`'s samples: the encoder's text and the writer's.
+    fn both(fill: impl Fn(&mut Families)) -> (String, String) {
+        let mut f = Families::default();
+        fill(&mut f);
+        let mut t = Families {
+            text_only: true,
+            ..Families::default()
+        };
+        fill(&mut t);
+        assert!(
+            t.list.is_empty(),
+            "a text-only Families built prometheus families"
+        );
+        (encode(&f.into_vec()).unwrap(), t.text())
+    }
+
+    #[test]
+    fn the_writer_is_the_encoder_byte_for_byte() {
+        let (encoded, written) = both(|f| {
+            f.gauge("g_plain", "", &[], 1.0);
+            f.gauge(
+                "g_escapes",
+                "help with \\ and a\nnewline and \"quotes\"",
+                &[("a", "back\\slash"), ("b", "new\nline"), ("c", "\"q\"")],
+                -0.5,
+            );
+            f.gauge(
+                "g_escapes",
+                "ignored: the first help stays",
+                &[("a", "é ü 𝄞")],
+                f64::NAN,
+            );
+            f.gauge("g_odd", "values", &[], f64::INFINITY);
+            f.gauge("g_odd", "values", &[("x", "")], f64::NEG_INFINITY);
+            f.gauge("g_odd", "values", &[("x", "y")], 1e21);
+            f.gauge("g_odd", "values", &[("x", "z")], 1.5e-7);
+            f.counter("c_total", "a counter", &[("k", "v")], u64::MAX);
+            f.counter("c_total", "a counter", &[("k", "w")], 0);
+            f.gauge("g_plain", "", &[("late", "1")], 2.0);
+        });
+        assert_eq!(written, encoded);
+        for p in [1, 30] {
+            let procs = Processes {
+                running: (0..p)
+                    .map(|i| report(i, "we\"ird\\name\n", u64::from(i) * 7))
+                    .collect(),
+                unreadable: 2,
+            };
+            let (encoded, written) = both(|f| processes(f, &procs, 10));
+            assert_eq!(written, encoded);
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Everything one scrape needs, read from the kernel in one go: SMC's counters, link groups, links
 //! and devices, the SMC sockets' states and modes, the RDMA devices' resources, and the runtime's
 //! per-process reports. Each part is read afresh every time (the SMC family is resolved again, so
-//! a module that was unloaded or reloaded in between is seen as it is now, never a stale value).
+//! a module that was unloaded or reloaded in between is seen as it is now, never a stale value);
+//! a [`Reader`] keeps only what it can tell is unchanged (open sockets and files, device limits).
 
 use std::path::Path;
 
@@ -13,7 +14,7 @@ use smcrun_telemetry::smc_genl::{
 };
 use smcrun_telemetry::sock_diag::{self, Mode};
 use smcrun_telemetry::uverbs::{self, Limits};
-use smcrun_telemetry::Error;
+use smcrun_telemetry::{nl, Error};
 
 use crate::netns;
 
@@ -307,19 +308,90 @@ impl Collectors {
 /// Every `net.smc.*` sysctl this kernel has (whatever its version adds: the directory is the
 /// list), by name without the prefix, values with their whitespace folded, sorted by name.
 pub fn read_sysctls() -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = std::fs::read_dir("/proc/sys/net/smc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let v = std::fs::read_to_string(e.path()).ok()?;
-            Some((name, v.split_whitespace().collect::<Vec<_>>().join(" ")))
-        })
-        .collect();
+    read_sysctls_in(Path::new(SYSCTL_DIR), &mut None)
+}
+
+/// Where the `net.smc.*` sysctls are.
+const SYSCTL_DIR: &str = "/proc/sys/net/smc";
+
+/// The sysctl files of one listing of their directory, open, sorted by name: kept by a
+/// [`Reader`] while every one of them reads (see [`read_sysctls_in`]).
+type SysctlFiles = Vec<(String, std::fs::File)>;
+
+/// [`read_sysctls`] of directory `dir`, with the files `kept` open from an earlier call: each is
+/// read again from its start (pread, one system call), so a changed value shows at once. The
+/// files are kept only while the listing is whole and every read succeeds: a sysctl of an
+/// unloaded module reads ENOENT from its open file, so after the smc module was unloaded (or
+/// reloaded, with other sysctls maybe) a read fails, the kept files are dropped and the
+/// directory listed again in the same call; with no directory (no smc) nothing is kept.
+pub fn read_sysctls_in(dir: &Path, kept: &mut Option<SysctlFiles>) -> Vec<(String, String)> {
+    use std::os::unix::fs::FileExt;
+    // One pread from the start: a sysctl gives its whole value to one read with room for it
+    // (a read past it gives nothing), so a short read is all of it; a full one reads on.
+    let read = |f: &std::fs::File| -> Option<String> {
+        let mut buf = [0u8; SYSCTL_READ_BYTES];
+        let n = f.read_at(&mut buf, 0).ok()?;
+        let long;
+        let bytes = if n < buf.len() {
+            &buf[..n]
+        } else {
+            let mut all = buf.to_vec();
+            loop {
+                let m = f.read_at(&mut buf, all.len() as u64).ok()?;
+                if m == 0 {
+                    break;
+                }
+                all.extend_from_slice(&buf[..m]);
+            }
+            long = all;
+            &long[..]
+        };
+        let v = std::str::from_utf8(bytes).ok()?;
+        Some(v.split_whitespace().collect::<Vec<_>>().join(" "))
+    };
+    if let Some(files) = kept.as_ref() {
+        let values: Option<Vec<(String, String)>> = files
+            .iter()
+            .map(|(name, f)| Some((name.clone(), read(f)?)))
+            .collect();
+        match values {
+            Some(v) => return v,
+            None => *kept = None,
+        }
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut whole = true;
+    let mut files: SysctlFiles = Vec::new();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for e in entries {
+        let Ok(e) = e else {
+            whole = false;
+            continue;
+        };
+        let name = e.file_name().to_string_lossy().into_owned();
+        match std::fs::File::open(e.path()) {
+            Ok(f) => match read(&f) {
+                Some(v) => {
+                    out.push((name.clone(), v));
+                    files.push((name, f));
+                }
+                None => whole = false,
+            },
+            Err(_) => whole = false,
+        }
+    }
     out.sort();
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    if whole {
+        *kept = Some(files);
+    }
     out
 }
+
+/// The bytes of one read of a sysctl (net.smc's values are numbers: one read is all of one).
+const SYSCTL_READ_BYTES: usize = 4096;
 
 impl Snapshot {
     /// A snapshot in which the kernel had nothing (every part absent): what a kernel without SMC
@@ -412,8 +484,11 @@ fn read_topology(c: &SmcGenl) -> Result<Topology, Error> {
     })
 }
 
-fn read_rdma() -> Result<Vec<RdmaDevice>, Error> {
+/// The RDMA devices, their resource counts and limits; the limits of a device in `kept` (by
+/// index and name) are not asked again, the others are and kept; a device gone is dropped.
+fn read_rdma(kept: &mut Vec<KeptLimits>) -> Result<Vec<RdmaDevice>, Error> {
     let devices = rdma::devices()?;
+    forget_gone(kept, &devices);
     if devices.is_empty() {
         return Ok(Vec::new());
     }
@@ -422,15 +497,38 @@ fn read_rdma() -> Result<Vec<RdmaDevice>, Error> {
     // scrape's own `ctx` count.
     Ok(devices
         .into_iter()
-        .map(|d| RdmaDevice {
-            used: summaries
-                .iter()
-                .find(|s| s.device_index == d.index)
-                .cloned(),
-            limits: uverbs::limits(&d.name).ok(),
-            device: d,
+        .map(|d| {
+            let limits = kept_limits(kept, &d, |name| uverbs::limits(name).ok());
+            RdmaDevice {
+                used: summaries
+                    .iter()
+                    .find(|s| s.device_index == d.index)
+                    .cloned(),
+                limits,
+                device: d,
+            }
         })
         .collect())
+}
+
+/// Drops the kept limits of devices not in `devices` (by index and name).
+fn forget_gone(kept: &mut Vec<KeptLimits>, devices: &[rdma::Device]) {
+    kept.retain(|(i, n, _)| devices.iter().any(|d| d.index == *i && d.name == *n));
+}
+
+/// Device `d`'s limits: kept ones (same index and name), else `ask`ed by name and kept when
+/// there are some.
+fn kept_limits(
+    kept: &mut Vec<KeptLimits>,
+    d: &rdma::Device,
+    ask: impl FnOnce(&str) -> Option<Limits>,
+) -> Option<Limits> {
+    if let Some(k) = kept.iter().find(|(i, n, _)| *i == d.index && *n == d.name) {
+        return Some(k.2);
+    }
+    let l = ask(&d.name)?;
+    kept.push((d.index, d.name.clone(), l));
+    Some(l)
 }
 
 /// A snapshot from the replies `smcrun __capture DIR` saved (`DIR/smc_GET_STATS.bin`, ...): what
@@ -543,6 +641,51 @@ fn smc_part<T>(
 
 /// Read a snapshot from the running kernel: the parts of the collectors `on`, each timed.
 pub fn read(on: Collectors) -> Snapshot {
+    Reader::default().read(on)
+}
+
+/// What a process that reads snapshots again and again (the exporter, every scrape) keeps
+/// between them, each only while it is known to be the same; a snapshot read with it is the one
+/// [`read`] gives. Kept: the generic netlink socket (see [`nl::with_kept`]; a socket whose
+/// request failed is closed, and the SMC family is resolved again every read, so a reloaded
+/// module's new id is used at once; the RDMA and sock_diag sockets are reused within a read
+/// only, since an open one keeps ib_core or sock_diag from being unloaded); the open `net.smc.*` sysctl files (see
+/// [`read_sysctls_in`]); and each RDMA device's limits, by its index and name (a device
+/// removed is forgotten at the next read, one added or renamed is asked anew: the kernel
+/// gives a new device a new index; limits that could not be read are asked again next time).
+/// Network namespace: the process's own, which a reader must not leave.
+#[derive(Default)]
+pub struct Reader {
+    netlink: nl::Kept,
+    sysctls: Option<SysctlFiles>,
+    limits: Vec<KeptLimits>,
+}
+
+/// An RDMA device's limits, by the device's index and name.
+type KeptLimits = (u32, String, Limits);
+
+impl Reader {
+    /// Read a snapshot from the running kernel, as [`read`] does.
+    pub fn read(&mut self, on: Collectors) -> Snapshot {
+        let Reader {
+            netlink,
+            sysctls,
+            limits,
+        } = self;
+        nl::with_kept(netlink, || read_with(on, sysctls, limits))
+    }
+
+    /// The netlink protocols it keeps a socket of now (for tests).
+    pub fn kept_protocols(&self) -> Vec<nl::Protocol> {
+        self.netlink.protocols()
+    }
+}
+
+fn read_with(
+    on: Collectors,
+    sysctl_files: &mut Option<SysctlFiles>,
+    limits: &mut Vec<KeptLimits>,
+) -> Snapshot {
     let mut seconds = [0.0; Collector::ALL.len()];
     let smc_parts = [Collector::Counters, Collector::Info, Collector::Topology];
     // One generic netlink socket for the three SMC parts; opening it counts to the first one on.
@@ -589,7 +732,7 @@ pub fn read(on: Collectors) -> Snapshot {
         }
     });
     let rdma = timed(on, Collector::Rdma, &mut seconds, || {
-        Part::from_result(read_rdma())
+        Part::from_result(read_rdma(limits))
     });
     let processes = timed(on, Collector::Processes, &mut seconds, read_processes);
     // Reading BPF programs needs CAP_SYS_ADMIN; without it (or without BPF) there is simply no
@@ -608,7 +751,7 @@ pub fn read(on: Collectors) -> Snapshot {
         _ => off(Collector::Agent),
     };
     let sysctls = timed(on, Collector::Sysctl, &mut seconds, || {
-        Part::Read(read_sysctls())
+        Part::Read(read_sysctls_in(Path::new(SYSCTL_DIR), sysctl_files))
     });
     Snapshot {
         counters,
@@ -654,5 +797,113 @@ fn read_processes() -> Part<Processes> {
             running: Vec::new(),
             unreadable: 1,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmpdir(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("smcrun-snapshot-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn kept_sysctl_files_read_anew_and_relist_when_one_fails() {
+        let d = tmpdir("sysctl");
+        std::fs::write(d.join("wmem"), "262144\n").unwrap();
+        std::fs::write(d.join("limit_smc_hs"), "0\n").unwrap();
+        std::fs::write(d.join("smcr_max_conns_per_lgr"), "255\t 7\n").unwrap();
+        let mut kept = None;
+        let first = read_sysctls_in(&d, &mut kept);
+        let want = |w: &str| {
+            vec![
+                ("limit_smc_hs".to_string(), "0".to_string()),
+                ("smcr_max_conns_per_lgr".to_string(), "255 7".to_string()),
+                ("wmem".to_string(), w.to_string()),
+            ]
+        };
+        assert_eq!(first, want("262144"));
+        assert_eq!(kept.as_ref().map(Vec::len), Some(3));
+        // A changed value shows at the next read, from the kept file.
+        std::fs::write(d.join("wmem"), "1048576\n").unwrap();
+        assert_eq!(read_sysctls_in(&d, &mut kept), want("1048576"));
+        // A kept file that no longer reads (as a sysctl of an unloaded module): listed again.
+        std::fs::write(d.join("autocorking_size"), "65536\n").unwrap();
+        kept.as_mut().unwrap()[0].1 = std::fs::File::open(&d).unwrap(); // a directory: EISDIR
+        let relisted = read_sysctls_in(&d, &mut kept);
+        assert_eq!(relisted[0], ("autocorking_size".into(), "65536".into()));
+        assert_eq!(relisted[1..], want("1048576")[..]);
+        assert_eq!(kept.as_ref().map(Vec::len), Some(4));
+        // An entry that does not read (a directory) is left out, and nothing is kept.
+        std::fs::create_dir(d.join("sub")).unwrap();
+        kept = None;
+        assert_eq!(read_sysctls_in(&d, &mut kept).len(), 4);
+        assert!(kept.is_none());
+        // No directory (smc not loaded): nothing, nothing kept.
+        std::fs::remove_dir_all(&d).unwrap();
+        let mut kept = None;
+        assert!(read_sysctls_in(&d, &mut kept).is_empty());
+        assert!(kept.is_none());
+    }
+
+    #[test]
+    fn a_long_sysctl_value_is_read_whole() {
+        let d = tmpdir("sysctl-long");
+        let long = "1 ".repeat(SYSCTL_READ_BYTES);
+        std::fs::write(d.join("v"), &long).unwrap();
+        let v = read_sysctls_in(&d, &mut None);
+        assert_eq!(v[0].1, long.trim_end());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn device_limits_are_kept_by_index_and_name() {
+        let limits = |n: u32| Limits {
+            max_qp: n,
+            max_cq: n,
+            max_mr: n,
+            max_pd: n,
+            max_srq: n,
+        };
+        let dev = |index: u32, name: &str| rdma::Device {
+            index,
+            name: name.into(),
+            ..rdma::Device::default()
+        };
+        let mut kept = Vec::new();
+        let mut asked = 0;
+        let mut ask = |n: u32| {
+            asked += 1;
+            move |_: &str| Some(limits(n))
+        };
+        assert_eq!(
+            kept_limits(&mut kept, &dev(1, "rxe_lo"), ask(1)),
+            Some(limits(1))
+        );
+        // Kept: not asked again.
+        assert_eq!(
+            kept_limits(&mut kept, &dev(1, "rxe_lo"), |_| panic!("asked")),
+            Some(limits(1))
+        );
+        // The device removed and made again (a new index), or renamed: asked anew.
+        assert_eq!(
+            kept_limits(&mut kept, &dev(2, "rxe_lo"), ask(2)),
+            Some(limits(2))
+        );
+        assert_eq!(
+            kept_limits(&mut kept, &dev(2, "rxe_eth0"), ask(3)),
+            Some(limits(3))
+        );
+        assert_eq!(asked, 3);
+        // Gone devices are forgotten.
+        forget_gone(&mut kept, &[dev(2, "rxe_eth0")]);
+        assert_eq!(kept, vec![(2, "rxe_eth0".to_string(), limits(3))]);
+        // Limits that could not be read are not kept: asked again next time.
+        assert_eq!(kept_limits(&mut kept, &dev(5, "mlx5_0"), |_| None), None);
+        assert_eq!(kept.len(), 1);
     }
 }

@@ -210,10 +210,13 @@ pub fn unknown_collector(e: &clap::Error) -> Option<String> {
     ))
 }
 
-/// What lasts across scrapes: the error count, and which collectors are on.
+/// What lasts across scrapes: the error count, which collectors are on, and what the reader
+/// keeps between scrapes (the generic netlink socket, sysctl files, device limits: see
+/// [`snapshot::Reader`]).
 struct Exporter {
     errors: AtomicU64,
     collectors: Collectors,
+    reader: Mutex<snapshot::Reader>,
 }
 
 impl Exporter {
@@ -221,6 +224,7 @@ impl Exporter {
         Exporter {
             errors: AtomicU64::new(0),
             collectors,
+            reader: Mutex::new(snapshot::Reader::default()),
         }
     }
 
@@ -231,15 +235,25 @@ impl Exporter {
             errors_total: errors,
             duration_seconds: read_seconds,
         };
-        metrics::encode(&metrics::families(snap, &meta)).inspect_err(|_| {
-            self.errors.fetch_add(1, Ordering::Relaxed);
-        })
+        Ok(metrics::render(snap, &meta))
     }
 
     /// Read the kernel and render.
     fn scrape(&self) -> Result<String, String> {
         let t0 = Instant::now();
-        let snap = snapshot::read(self.collectors);
+        // Scrapes at once (up to SCRAPE_THREADS): one uses the kept reader, the others read
+        // with a reader of their own, as it would be on the first scrape.
+        let snap = match self.reader.try_lock() {
+            Ok(mut reader) => reader.read(self.collectors),
+            // A scrape that panicked mid-read: start again from nothing kept.
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                let mut reader = p.into_inner();
+                *reader = snapshot::Reader::default();
+                self.reader.clear_poison();
+                reader.read(self.collectors)
+            }
+            Err(std::sync::TryLockError::WouldBlock) => snapshot::read(self.collectors),
+        };
         self.render(&snap, t0.elapsed().as_secs_f64())
     }
 }
