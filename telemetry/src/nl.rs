@@ -506,7 +506,7 @@ mod tests {
         assert_eq!(kept.protocols(), vec![Protocol::Generic]);
         // A refused request closes its socket; the next one opens another.
         let refused = with_kept(&mut kept, || {
-            crate::genl::resolve("SMCRUN_NO_SUCH_FAMILY", "smcrun_none")
+            crate::genl::resolve("no_such_family", "smcrun_none")
         });
         assert!(refused.is_err());
         assert!(kept.protocols().is_empty());
