@@ -463,7 +463,7 @@ impl Agent {
                 let slot = base.add(i);
                 let seq = AtomicU64::from_ptr(std::ptr::addr_of!((*slot).seq) as *mut u64);
                 let before = seq.load(Ordering::Acquire);
-                if before % 2 == 0 {
+                if before.is_multiple_of(2) {
                     continue;
                 }
                 let rec = std::ptr::read_volatile(std::ptr::addr_of!((*slot).record));

@@ -34,7 +34,7 @@ impl RingBuf {
     /// Maps the ring buffer `map` of `size` data bytes (its max_entries).
     pub fn open(map: BorrowedFd<'_>, size: usize) -> io::Result<RingBuf> {
         let page = sys::page_size();
-        if !size.is_power_of_two() || size % page != 0 {
+        if !size.is_power_of_two() || !size.is_multiple_of(page) {
             return Err(io::Error::other(format!(
                 "ring buffer size {size} is not a power of 2 and a multiple of {page}"
             )));
@@ -87,7 +87,12 @@ unsafe fn consume_raw(
     mut f: impl FnMut(&[u8]),
 ) -> usize {
     // SAFETY: as the caller promises; atomics because the kernel writes them concurrently.
-    let (cons, prod) = unsafe { (AtomicU64::from_ptr(cons), AtomicU64::from_ptr(prod as *mut u64)) };
+    let (cons, prod) = unsafe {
+        (
+            AtomicU64::from_ptr(cons),
+            AtomicU64::from_ptr(prod as *mut u64),
+        )
+    };
     let mut pos = cons.load(Ordering::Acquire);
     let mut n = 0;
     loop {
@@ -142,7 +147,9 @@ mod tests {
         let mut out = Vec::new();
         // SAFETY: positions and 2 * SIZE bytes of 8-aligned data, as the kernel lays them out.
         unsafe {
-            consume_raw(cons, &prod, data.as_ptr().cast(), SIZE, |b| out.push(b.to_vec()));
+            consume_raw(cons, &prod, data.as_ptr().cast(), SIZE, |b| {
+                out.push(b.to_vec())
+            });
         }
         out
     }
@@ -154,18 +161,30 @@ mod tests {
         p = put(&mut data, p, DISCARD, b"gone-gone-ab");
         p = put(&mut data, p, 0, b"three");
         let mut cons = 0u64;
-        assert_eq!(read(&mut cons, p as u64, &data), [b"one".to_vec(), b"three".to_vec()]);
+        assert_eq!(
+            read(&mut cons, p as u64, &data),
+            [b"one".to_vec(), b"three".to_vec()]
+        );
         assert_eq!(cons, p as u64);
         // reserved, not submitted, and crossing the data's end: the reader stops there
         let busy_at = p;
-        assert!(busy_at < SIZE && busy_at + 16 > SIZE, "the test's record crosses the end");
+        assert!(
+            busy_at < SIZE && busy_at + 16 > SIZE,
+            "the test's record crosses the end"
+        );
         p = put(&mut data, p, BUSY, b"4");
         assert!(read(&mut cons, p as u64, &data).is_empty());
-        assert_eq!(cons, busy_at as u64, "stops at the reserved record, its room kept");
+        assert_eq!(
+            cons, busy_at as u64,
+            "stops at the reserved record, its room kept"
+        );
         // submitted now: it reads whole (the data is mapped twice), and one more past the end
         put(&mut data, busy_at, 0, b"4");
         let q = put(&mut data, p, 0, b"wrapping around");
-        assert_eq!(read(&mut cons, q as u64, &data), [b"4".to_vec(), b"wrapping around".to_vec()]);
+        assert_eq!(
+            read(&mut cons, q as u64, &data),
+            [b"4".to_vec(), b"wrapping around".to_vec()]
+        );
         assert_eq!(cons, q as u64);
         assert!(read(&mut cons, q as u64, &data).is_empty());
     }

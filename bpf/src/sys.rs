@@ -523,7 +523,12 @@ pub fn page_size() -> usize {
 /// read-only or read-write: a BPF_F_MMAPABLE array (its values from offset 0) or a
 /// BPF_MAP_TYPE_RINGBUF (its consumer page read-write at 0, its producer page and data, mapped
 /// twice, read-only from one page on).
-pub fn map_mmap(map: BorrowedFd<'_>, len: usize, offset: usize, writable: bool) -> io::Result<Mmap> {
+pub fn map_mmap(
+    map: BorrowedFd<'_>,
+    len: usize,
+    offset: usize,
+    writable: bool,
+) -> io::Result<Mmap> {
     let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
     // SAFETY: a new mapping at an address the kernel picks; nothing existing is replaced. The
     // fd is valid for the call; the mapping holds its own reference to the map.

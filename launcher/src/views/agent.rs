@@ -256,7 +256,7 @@ const CENSUS_RECHECK: Duration = Duration::from_secs(10);
 
 /// Whether the record of open sockets holds every SMC socket of the agent's own network
 /// namespace: checked against one smc_diag dump after each attachment (sockets made before the
-/// probes were attached are not recorded) and after the live map overflowed, every
+/// probes were attached are not recorded) and after its table of open sockets overflowed, every
 /// [`CENSUS_RECHECK`] until it does; from then on the probes see every new socket.
 #[derive(Default)]
 struct Census {
