@@ -14,10 +14,23 @@
 //   smc_sendmsg/smc_recvmsg   bytes each way (the return value, through a kretprobe); the first
 //                          one in another process than the recorded one (a prefork worker
 //                          accepting a parent's listener) takes the socket over
-//   __smc_release          the socket ends: the record moves from `live` to `done`, which the
-//                          agent drains.
-// Records are keyed by the smc_sock's address while alive and by (address, start) once done: an
-// address is reused at once by the next socket, but only after __smc_release ended the record.
+//   __smc_release          the socket ends: its record goes to the ring buffer `ended`, its
+//                          slot is freed.
+//
+// The agent reads all of it without a bpf() system call: a map system call runs with the
+// CPU's BPF tracing programs held off (bpf_disable_instrumentation), and on a preemptible kernel
+// a task preempted onto that CPU meanwhile runs smc's functions unprobed (measured on 7.3: 78
+// runs missed with the maps read every 100 ms). So:
+//   slots       the open sockets' records, an mmapable array the agent reads through mmap. A
+//               socket claims a free slot (from the queue `free_slots`, or a never used one past
+//               `agent_stats.slots_used`); `by_addr` maps its smc_sock's address to the slot. Each
+//               slot has a sequence count, odd while a socket holds it: written before the count
+//               goes odd, read by the agent only while it is odd and the same before and after.
+//   ended       a ring buffer (mmapped by the agent, which waits on it with epoll): the record
+//               of each ended socket, with its slot and sequence count (so the agent does not
+//               count a record both open and ended). The agent is woken only when the ring is
+//               half full; it reads it every interval anyway.
+//   agent_stats what did not fit, an mmapable array.
 // Every map is bounded; a record that does not fit is counted in `agent_stats`, never dropped
 // silently.
 //
@@ -37,8 +50,14 @@ typedef long long __s64;
 
 #define BPF_MAP_TYPE_HASH 1
 #define BPF_MAP_TYPE_ARRAY 2
+#define BPF_MAP_TYPE_QUEUE 22
+#define BPF_MAP_TYPE_RINGBUF 27
+#define BPF_F_MMAPABLE 1024
 #define BPF_ANY 0
 #define BPF_NOEXIST 1
+#define BPF_RB_NO_WAKEUP 1
+#define BPF_RB_FORCE_WAKEUP 2
+#define BPF_RB_AVAIL_DATA 0
 
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
 static long (*bpf_map_update_elem)(void *map, const void *key, const void *value,
@@ -47,8 +66,13 @@ static long (*bpf_map_delete_elem)(void *map, const void *key) = (void *)3;
 static __u64 (*bpf_get_current_pid_tgid)(void) = (void *)14;
 static long (*bpf_get_current_comm)(void *buf, __u32 size) = (void *)16;
 static __u64 (*bpf_get_current_cgroup_id)(void) = (void *)80;
+static long (*bpf_map_push_elem)(void *map, const void *value, __u64 flags) = (void *)87;
+static long (*bpf_map_pop_elem)(void *map, void *value) = (void *)88;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *src) = (void *)113;
 static __u64 (*bpf_ktime_get_boot_ns)(void) = (void *)125;
+static void *(*bpf_ringbuf_reserve)(void *ringbuf, __u64 size, __u64 flags) = (void *)131;
+static void (*bpf_ringbuf_submit)(void *data, __u64 flags) = (void *)132;
+static __u64 (*bpf_ringbuf_query)(void *ringbuf, __u64 flags) = (void *)134;
 
 // The registers of a kprobe's context (x86_64's struct pt_regs, a fixed ABI).
 struct pt_regs {
@@ -105,12 +129,13 @@ struct smc_sock {
 
 #define RD(dst, src) bpf_probe_read_kernel(&(dst), sizeof(dst), &(src))
 
-// Shared with bpf/src/agent.rs (struct Record, the constants below).
+// Shared with bpf/src/agent.rs (struct Record, Slot, Ended, AgentStats, the constants below).
 #define COMM_LEN 16
 #define DEV_LEN 16
 #define MAX_LIVE 16384
-#define MAX_DONE 16384
 #define MAX_INFLIGHT 4096
+// The ring buffer's bytes: 16384 ended records of 8 header bytes + sizeof(struct ended), 128.
+#define RING_BYTES (2 * 1024 * 1024)
 
 #define ROLE_CLIENT 1
 #define ROLE_SERVER 2
@@ -144,33 +169,55 @@ struct record {
 	char dev[DEV_LEN];
 };
 
-struct done_key {
-	__u64 addr;
-	__u64 start_ns;
+// One open socket's place: `seq` odd while a socket holds it (each claim and each release adds 1).
+struct slot {
+	__u64 seq;
+	struct record r;
+};
+
+// An ended socket's record on the ring buffer, with the slot it held and that slot's `seq` then.
+struct ended {
+	__u64 seq;
+	__u32 slot;
+	__u32 pad;
+	struct record r;
 };
 
 // What did not fit, and how often each program ran.
 struct agent_stats {
-	__u64 live_full;     // a socket found `live` full: not recorded
-	__u64 done_full;     // an ended record found `done` full: lost
+	__u64 live_full;     // a socket found no free slot (or `by_addr` full): not recorded
+	__u64 done_full;     // an ended record found the ring buffer full: lost
 	__u64 inflight_full; // a send/recv whose bytes could not be counted
 	__u64 stale;	     // records ended without their release being seen
 	__u64 events;
+	__u64 slots_used; // slots ever handed out from the top (the agent reads those below)
 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_LIVE);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct slot);
+} slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_LIVE);
-	__type(key, __u64); // the smc_sock's address
-	__type(value, struct record);
-} live SEC(".maps");
+	__type(key, __u64);   // the smc_sock's address
+	__type(value, __u32); // its slot
+} by_addr SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_DONE);
-	__type(key, struct done_key);
-	__type(value, struct record);
-} done SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, MAX_LIVE);
+	__type(value, __u32); // a freed slot
+} free_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, RING_BYTES);
+} ended SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -182,9 +229,13 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__type(key, __u32);
 	__type(value, struct agent_stats);
 } agent_stats SEC(".maps");
+
+// Keeps the compiler from moving stores across it (x86 keeps stores in order itself).
+#define BARRIER() asm volatile("" ::: "memory")
 
 INLINE struct agent_stats *stats(void)
 {
@@ -196,6 +247,11 @@ INLINE struct agent_stats *stats(void)
 	return s;
 }
 
+INLINE void count(__u64 *counter)
+{
+	__sync_fetch_and_add(counter, 1);
+}
+
 INLINE void set_process(struct record *r)
 {
 	r->tgid = bpf_get_current_pid_tgid() >> 32;
@@ -204,6 +260,7 @@ INLINE void set_process(struct record *r)
 }
 
 // The mode as the socket says now: TCP once fallen back, SMC-R/SMC-D once it has a link group.
+// The mode is written last: a reader seeing it sees the reason or device written before.
 INLINE void classify(struct record *r, struct smc_sock *smc)
 {
 	struct smc_link_group *lgr = 0;
@@ -212,9 +269,10 @@ INLINE void classify(struct record *r, struct smc_sock *smc)
 
 	RD(fb, smc->use_fallback);
 	if (fb) {
-		r->mode = MODE_TCP;
 		RD(r->fallback_rsn, smc->fallback_rsn);
 		RD(r->peer_diagnosis, smc->peer_diagnosis);
+		BARRIER();
+		r->mode = MODE_TCP;
 		return;
 	}
 	if (r->mode != MODE_UNKNOWN)
@@ -223,14 +281,57 @@ INLINE void classify(struct record *r, struct smc_sock *smc)
 	if (!lgr)
 		return;
 	RD(smcd, lgr->is_smcd);
-	r->mode = smcd ? MODE_SMCD : MODE_SMCR;
-	if (smcd)
-		return;
-	RD(lnk, smc->conn.lnk);
-	if (lnk) {
-		bpf_probe_read_kernel(r->dev, DEV_LEN - 1, lnk->ibname);
-		RD(r->ibport, lnk->ibport);
+	if (!smcd) {
+		RD(lnk, smc->conn.lnk);
+		if (lnk) {
+			bpf_probe_read_kernel(r->dev, DEV_LEN - 1, lnk->ibname);
+			RD(r->ibport, lnk->ibport);
+		}
 	}
+	BARRIER();
+	r->mode = smcd ? MODE_SMCD : MODE_SMCR;
+}
+
+// The slot of the socket at `addr` (its number in *idx), or none.
+INLINE struct slot *slot_of(__u64 addr, __u32 *idx)
+{
+	__u32 *i = bpf_map_lookup_elem(&by_addr, &addr);
+
+	if (!i)
+		return 0;
+	*idx = *i;
+	return bpf_map_lookup_elem(&slots, idx);
+}
+
+// The record of the socket at `addr`, or none.
+INLINE struct record *live_of(__u64 addr)
+{
+	__u32 idx;
+	struct slot *sl = slot_of(addr, &idx);
+
+	return sl ? &sl->r : 0;
+}
+
+// The record in slot `idx` ends: onto the ring buffer (or counted lost), and the slot freed.
+INLINE void finish(__u64 addr, __u32 idx, struct slot *sl, struct agent_stats *s)
+{
+	struct ended *e = bpf_ringbuf_reserve(&ended, sizeof(struct ended), 0);
+
+	if (e) {
+		e->seq = sl->seq;
+		e->slot = idx;
+		e->pad = 0;
+		__builtin_memcpy(&e->r, &sl->r, sizeof(struct record));
+		// Woken only when the ring is half full: the agent reads it every interval anyway.
+		bpf_ringbuf_submit(e, bpf_ringbuf_query(&ended, BPF_RB_AVAIL_DATA) > RING_BYTES / 2
+					      ? BPF_RB_FORCE_WAKEUP
+					      : BPF_RB_NO_WAKEUP);
+	} else if (s) {
+		count(&s->done_full);
+	}
+	bpf_map_delete_elem(&by_addr, &addr);
+	__sync_fetch_and_add(&sl->seq, 1); // even: free (after the record went out)
+	bpf_map_push_elem(&free_slots, &idx, 0);
 }
 
 // A new record for the socket at `addr` (an existing one there is stale: its socket ended
@@ -238,30 +339,46 @@ INLINE void classify(struct record *r, struct smc_sock *smc)
 INLINE struct record *start(__u64 addr, struct smc_sock *smc, __u8 role)
 {
 	struct agent_stats *s = stats();
-	struct record r = {}, *old = bpf_map_lookup_elem(&live, &addr);
 	struct net *net = 0;
+	struct slot *sl;
+	__u32 idx;
 
-	if (old) {
-		struct done_key k = {addr, old->start_ns};
-
-		old->flags |= FLAG_STALE;
-		if (bpf_map_update_elem(&done, &k, old, BPF_NOEXIST) && s)
-			__sync_fetch_and_add(&s->done_full, 1);
-		if (s)
-			__sync_fetch_and_add(&s->stale, 1);
+	if (!s)
+		return 0;
+	sl = slot_of(addr, &idx);
+	if (sl) {
+		sl->r.flags |= FLAG_STALE;
+		count(&s->stale);
+		finish(addr, idx, sl, s);
 	}
-	r.start_ns = bpf_ktime_get_boot_ns();
-	r.role = role;
-	set_process(&r);
-	RD(net, ((struct sock *)smc)->__sk_common.skc_net.net);
-	if (net)
-		RD(r.netns_cookie, net->net_cookie);
-	if (bpf_map_update_elem(&live, &addr, &r, BPF_ANY)) {
-		if (s)
-			__sync_fetch_and_add(&s->live_full, 1);
+	if (bpf_map_pop_elem(&free_slots, &idx)) {
+		// No freed slot: one never used, if any is left.
+		if (s->slots_used >= MAX_LIVE) {
+			count(&s->live_full);
+			return 0;
+		}
+		idx = __sync_fetch_and_add(&s->slots_used, 1);
+	}
+	sl = bpf_map_lookup_elem(&slots, &idx);
+	if (!sl) {
+		count(&s->live_full); // past the top: taken by another CPU meanwhile
 		return 0;
 	}
-	return bpf_map_lookup_elem(&live, &addr);
+	// The slot is free (`seq` even): the agent does not read it while it is filled.
+	__builtin_memset(&sl->r, 0, sizeof(struct record));
+	sl->r.start_ns = bpf_ktime_get_boot_ns();
+	sl->r.role = role;
+	set_process(&sl->r);
+	RD(net, ((struct sock *)smc)->__sk_common.skc_net.net);
+	if (net)
+		RD(sl->r.netns_cookie, net->net_cookie);
+	if (bpf_map_update_elem(&by_addr, &addr, &idx, BPF_NOEXIST)) {
+		count(&s->live_full);
+		bpf_map_push_elem(&free_slots, &idx, 0);
+		return 0;
+	}
+	__sync_fetch_and_add(&sl->seq, 1); // odd: held (after the record was written)
+	return &sl->r;
 }
 
 INLINE struct smc_sock *smc_of(struct socket *sock)
@@ -291,7 +408,7 @@ int agent_connect(struct pt_regs *ctx)
 
 	if (!smc)
 		return 0;
-	r = bpf_map_lookup_elem(&live, &addr);
+	r = live_of(addr);
 	// connect() again on a socket already connecting (EALREADY, EISCONN) keeps its record.
 	if (r && r->role == ROLE_CLIENT)
 		return 0;
@@ -314,7 +431,7 @@ int agent_listen(struct pt_regs *ctx)
 
 	if (!smc)
 		return 0;
-	r = bpf_map_lookup_elem(&live, &addr);
+	r = live_of(addr);
 	if (r && r->role == ROLE_LISTEN)
 		return 0; // listen() again changes the backlog only
 	r = start(addr, smc, ROLE_LISTEN);
@@ -329,19 +446,18 @@ SEC("kprobe/smc_listen_out")
 int agent_listen_out(struct pt_regs *ctx)
 {
 	struct smc_sock *smc = (struct smc_sock *)ARG1(ctx), *lsmc = 0;
-	__u64 addr = (__u64)smc, laddr;
+	__u64 addr = (__u64)smc;
 	struct record *r, *l;
 
 	if (!smc)
 		return 0;
-	r = bpf_map_lookup_elem(&live, &addr);
+	r = live_of(addr);
 	if (!r || r->role != ROLE_SERVER)
 		r = start(addr, smc, ROLE_SERVER);
 	if (!r)
 		return 0;
 	RD(lsmc, smc->listen_smc);
-	laddr = (__u64)lsmc;
-	l = lsmc ? bpf_map_lookup_elem(&live, &laddr) : 0;
+	l = lsmc ? live_of((__u64)lsmc) : 0;
 	if (l) {
 		r->tgid = l->tgid;
 		r->cgroup_id = l->cgroup_id;
@@ -352,24 +468,13 @@ int agent_listen_out(struct pt_regs *ctx)
 	return 0;
 }
 
-// The live record of the smc_sock in a probe's first argument (and the socket), or none.
-INLINE struct record *live_arg(struct pt_regs *ctx, struct smc_sock **smc)
-{
-	__u64 addr = ARG1(ctx);
-
-	*smc = (struct smc_sock *)addr;
-	if (!addr)
-		return 0;
-	return bpf_map_lookup_elem(&live, &addr);
-}
-
 // smc_conn_save_peer_info(struct smc_sock *smc, struct smc_clc_msg_accept_confirm *clc): the
 // SMC handshake succeeded (client: after the accept; server: after the confirm).
 SEC("kprobe/smc_conn_save_peer_info")
 int agent_peer_info(struct pt_regs *ctx)
 {
-	struct smc_sock *smc;
-	struct record *r = live_arg(ctx, &smc);
+	struct smc_sock *smc = (struct smc_sock *)ARG1(ctx);
+	struct record *r = smc ? live_of((__u64)smc) : 0;
 
 	if (r)
 		classify(r, smc);
@@ -380,14 +485,15 @@ int agent_peer_info(struct pt_regs *ctx)
 SEC("kprobe/smc_switch_to_fallback")
 int agent_fallback(struct pt_regs *ctx)
 {
-	struct smc_sock *smc;
-	struct record *r = live_arg(ctx, &smc);
+	struct smc_sock *smc = (struct smc_sock *)ARG1(ctx);
+	struct record *r = smc ? live_of((__u64)smc) : 0;
 
 	if (!r)
 		return 0; // a server socket: smc_listen_out records it with the reason
-	r->mode = MODE_TCP;
 	r->fallback_rsn = (__u32)ARG2(ctx);
 	RD(r->peer_diagnosis, smc->peer_diagnosis);
+	BARRIER();
+	r->mode = MODE_TCP;
 	return 0;
 }
 
@@ -403,7 +509,7 @@ INLINE int io_entry(struct pt_regs *ctx)
 
 	if (!smc)
 		return 0;
-	r = bpf_map_lookup_elem(&live, &addr);
+	r = live_of(addr);
 	if (!r)
 		return 0;
 	if (r->flags & FLAG_INHERITED || !r->inode) {
@@ -418,7 +524,7 @@ INLINE int io_entry(struct pt_regs *ctx)
 		struct agent_stats *s = stats();
 
 		if (s)
-			__sync_fetch_and_add(&s->inflight_full, 1);
+			count(&s->inflight_full);
 	}
 	return 0;
 }
@@ -431,7 +537,7 @@ INLINE int io_return(struct pt_regs *ctx, int tx)
 
 	if (!addr)
 		return 0;
-	r = bpf_map_lookup_elem(&live, addr);
+	r = live_of(*addr);
 	bpf_map_delete_elem(&inflight, &id);
 	if (!r || n <= 0)
 		return 0;
@@ -470,25 +576,20 @@ int agent_recv_ret(struct pt_regs *ctx)
 SEC("kprobe/__smc_release")
 int agent_release(struct pt_regs *ctx)
 {
-	struct smc_sock *smc;
-	struct record *r = live_arg(ctx, &smc);
+	struct smc_sock *smc = (struct smc_sock *)ARG1(ctx);
 	__u64 addr = (__u64)smc;
-	struct done_key k;
+	struct slot *sl;
+	__u32 idx;
 
-	if (!r)
+	if (!smc)
 		return 0;
-	classify(r, smc);
-	r->end_ns = bpf_ktime_get_boot_ns();
-	r->flags |= FLAG_ENDED;
-	k.addr = addr;
-	k.start_ns = r->start_ns;
-	if (bpf_map_update_elem(&done, &k, r, BPF_NOEXIST)) {
-		struct agent_stats *s = stats();
-
-		if (s)
-			__sync_fetch_and_add(&s->done_full, 1);
-	}
-	bpf_map_delete_elem(&live, &addr);
+	sl = slot_of(addr, &idx);
+	if (!sl)
+		return 0;
+	classify(&sl->r, smc);
+	sl->r.end_ns = bpf_ktime_get_boot_ns();
+	sl->r.flags |= FLAG_ENDED;
+	finish(addr, idx, sl, stats());
 	return 0;
 }
 

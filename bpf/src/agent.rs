@@ -2,6 +2,11 @@
 //! every SMC socket (process, cgroup, network namespace, role, mode, device or fallback reason,
 //! bytes, start and end) in bounded maps, and the reading of those maps.
 //!
+//! The maps are read without a bpf() system call (each map command holds the kernel's tracing
+//! programs off its CPU, and on a preemptible kernel smc's functions then ran unprobed on it):
+//! the open sockets' slots and the counters are mmapable arrays, the ended records come through
+//! a ring buffer, all read in their mmapped pages.
+//!
 //! The object is loaded with the same aya-obj based loader as BPF mode's, its CO-RE accesses
 //! relocated against the kernel's BTF with smc.ko's split BTF appended (`/sys/kernel/btf/smc`).
 //! kprobes rather than fentry or tp_btf: those hold the module while attached, so `rmmod smc`
@@ -11,12 +16,14 @@
 use crate::error::Error;
 use crate::layout::{from_bytes, Pod};
 use crate::loader::{self, Instance};
+use crate::ringbuf::RingBuf;
 use crate::sys;
 use aya_obj::btf::Btf;
-use smcrun_telemetry::features::{KPROBE_MISSED, MODULE_BTF};
+use smcrun_telemetry::features::{BPF_ATOMIC_FETCH, KPROBE_MISSED, MODULE_BTF};
 use std::ffi::CString;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// The object, as `bash bpf/build.sh` makes it from `agent.bpf.c`.
 pub const OBJECT: &[u8] = include_bytes!("agent.bpf.o");
@@ -27,8 +34,9 @@ pub const COMM_LEN: usize = 16;
 pub const DEV_LEN: usize = 16;
 /// Sockets alive at once the kernel side can record (`MAX_LIVE`).
 pub const MAX_LIVE: u32 = 16384;
-/// Ended records waiting for the agent (`MAX_DONE`).
-pub const MAX_DONE: u32 = 16384;
+/// The ring buffer of ended records, bytes (`RING_BYTES`): 16,384 records of 128 bytes (an
+/// [`Ended`] and the ring's 8-byte header).
+pub const RING_BYTES: u32 = 2 * 1024 * 1024;
 
 /// `ROLE_*`: a client socket (connect).
 pub const ROLE_CLIENT: u8 = 1;
@@ -91,23 +99,37 @@ pub struct Record {
     pub dev: [u8; DEV_LEN],
 }
 
-/// `struct done_key`.
+/// `struct slot`: an open socket's place in the mmapable array `slots`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DoneKey {
-    /// The socket's address (never shown: it is a kernel address).
-    pub addr: u64,
-    /// The record's start.
-    pub start_ns: u64,
+pub struct Slot {
+    /// Odd while a socket holds the slot; each claim and each release adds 1.
+    pub seq: u64,
+    /// The socket's record.
+    pub record: Record,
+}
+
+/// `struct ended`: an ended socket's record on the ring buffer `ended`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ended {
+    /// The slot's `seq` while the socket held it.
+    pub seq: u64,
+    /// The slot it held.
+    pub slot: u32,
+    /// Zero.
+    pub pad: u32,
+    /// The record.
+    pub record: Record,
 }
 
 /// `struct agent_stats`: what did not fit.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AgentStats {
-    /// Sockets not recorded: `live` was full.
+    /// Sockets not recorded: no free slot.
     pub live_full: u64,
-    /// Ended records lost: `done` was full (the agent did not drain it in time).
+    /// Ended records lost: the ring buffer was full (the agent did not read it in time).
     pub done_full: u64,
     /// Sends/receives whose bytes were not counted.
     pub inflight_full: u64,
@@ -115,10 +137,12 @@ pub struct AgentStats {
     pub stale: u64,
     /// Program runs that touched a record.
     pub events: u64,
+    /// Slots handed out from the top (those below it are the only ones ever used).
+    pub slots_used: u64,
 }
 
 unsafe impl Pod for Record {}
-unsafe impl Pod for DoneKey {}
+unsafe impl Pod for Ended {}
 unsafe impl Pod for AgentStats {}
 
 /// Bytes up to the first NUL, as text.
@@ -127,15 +151,11 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(&b[..end]).into_owned()
 }
 
-/// The map sizes userspace reads.
+/// The map sizes userspace reads (a ring buffer has none: its records are [`Ended`]).
 const SIZES: &[(&str, usize, usize)] = &[
-    ("live", 8, std::mem::size_of::<Record>()),
-    (
-        "done",
-        std::mem::size_of::<DoneKey>(),
-        std::mem::size_of::<Record>(),
-    ),
+    ("slots", 4, std::mem::size_of::<Slot>()),
     ("agent_stats", 4, std::mem::size_of::<AgentStats>()),
+    ("ended", 0, 0),
 ];
 
 /// Each program and the smc.ko function it probes (`true`: on return).
@@ -206,7 +226,7 @@ fn merge_split_btf(base: &[u8], split: &[u8]) -> Result<Vec<u8>, Error> {
 }
 
 /// What the agent needs of any kernel, for messages.
-const KERNELS: &str = "the agent runs on x86_64 Linux 5.11 or newer with BTF \
+const KERNELS: &str = "the agent runs on x86_64 Linux 5.12 or newer with BTF \
     (CONFIG_DEBUG_INFO_BTF, and CONFIG_DEBUG_INFO_BTF_MODULES for a modular smc) and kprobes \
     (CONFIG_KPROBE_EVENTS), e.g. Debian 12's 6.12";
 
@@ -260,6 +280,9 @@ pub fn check() -> Result<Smc, String> {
             "smc is a module and {}",
             MODULE_BTF.lacking(&release)
         ));
+    }
+    if BPF_ATOMIC_FETCH.missing_in(&release) == Some(true) {
+        return Err(format!("{}: {KERNELS}", BPF_ATOMIC_FETCH.lacking(&release)));
     }
     if smc != Smc::NotLoaded {
         let missing = missing_functions();
@@ -319,27 +342,38 @@ pub fn smc_generation() -> Option<u64> {
     }
 }
 
-/// The records of a map keyed by `key_size` bytes, read (and with `take`, deleted) in batches.
-fn records(
-    map: std::os::fd::BorrowedFd<'_>,
-    key_size: usize,
-    take: bool,
-) -> Result<Vec<Record>, Error> {
-    let size = std::mem::size_of::<Record>();
-    let (_, values) = sys::map_entries(map, key_size, size, take)
-        .map_err(|e| Error::io("reading the agent's BPF map", e))?;
-    Ok(values.chunks_exact(size).map(from_bytes).collect())
+/// What one read of the kernel side found.
+#[derive(Debug, Default)]
+pub struct Reading {
+    /// The sockets that ended since the last read, by end time.
+    pub ended: Vec<Record>,
+    /// The sockets open now (none of them among `ended`).
+    pub live: Vec<Record>,
+    /// The counters.
+    pub stats: AgentStats,
 }
 
 /// The loaded, attached agent programs and their maps (detached when dropped).
 #[derive(Debug)]
 pub struct Agent {
+    slots: sys::Mmap,
+    stats: sys::Mmap,
+    ring: RingBuf,
     inst: Instance,
     probes: Vec<sys::Kprobe>,
 }
 
+/// An array map's values mapped (BPF_F_MMAPABLE; `entries` values of `T`, each 8-aligned).
+fn map_array<T>(inst: &Instance, name: &str, entries: usize) -> Result<sys::Mmap, Error> {
+    let page = sys::page_size();
+    let len = (std::mem::size_of::<T>().next_multiple_of(8) * entries).next_multiple_of(page);
+    sys::map_mmap(inst.map(name)?.fd(), len, 0, false)
+        .map_err(|e| Error::io(format!("mapping the agent's BPF map {name} (mmap)"), e))
+}
+
 impl Agent {
-    /// Loads the object against the running kernel and smc.ko, and attaches every probe.
+    /// Loads the object against the running kernel and smc.ko, maps its slots, counters and
+    /// ring buffer, and attaches every probe.
     pub fn attach() -> Result<Agent, Error> {
         check().map_err(Error::new)?;
         let btf = smc_btf()?;
@@ -347,6 +381,10 @@ impl Agent {
         let inst = loader::load_object(OBJECT, &btf, SIZES, &names, |name, insns, license| {
             sys::prog_load_kprobe(name, insns, license).map_err(|e| loader::refused(name, e))
         })?;
+        let slots = map_array::<Slot>(&inst, "slots", MAX_LIVE as usize)?;
+        let stats = map_array::<AgentStats>(&inst, "agent_stats", 1)?;
+        let ring = RingBuf::open(inst.map("ended")?.fd(), RING_BYTES as usize)
+            .map_err(|e| Error::io("mapping the agent's ring buffer (mmap)", e))?;
         let mut probes = Vec::new();
         for (prog, func, ret) in PROBES {
             let f = CString::new(*func).expect("no NUL in a function name");
@@ -361,14 +399,21 @@ impl Agent {
             })?;
             probes.push(fd);
         }
-        Ok(Agent { inst, probes })
+        Ok(Agent {
+            slots,
+            stats,
+            ring,
+            inst,
+            probes,
+        })
     }
 
     /// The times a probe did not run its program since it was attached (the kprobe hit while
     /// its CPU was in a kprobe or BPF program already, or a kretprobe found all its return
     /// instances in use: the perf kprobe PMU gives each max(10, 2 × CPUs), no way to ask more),
     /// so that a byte count or a record was lost. `None` where the kernel does not count them
-    /// (before 6.7: [`KPROBE_MISSED`]) or the probes have no BPF links (before 5.15).
+    /// (before 6.7: [`KPROBE_MISSED`]) or the probes have no BPF links (before 5.15). (Asked
+    /// with BPF_OBJ_GET_INFO_BY_FD, which does not hold the tracing programs off.)
     pub fn probes_missed(&self) -> Option<u64> {
         Some(self.missed_per_probe()?.iter().map(|m| m.1 + m.2).sum())
     }
@@ -389,25 +434,62 @@ impl Agent {
         Some(out)
     }
 
-    /// The sockets alive now.
-    pub fn live(&self) -> Result<Vec<Record>, Error> {
-        records(self.inst.map("live")?.fd(), 8, false)
+    /// The kernel side's counters, from their mapping.
+    pub fn stats(&self) -> AgentStats {
+        // SAFETY: the mapping holds one `struct agent_stats` at its start (page-aligned); the
+        // programs change it meanwhile, so it is read volatile (a counter read mid-update is its
+        // value before or after: each is one aligned u64).
+        unsafe { std::ptr::read_volatile(self.stats.ptr() as *const AgentStats) }
     }
 
-    /// Takes the ended records out of the kernel's `done` map.
-    pub fn drain(&self) -> Result<Vec<Record>, Error> {
-        let mut out = records(
-            self.inst.map("done")?.fd(),
-            std::mem::size_of::<DoneKey>(),
-            true,
-        )?;
-        out.sort_by_key(|r| r.end_ns);
-        Ok(out)
+    /// Waits at most `timeout`, or until the programs find the ring buffer half full.
+    pub fn wait(&self, timeout: std::time::Duration) {
+        self.ring.wait(timeout);
     }
 
-    /// The kernel side's overflow counters.
-    pub fn stats(&self) -> Result<AgentStats, Error> {
-        Ok(crate::maps::get(self.inst.map("agent_stats")?.fd(), &0u32)?.unwrap_or_default())
+    /// The open sockets (from the slots' mapping), then the ended ones (from the ring buffer)
+    /// and the counters: a socket that ended between the two is among the ended ones only.
+    pub fn read(&mut self) -> Reading {
+        let used = self.stats().slots_used.min(MAX_LIVE as u64) as usize;
+        let mut live: Vec<(u32, u64, Record)> = Vec::new();
+        let base = self.slots.ptr() as *const Slot;
+        for i in 0..used {
+            // SAFETY: slot `i` < MAX_LIVE lies in the mapping (MAX_LIVE values of
+            // size_of::<Slot>(), a multiple of 8, as the array lays them out). The programs write
+            // it meanwhile: its `seq` is read atomically, the record volatile, and it is kept
+            // only when `seq` was odd (held) and the same after the copy (the same socket
+            // throughout; a field read mid-update is its old or its new value).
+            let (before, rec, after) = unsafe {
+                let slot = base.add(i);
+                let seq = AtomicU64::from_ptr(std::ptr::addr_of!((*slot).seq) as *mut u64);
+                let before = seq.load(Ordering::Acquire);
+                if before.is_multiple_of(2) {
+                    continue;
+                }
+                let rec = std::ptr::read_volatile(std::ptr::addr_of!((*slot).record));
+                fence(Ordering::Acquire);
+                (before, rec, seq.load(Ordering::Relaxed))
+            };
+            if before == after {
+                live.push((i as u32, before, rec));
+            }
+        }
+        let mut ended = Vec::new();
+        let mut gone = std::collections::HashSet::new();
+        self.ring.consume(|b| {
+            if let Some(e) = b.get(..std::mem::size_of::<Ended>()) {
+                let e: Ended = from_bytes(e);
+                gone.insert((e.slot, e.seq));
+                ended.push(e.record);
+            }
+        });
+        ended.sort_by_key(|r| r.end_ns);
+        live.retain(|(slot, seq, _)| !gone.contains(&(*slot, *seq)));
+        Reading {
+            ended,
+            live: live.into_iter().map(|l| l.2).collect(),
+            stats: self.stats(),
+        }
     }
 }
 
@@ -455,8 +537,11 @@ mod tests {
                 "{name}"
             );
         }
-        assert_eq!(obj.maps["live"].max_entries(), MAX_LIVE);
-        assert_eq!(obj.maps["done"].max_entries(), MAX_DONE);
+        assert_eq!(obj.maps["slots"].max_entries(), MAX_LIVE);
+        assert_eq!(obj.maps["ended"].max_entries(), RING_BYTES);
+        // The ring holds as many ended records as there are slots (8-byte header each).
+        let record = (std::mem::size_of::<Ended>() + crate::ringbuf::HEADER).next_multiple_of(8);
+        assert_eq!(RING_BYTES as usize / record, MAX_LIVE as usize);
         for (prog, _, _) in PROBES {
             assert!(obj.programs.contains_key(*prog), "{prog}");
         }

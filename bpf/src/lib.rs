@@ -31,6 +31,7 @@ pub mod maps;
 pub mod netns;
 pub mod pinned;
 pub mod prereq;
+pub mod ringbuf;
 pub mod rules;
 pub mod scopes;
 pub mod smc;

@@ -475,58 +475,115 @@ pub fn map_keys(map: BorrowedFd<'_>, key_size: usize) -> io::Result<Vec<Vec<u8>>
     }
 }
 
-/// Every entry of a hash map in a few system calls, BPF_MAP_LOOKUP_BATCH (or, `delete`,
-/// BPF_MAP_LOOKUP_AND_DELETE_BATCH, which takes them out: Linux 5.6+), as `(keys, values)`,
-/// `key_size` and `value_size` bytes an entry. One call per 256 entries, where a walk with
-/// BPF_MAP_GET_NEXT_KEY costs one call per key plus one per lookup (and one per delete).
-pub fn map_entries(
+/// A shared mapping of a BPF map's memory (an mmapable array's values, a ring buffer's pages),
+/// unmapped when dropped. Reading it is no system call: the kernel's tracing programs are not
+/// held off meanwhile, as they are during every bpf() map command.
+#[derive(Debug)]
+pub struct Mmap {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; every access through it goes through raw pointers
+// with volatile or atomic reads and writes.
+unsafe impl Send for Mmap {}
+
+impl Mmap {
+    /// The mapping's first byte.
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no bytes (never: mmap refuses a length of 0).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for Mmap {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` and `len` are those mmap returned and nothing else unmaps them.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+/// The system's page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(p).unwrap_or(4096)
+}
+
+/// mmap of `len` bytes of a BPF map from byte `offset` (a multiple of the page size), shared,
+/// read-only or read-write: a BPF_F_MMAPABLE array (its values from offset 0) or a
+/// BPF_MAP_TYPE_RINGBUF (its consumer page read-write at 0, its producer page and data, mapped
+/// twice, read-only from one page on).
+pub fn map_mmap(
     map: BorrowedFd<'_>,
-    key_size: usize,
-    value_size: usize,
-    delete: bool,
-) -> io::Result<(Vec<u8>, Vec<u8>)> {
-    let cmd = if delete {
-        bpf_cmd::BPF_MAP_LOOKUP_AND_DELETE_BATCH
-    } else {
-        bpf_cmd::BPF_MAP_LOOKUP_BATCH
+    len: usize,
+    offset: usize,
+    writable: bool,
+) -> io::Result<Mmap> {
+    let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
+    // SAFETY: a new mapping at an address the kernel picks; nothing existing is replaced. The
+    // fd is valid for the call; the mapping holds its own reference to the map.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            prot,
+            libc::MAP_SHARED,
+            map.as_raw_fd(),
+            offset as libc::off_t,
+        )
     };
-    let (mut keys, mut values) = (Vec::new(), Vec::new());
-    // A hash map's batch position is a bucket index (u32); none for the first call.
-    let (mut at, mut next) = (0u32, 0u32);
-    let mut first = true;
-    let mut room = 256usize;
-    loop {
-        let start = keys.len();
-        keys.resize(start + room * key_size, 0);
-        values.resize(values.len() + room * value_size, 0);
-        let mut attr = zeroed();
-        // SAFETY: the batch member is the one these commands read; the buffers hold `room`
-        // entries past `start` and outlive the call.
-        let a = unsafe { &mut attr.batch };
-        a.in_batch = if first { 0 } else { &at as *const u32 as u64 };
-        a.out_batch = &mut next as *mut u32 as u64;
-        a.keys = keys[start..].as_mut_ptr() as u64;
-        a.values = values[start / key_size * value_size..].as_mut_ptr() as u64;
-        a.count = room as u32;
-        a.map_fd = map.as_raw_fd() as u32;
-        let r = bpf(cmd, &mut attr);
-        // SAFETY: the kernel wrote the number of entries it filled into count.
-        let got = unsafe { attr.batch.count } as usize;
-        keys.truncate(start + got * key_size);
-        values.truncate((start / key_size + got) * value_size);
-        match r {
-            Ok(_) => {}
-            // The end of the map (with the last entries, if any, in this call).
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok((keys, values)),
-            // One bucket holds more entries than `room`: again with more room.
-            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) && got == 0 && room < 1 << 16 => {
-                room *= 4;
-                continue;
-            }
-            Err(e) => return Err(e),
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let ptr = std::ptr::NonNull::new(p.cast()).ok_or_else(|| io::Error::other("mmap gave 0"))?;
+    Ok(Mmap { ptr, len })
+}
+
+/// An epoll instance watching one fd, edge-triggered, for input: [`Epoll::wait`] returns at the
+/// fd's next wake-up (a ring buffer's: when its programs ask for one), not merely while it has
+/// something to read.
+#[derive(Debug)]
+pub struct Epoll(OwnedFd);
+
+impl Epoll {
+    /// epoll_create1 and EPOLL_CTL_ADD of `fd` (EPOLLIN | EPOLLET).
+    pub fn new(fd: BorrowedFd<'_>) -> io::Result<Epoll> {
+        // SAFETY: epoll_create1 has no preconditions; a non-negative result is a new fd.
+        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if ep < 0 {
+            return Err(io::Error::last_os_error());
         }
-        first = false;
-        at = next;
+        // SAFETY: `ep` is a new fd nothing else owns.
+        let ep = unsafe { OwnedFd::from_raw_fd(ep) };
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+            u64: 0,
+        };
+        // SAFETY: both fds are valid for the call; `ev` is read during it only.
+        if unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut ev) }
+            < 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Epoll(ep))
+    }
+
+    /// Waits at most `timeout` for a wake-up of the fd (or a signal): whether there was one.
+    pub fn wait(&self, timeout: std::time::Duration) -> bool {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: `ev` has room for the one event asked for and outlives the call.
+        unsafe { libc::epoll_wait(self.0.as_raw_fd(), &mut ev, 1, ms) > 0 }
     }
 }
 

@@ -98,6 +98,12 @@ pub const MODULE_BTF: Feature = Feature {
     name: "BTF for modules (/sys/kernel/btf/smc, CONFIG_DEBUG_INFO_BTF_MODULES)",
     since: (5, 11),
 };
+/// BPF atomic operations that return the old value (`atomic_fetch_add`): the agent's programs
+/// claim a slot of their table of open sockets with one.
+pub const BPF_ATOMIC_FETCH: Feature = Feature {
+    name: "BPF atomic fetch operations (BPF_ATOMIC with BPF_FETCH)",
+    since: (5, 12),
+};
 /// A kprobe's missed runs in its BPF link's info (`perf_event.kprobe.missed`) and kprobe
 /// programs' `recursion_misses`.
 pub const KPROBE_MISSED: Feature = Feature {

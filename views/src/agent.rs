@@ -166,9 +166,9 @@ pub struct Live {
 /// What did not fit anywhere (each a count, never silent).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Overflow {
-    /// Sockets not recorded: the kernel's live map was full.
+    /// Sockets not recorded: the kernel's table of open sockets was full.
     pub live_full: u64,
-    /// Ended records lost: the kernel's done map was full.
+    /// Ended records lost: the kernel's ring buffer of ended records was full.
     pub done_full: u64,
     /// Sends/receives whose bytes were not counted.
     pub inflight_full: u64,

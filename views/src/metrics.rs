@@ -864,7 +864,7 @@ pub fn agent(f: &mut Families, s: &crate::agent::Summary) {
     {
         f.counter(
             "smcrun_agent_lost_total",
-            "What the agent could not record: sockets (live_full, done_full: its kernel maps were full), byte counts (inflight_full), releases not seen (stale), processes' counts (processes_dropped), probe runs the kernel missed (probes_missed, 6.7+: a record or byte count lost)",
+            "What the agent could not record: sockets (live_full: its table of open sockets was full; done_full: its ring buffer of ended ones), byte counts (inflight_full), releases not seen (stale), processes' counts (processes_dropped), probe runs the kernel missed (probes_missed, 6.7+: a record or byte count lost)",
             &[("what", what)],
             v,
         );

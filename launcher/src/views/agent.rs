@@ -256,7 +256,7 @@ const CENSUS_RECHECK: Duration = Duration::from_secs(10);
 
 /// Whether the record of open sockets holds every SMC socket of the agent's own network
 /// namespace: checked against one smc_diag dump after each attachment (sockets made before the
-/// probes were attached are not recorded) and after the live map overflowed, every
+/// probes were attached are not recorded) and after its table of open sockets overflowed, every
 /// [`CENSUS_RECHECK`] until it does; from then on the probes see every new socket.
 #[derive(Default)]
 struct Census {
@@ -458,12 +458,12 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
         let gen = kernel::smc_generation();
         if attached.as_ref().map(|(g, _)| Some(*g)) != Some(gen) {
             // smc went away, or came back as a new load: what was attached is of no use.
-            if let Some((_, old)) = attached.take() {
-                for r in old.drain().unwrap_or_default() {
-                    counted.add(&r);
+            if let Some((_, mut old)) = attached.take() {
+                let last = old.read();
+                for r in &last.ended {
+                    counted.add(r);
                 }
-                let s = old.stats().unwrap_or_default();
-                kstats = add_stats(kstats, s);
+                kstats = add_stats(kstats, last.stats);
                 missed_before = missed_before.zip(old.probes_missed()).map(|(a, b)| a + b);
             }
             error = match gen {
@@ -505,19 +505,14 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
             said_missed = missed.unwrap_or(0);
         }
         let mut drained = false;
-        let (live, cur) = match &attached {
+        // No bpf() system call here: the maps are read in their mmapped pages (see
+        // smcrun_bpf::agent).
+        let (live, cur) = match &mut attached {
             Some((_, ag)) => {
-                match ag.drain() {
-                    Ok(done) => {
-                        drained = !done.is_empty();
-                        done.iter().for_each(|r| counted.add(r))
-                    }
-                    Err(e) => eprintln!("smcrun agent: {e}"),
-                }
-                (
-                    ag.live().unwrap_or_default(),
-                    ag.stats().unwrap_or_default(),
-                )
+                let now = ag.read();
+                drained = !now.ended.is_empty();
+                now.ended.iter().for_each(|r| counted.add(r));
+                (now.live, now.stats)
             }
             None => (Vec::new(), kernel::AgentStats::default()),
         };
@@ -525,7 +520,7 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
         let census_netns =
             census.complete_netns(&live, attached.is_some(), attachments, stats.live_full);
         // Nothing ended and the open sockets, counters and status as last published: the files
-        // say it already (an idle agent then costs three map reads an interval, no writes).
+        // say it already (an idle agent then reads its mapped pages, and writes nothing).
         let now = (
             live,
             stats,
@@ -535,7 +530,7 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
             missed,
         );
         if !drained && published.as_ref() == Some(&now) {
-            std::thread::sleep(Duration::from_millis(a.interval_ms));
+            pause(&attached, a.interval_ms);
             continue;
         }
         let (live, stats, _, _, census_netns, missed) = &now;
@@ -552,12 +547,22 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
         st.summary.overflow.probes_missed = *missed;
         publish(&dir, &st);
         published = Some(now);
-        std::thread::sleep(Duration::from_millis(a.interval_ms));
+        pause(&attached, a.interval_ms);
     }
     for name in [SUMMARY_FILE, STATE_FILE] {
         let _ = std::fs::remove_file(format!("{STATE_DIR}/{name}"));
     }
     ExitCode::SUCCESS
+}
+
+/// Waits an interval: attached, on the ring buffer of ended records (woken early when the
+/// programs find it half full), else asleep.
+fn pause(attached: &Option<(u64, Agent)>, interval_ms: u64) {
+    let d = Duration::from_millis(interval_ms);
+    match attached {
+        Some((_, ag)) => ag.wait(d),
+        None => std::thread::sleep(d),
+    }
 }
 
 fn add_stats(a: kernel::AgentStats, b: kernel::AgentStats) -> kernel::AgentStats {
@@ -567,6 +572,8 @@ fn add_stats(a: kernel::AgentStats, b: kernel::AgentStats) -> kernel::AgentStats
         inflight_full: a.inflight_full + b.inflight_full,
         stale: a.stale + b.stale,
         events: a.events + b.events,
+        // the current attachment's
+        slots_used: b.slots_used,
     }
 }
 
