@@ -3,13 +3,16 @@
 //! states, link group types) into words an operator can act on.
 //!
 //! Layout: [`nl`] frames requests and collects raw replies, [`attr`] and [`genl`] read
-//! attributes and generic netlink headers; [`sock_diag`], [`smc_genl`], [`pnet`] and [`rdma`] are
-//! the kernel interfaces ([`uverbs`] the RDMA device limits netlink does not give); [`reasons`] holds the decoding tables; [`kmod`] says whether this kernel has a module (and
-//! whether `modprobe` can help); [`features`] which Linux version brought each interface; [`error`] the one error type.
+//! attributes and generic netlink headers, the private `abi` names the kernel's attribute numbers
+//! after its UAPI headers; [`sock_diag`], [`smc_genl`], [`pnet`] and [`rdma`] are the kernel
+//! interfaces ([`uverbs`] the RDMA device limits netlink does not give); [`reasons`] holds the
+//! decoding tables; [`kmod`] says whether this kernel has a module (and whether `modprobe` can
+//! help); [`features`] which Linux version brought each interface; [`error`] the one error type.
 //! Every parser takes the raw reply bytes, so captured replies can be replayed in tests.
 
 #![warn(missing_docs)]
 
+mod abi;
 pub mod attr;
 pub mod error;
 pub mod features;

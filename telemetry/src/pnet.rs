@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::abi::smc::{SMC_PNETID_ETHNAME, SMC_PNETID_IBNAME, SMC_PNETID_IBPORT, SMC_PNETID_NAME};
 use crate::attr::{self, Writer};
 use crate::error::Error;
 use crate::genl::{self, Family};
@@ -20,11 +21,6 @@ const CMD_GET: u8 = 1;
 const CMD_ADD: u8 = 2;
 const CMD_DEL: u8 = 3;
 const CMD_FLUSH: u8 = 4;
-
-const ATTR_NAME: u16 = 1;
-const ATTR_ETHNAME: u16 = 2;
-const ATTR_IBNAME: u16 = 3;
-const ATTR_IBPORT: u16 = 4;
 
 /// One row of the PNET table.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -89,8 +85,8 @@ impl Pnet {
         let id = normalize_pnetid(pnetid).map_err(Error::InvalidInput)?;
         let what = format!("adding {netdev} to PNET ID {id}");
         let attrs = Writer::new()
-            .string(ATTR_NAME, &id)
-            .string(ATTR_ETHNAME, netdev);
+            .string(SMC_PNETID_NAME, &id)
+            .string(SMC_PNETID_ETHNAME, netdev);
         self.request(CMD_ADD, attrs, &what).map(drop)
     }
 
@@ -99,9 +95,9 @@ impl Pnet {
         let id = normalize_pnetid(pnetid).map_err(Error::InvalidInput)?;
         let what = format!("adding {ibdev} port {port} to PNET ID {id}");
         let attrs = Writer::new()
-            .string(ATTR_NAME, &id)
-            .string(ATTR_IBNAME, ibdev)
-            .u8(ATTR_IBPORT, port);
+            .string(SMC_PNETID_NAME, &id)
+            .string(SMC_PNETID_IBNAME, ibdev)
+            .u8(SMC_PNETID_IBPORT, port);
         self.request(CMD_ADD, attrs, &what).map(drop)
     }
 
@@ -109,7 +105,7 @@ impl Pnet {
     pub fn del(&self, pnetid: &str) -> Result<(), Error> {
         let id = normalize_pnetid(pnetid).map_err(Error::InvalidInput)?;
         let what = format!("deleting PNET ID {id}");
-        self.request(CMD_DEL, Writer::new().string(ATTR_NAME, &id), &what)
+        self.request(CMD_DEL, Writer::new().string(SMC_PNETID_NAME, &id), &what)
             .map(drop)
     }
 
@@ -133,10 +129,10 @@ pub fn parse(raw: &[u8]) -> Result<Vec<Entry>, Error> {
         let mut e = Entry::default();
         for a in attr::parse(body, what)? {
             match a.kind {
-                ATTR_NAME => e.pnetid = a.string().trim().to_string(),
-                ATTR_ETHNAME => e.netdev = not_na(a.string()),
-                ATTR_IBNAME => e.ibdev = not_na(a.string()),
-                ATTR_IBPORT => e.ibport = Some(a.u8(what)?).filter(|&p| p != 0xff),
+                SMC_PNETID_NAME => e.pnetid = a.string().trim().to_string(),
+                SMC_PNETID_ETHNAME => e.netdev = not_na(a.string()),
+                SMC_PNETID_IBNAME => e.ibdev = not_na(a.string()),
+                SMC_PNETID_IBPORT => e.ibport = Some(a.u8(what)?).filter(|&p| p != 0xff),
                 _ => {}
             }
         }
@@ -168,15 +164,15 @@ mod tests {
             frame(0x1c, 2, 1, &g)
         };
         let mut raw = row(Writer::new()
-            .string(ATTR_NAME, "NET1")
-            .string(ATTR_ETHNAME, "eth0")
-            .string(ATTR_IBNAME, "n/a")
-            .u8(ATTR_IBPORT, 0xff));
+            .string(SMC_PNETID_NAME, "NET1")
+            .string(SMC_PNETID_ETHNAME, "eth0")
+            .string(SMC_PNETID_IBNAME, "n/a")
+            .u8(SMC_PNETID_IBPORT, 0xff));
         raw.extend(row(Writer::new()
-            .string(ATTR_NAME, "NET1")
-            .string(ATTR_ETHNAME, "n/a")
-            .string(ATTR_IBNAME, "rxe0")
-            .u8(ATTR_IBPORT, 1)));
+            .string(SMC_PNETID_NAME, "NET1")
+            .string(SMC_PNETID_ETHNAME, "n/a")
+            .string(SMC_PNETID_IBNAME, "rxe0")
+            .u8(SMC_PNETID_IBPORT, 1)));
         raw.extend(frame(NLMSG_DONE, 2, 1, &0i32.to_ne_bytes()));
         let rows = parse(&raw).unwrap();
         assert_eq!(rows[0].netdev.as_deref(), Some("eth0"));

@@ -3,12 +3,10 @@
 
 use serde::Serialize;
 
+use crate::abi::rdma::*;
 use crate::attr::{self, Writer};
 use crate::error::Error;
 use crate::nl::{self, Protocol};
-
-/// `RDMA_NL_NLDEV` client id.
-const NLDEV: u16 = 5;
 
 /// `RDMA_NLDEV_CMD_*` operations.
 pub mod op {
@@ -38,20 +36,9 @@ pub mod op {
     pub const RES_SRQ_GET: u16 = 23;
 }
 
-const ATTR_DEV_INDEX: u16 = 1;
-const ATTR_DEV_NAME: u16 = 2;
-const ATTR_PORT_INDEX: u16 = 3;
-const ATTR_PORT_STATE: u16 = 12;
-const ATTR_PORT_PHYS_STATE: u16 = 13;
-const ATTR_DEV_NODE_TYPE: u16 = 14;
-const ATTR_NDEV_INDEX: u16 = 50;
-const ATTR_NDEV_NAME: u16 = 51;
-const ATTR_LINK_TYPE: u16 = 65;
-const ATTR_DEV_PROTOCOL: u16 = 67;
-
 /// `nlmsg_type` for an NLDEV operation.
 pub fn message_type(op: u16) -> u16 {
-    (NLDEV << 10) | op
+    (RDMA_NL_NLDEV << 10) | op
 }
 
 /// One RDMA port.
@@ -108,7 +95,7 @@ fn rdma_missing(e: Error) -> Error {
 pub fn dump_raw(op: u16, device: Option<u32>) -> Result<Vec<u8>, Error> {
     let what = format!("RDMA netlink {} dump", op_name(op));
     let attrs = match device {
-        Some(i) => Writer::new().u32(ATTR_DEV_INDEX, i),
+        Some(i) => Writer::new().u32(RDMA_NLDEV_ATTR_DEV_INDEX, i),
         None => Writer::new(),
     };
     nl::dump_raw(Protocol::Rdma, message_type(op), &attrs.finish(), &what).map_err(rdma_missing)
@@ -141,11 +128,11 @@ pub fn parse_devices(raw: &[u8]) -> Result<Vec<Device>, Error> {
         let mut d = Device::default();
         for a in attr::parse(m.payload, what)? {
             match a.kind {
-                ATTR_DEV_INDEX => d.index = a.u32(what)?,
-                ATTR_DEV_NAME => d.name = a.string(),
-                ATTR_PORT_INDEX => d.port_count = a.u32(what)?,
-                ATTR_DEV_NODE_TYPE => d.node_type = Some(a.u8(what)?),
-                ATTR_DEV_PROTOCOL => d.protocol = Some(a.string()),
+                RDMA_NLDEV_ATTR_DEV_INDEX => d.index = a.u32(what)?,
+                RDMA_NLDEV_ATTR_DEV_NAME => d.name = a.string(),
+                RDMA_NLDEV_ATTR_PORT_INDEX => d.port_count = a.u32(what)?,
+                RDMA_NLDEV_ATTR_DEV_NODE_TYPE => d.node_type = Some(a.u8(what)?),
+                RDMA_NLDEV_ATTR_DEV_PROTOCOL => d.protocol = Some(a.string()),
                 _ => {}
             }
         }
@@ -162,11 +149,11 @@ pub fn parse_ports(raw: &[u8]) -> Result<Vec<Port>, Error> {
         let mut p = Port::default();
         for a in attr::parse(m.payload, what)? {
             match a.kind {
-                ATTR_PORT_INDEX => p.index = a.u32(what)?,
-                ATTR_PORT_STATE => p.state = Some(a.u8(what)?),
-                ATTR_PORT_PHYS_STATE => p.phys_state = Some(a.u8(what)?),
-                ATTR_NDEV_INDEX => p.netdev_index = Some(a.u32(what)?),
-                ATTR_NDEV_NAME => p.netdev = Some(a.string()),
+                RDMA_NLDEV_ATTR_PORT_INDEX => p.index = a.u32(what)?,
+                RDMA_NLDEV_ATTR_PORT_STATE => p.state = Some(a.u8(what)?),
+                RDMA_NLDEV_ATTR_PORT_PHYS_STATE => p.phys_state = Some(a.u8(what)?),
+                RDMA_NLDEV_ATTR_NDEV_INDEX => p.netdev_index = Some(a.u32(what)?),
+                RDMA_NLDEV_ATTR_NDEV_NAME => p.netdev = Some(a.string()),
                 _ => {}
             }
         }
@@ -199,13 +186,41 @@ impl ResourceKind {
     /// (table attribute, entry attribute, object-number attribute) of this kind.
     fn attrs(self) -> (u16, u16, u16) {
         match self {
-            ResourceKind::Qp => (19, 20, 21),
-            ResourceKind::Cq => (35, 36, 61),
-            ResourceKind::Mr => (40, 41, 62),
-            ResourceKind::Pd => (46, 47, 60),
-            ResourceKind::CmId => (30, 31, 63),
-            ResourceKind::Ctx => (86, 87, 64),
-            ResourceKind::Srq => (88, 89, 90),
+            ResourceKind::Qp => (
+                RDMA_NLDEV_ATTR_RES_QP,
+                RDMA_NLDEV_ATTR_RES_QP_ENTRY,
+                RDMA_NLDEV_ATTR_RES_LQPN,
+            ),
+            ResourceKind::Cq => (
+                RDMA_NLDEV_ATTR_RES_CQ,
+                RDMA_NLDEV_ATTR_RES_CQ_ENTRY,
+                RDMA_NLDEV_ATTR_RES_CQN,
+            ),
+            ResourceKind::Mr => (
+                RDMA_NLDEV_ATTR_RES_MR,
+                RDMA_NLDEV_ATTR_RES_MR_ENTRY,
+                RDMA_NLDEV_ATTR_RES_MRN,
+            ),
+            ResourceKind::Pd => (
+                RDMA_NLDEV_ATTR_RES_PD,
+                RDMA_NLDEV_ATTR_RES_PD_ENTRY,
+                RDMA_NLDEV_ATTR_RES_PDN,
+            ),
+            ResourceKind::CmId => (
+                RDMA_NLDEV_ATTR_RES_CM_ID,
+                RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY,
+                RDMA_NLDEV_ATTR_RES_CM_IDN,
+            ),
+            ResourceKind::Ctx => (
+                RDMA_NLDEV_ATTR_RES_CTX,
+                RDMA_NLDEV_ATTR_RES_CTX_ENTRY,
+                RDMA_NLDEV_ATTR_RES_CTXN,
+            ),
+            ResourceKind::Srq => (
+                RDMA_NLDEV_ATTR_RES_SRQ,
+                RDMA_NLDEV_ATTR_RES_SRQ_ENTRY,
+                RDMA_NLDEV_ATTR_RES_SRQN,
+            ),
         }
     }
 
@@ -251,15 +266,6 @@ impl ResourceKind {
         }
     }
 }
-
-const ATTR_RES_SUMMARY: u16 = 15;
-const ATTR_RES_SUMMARY_ENTRY: u16 = 16;
-const ATTR_RES_SUMMARY_NAME: u16 = 17;
-const ATTR_RES_SUMMARY_CURR: u16 = 18;
-const ATTR_RES_TYPE: u16 = 26;
-const ATTR_RES_STATE: u16 = 27;
-const ATTR_RES_PID: u16 = 28;
-const ATTR_RES_KERN_NAME: u16 = 29;
 
 /// One RDMA object: who owns it. SMC-R's objects are created by the kernel (`kern_name` "smc"),
 /// so they carry no pid.
@@ -363,18 +369,18 @@ pub fn parse_resource_summary(raw: &[u8]) -> Result<Vec<ResourceSummary>, Error>
         let mut s = ResourceSummary::default();
         for a in attr::parse(m.payload, what)? {
             match a.kind {
-                ATTR_DEV_INDEX => s.device_index = a.u32(what)?,
-                ATTR_DEV_NAME => s.device = a.string(),
-                ATTR_RES_SUMMARY => {
+                RDMA_NLDEV_ATTR_DEV_INDEX => s.device_index = a.u32(what)?,
+                RDMA_NLDEV_ATTR_DEV_NAME => s.device = a.string(),
+                RDMA_NLDEV_ATTR_RES_SUMMARY => {
                     for e in a.nested(what)? {
-                        if e.kind != ATTR_RES_SUMMARY_ENTRY {
+                        if e.kind != RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY {
                             continue;
                         }
                         let (mut name, mut curr) = (String::new(), 0);
                         for f in e.nested(what)? {
                             match f.kind {
-                                ATTR_RES_SUMMARY_NAME => name = f.string(),
-                                ATTR_RES_SUMMARY_CURR => curr = f.u64(what)?,
+                                RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME => name = f.string(),
+                                RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR => curr = f.u64(what)?,
                                 _ => {}
                             }
                         }
@@ -400,8 +406,8 @@ pub fn parse_resources(raw: &[u8], kind: ResourceKind) -> Result<Vec<Resource>, 
         let mut device = String::new();
         for a in &attrs {
             match a.kind {
-                ATTR_DEV_INDEX => device_index = a.u32(what)?,
-                ATTR_DEV_NAME => device = a.string(),
+                RDMA_NLDEV_ATTR_DEV_INDEX => device_index = a.u32(what)?,
+                RDMA_NLDEV_ATTR_DEV_NAME => device = a.string(),
                 _ => {}
             }
         }
@@ -420,10 +426,10 @@ pub fn parse_resources(raw: &[u8], kind: ResourceKind) -> Result<Vec<Resource>, 
                 for f in e.nested(what)? {
                     match f.kind {
                         k if k == number => r.number = Some(f.u32(what)?),
-                        ATTR_RES_PID => r.pid = Some(f.u32(what)?),
-                        ATTR_RES_KERN_NAME => r.kern_name = Some(f.string()),
-                        ATTR_RES_TYPE => r.object_type = Some(f.u8(what)?),
-                        ATTR_RES_STATE => r.state = Some(f.u8(what)?),
+                        RDMA_NLDEV_ATTR_RES_PID => r.pid = Some(f.u32(what)?),
+                        RDMA_NLDEV_ATTR_RES_KERN_NAME => r.kern_name = Some(f.string()),
+                        RDMA_NLDEV_ATTR_RES_TYPE => r.object_type = Some(f.u8(what)?),
+                        RDMA_NLDEV_ATTR_RES_STATE => r.state = Some(f.u8(what)?),
                         _ => {}
                     }
                 }
@@ -452,9 +458,9 @@ pub fn devices() -> Result<Vec<Device>, Error> {
 pub fn add_link(name: &str, link_type: &str, netdev: &str) -> Result<(), Error> {
     let what = format!("creating RDMA link {name} (type {link_type}) on {netdev}");
     let attrs = Writer::new()
-        .string(ATTR_DEV_NAME, name)
-        .string(ATTR_LINK_TYPE, link_type)
-        .string(ATTR_NDEV_NAME, netdev)
+        .string(RDMA_NLDEV_ATTR_DEV_NAME, name)
+        .string(RDMA_NLDEV_ATTR_LINK_TYPE, link_type)
+        .string(RDMA_NLDEV_ATTR_NDEV_NAME, netdev)
         .finish();
     nl::transact(Protocol::Rdma, message_type(op::NEWLINK), &attrs, &what)
         .map(drop)
@@ -464,7 +470,7 @@ pub fn add_link(name: &str, link_type: &str, netdev: &str) -> Result<(), Error> 
 /// Delete the RDMA link with device index `index`.
 pub fn del_link(index: u32, name: &str) -> Result<(), Error> {
     let what = format!("deleting RDMA link {name}");
-    let attrs = Writer::new().u32(ATTR_DEV_INDEX, index).finish();
+    let attrs = Writer::new().u32(RDMA_NLDEV_ATTR_DEV_INDEX, index).finish();
     nl::transact(Protocol::Rdma, message_type(op::DELLINK), &attrs, &what)
         .map(drop)
         .map_err(rdma_missing)
@@ -494,12 +500,12 @@ mod tests {
     #[test]
     fn parses_devices_and_ports() {
         let dev = Writer::new()
-            .u32(ATTR_DEV_INDEX, 3)
-            .string(ATTR_DEV_NAME, "rxe_lo")
-            .u32(ATTR_PORT_INDEX, 1)
-            .bytes(6, &1u64.to_ne_bytes())
-            .u8(ATTR_DEV_NODE_TYPE, 1)
-            .string(ATTR_DEV_PROTOCOL, "roce")
+            .u32(RDMA_NLDEV_ATTR_DEV_INDEX, 3)
+            .string(RDMA_NLDEV_ATTR_DEV_NAME, "rxe_lo")
+            .u32(RDMA_NLDEV_ATTR_PORT_INDEX, 1)
+            .bytes(RDMA_NLDEV_ATTR_NODE_GUID, &1u64.to_ne_bytes())
+            .u8(RDMA_NLDEV_ATTR_DEV_NODE_TYPE, 1)
+            .string(RDMA_NLDEV_ATTR_DEV_PROTOCOL, "roce")
             .finish();
         let d = parse_devices(&reply(op::GET, &[dev])).unwrap();
         assert_eq!(d[0].index, 3);
@@ -507,12 +513,12 @@ mod tests {
         assert_eq!(d[0].node_type, Some(1));
         assert_eq!(d[0].protocol.as_deref(), Some("roce"));
         let port = Writer::new()
-            .u32(ATTR_DEV_INDEX, 3)
-            .u32(ATTR_PORT_INDEX, 1)
-            .u8(ATTR_PORT_STATE, 4)
-            .u8(ATTR_PORT_PHYS_STATE, 5)
-            .u32(ATTR_NDEV_INDEX, 1)
-            .string(ATTR_NDEV_NAME, "lo")
+            .u32(RDMA_NLDEV_ATTR_DEV_INDEX, 3)
+            .u32(RDMA_NLDEV_ATTR_PORT_INDEX, 1)
+            .u8(RDMA_NLDEV_ATTR_PORT_STATE, 4)
+            .u8(RDMA_NLDEV_ATTR_PORT_PHYS_STATE, 5)
+            .u32(RDMA_NLDEV_ATTR_NDEV_INDEX, 1)
+            .string(RDMA_NLDEV_ATTR_NDEV_NAME, "lo")
             .finish();
         let p = parse_ports(&reply(op::PORT_GET, &[port])).unwrap();
         assert_eq!(p[0].state.map(port_state), Some("ACTIVE"));
@@ -523,19 +529,19 @@ mod tests {
     fn parses_resource_summary_and_entries() {
         let entry = |name: &str, n: u64| {
             Writer::new()
-                .string(ATTR_RES_SUMMARY_NAME, name)
-                .bytes(0, &[])
-                .bytes(ATTR_RES_SUMMARY_CURR, &n.to_ne_bytes())
+                .string(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME, name)
+                .bytes(RDMA_NLDEV_ATTR_PAD, &[])
+                .bytes(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR, &n.to_ne_bytes())
                 .finish()
         };
         let summary = Writer::new()
-            .bytes(ATTR_RES_SUMMARY_ENTRY | 0x8000, &entry("pd", 1))
-            .bytes(ATTR_RES_SUMMARY_ENTRY | 0x8000, &entry("qp", 4))
+            .bytes(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY | 0x8000, &entry("pd", 1))
+            .bytes(RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY | 0x8000, &entry("qp", 4))
             .finish();
         let msg = Writer::new()
-            .u32(ATTR_DEV_INDEX, 2)
-            .string(ATTR_DEV_NAME, "rxe_lo")
-            .bytes(ATTR_RES_SUMMARY | 0x8000, &summary)
+            .u32(RDMA_NLDEV_ATTR_DEV_INDEX, 2)
+            .string(RDMA_NLDEV_ATTR_DEV_NAME, "rxe_lo")
+            .bytes(RDMA_NLDEV_ATTR_RES_SUMMARY | 0x8000, &summary)
             .finish();
         let s = parse_resource_summary(&reply(op::RES_GET, &[msg])).unwrap();
         assert_eq!(s[0].device, "rxe_lo");
@@ -546,19 +552,19 @@ mod tests {
 
         let qp = |n: u32| {
             Writer::new()
-                .u32(21, n)
-                .u8(26, 2)
-                .string(ATTR_RES_KERN_NAME, "smc")
+                .u32(RDMA_NLDEV_ATTR_RES_LQPN, n)
+                .u8(RDMA_NLDEV_ATTR_RES_TYPE, 2)
+                .string(RDMA_NLDEV_ATTR_RES_KERN_NAME, "smc")
                 .finish()
         };
         let table = Writer::new()
-            .bytes(20 | 0x8000, &qp(17))
-            .bytes(20 | 0x8000, &qp(18))
+            .bytes(RDMA_NLDEV_ATTR_RES_QP_ENTRY | 0x8000, &qp(17))
+            .bytes(RDMA_NLDEV_ATTR_RES_QP_ENTRY | 0x8000, &qp(18))
             .finish();
         let msg = Writer::new()
-            .u32(ATTR_DEV_INDEX, 2)
-            .string(ATTR_DEV_NAME, "rxe_lo")
-            .bytes(19 | 0x8000, &table)
+            .u32(RDMA_NLDEV_ATTR_DEV_INDEX, 2)
+            .string(RDMA_NLDEV_ATTR_DEV_NAME, "rxe_lo")
+            .bytes(RDMA_NLDEV_ATTR_RES_QP | 0x8000, &table)
             .finish();
         let r = parse_resources(&reply(op::RES_QP_GET, &[msg]), ResourceKind::Qp).unwrap();
         assert_eq!(r.len(), 2);
@@ -569,7 +575,7 @@ mod tests {
 
     #[test]
     fn bad_widths_are_errors() {
-        let dev = Writer::new().u8(ATTR_DEV_INDEX, 3).finish();
+        let dev = Writer::new().u8(RDMA_NLDEV_ATTR_DEV_INDEX, 3).finish();
         assert!(parse_devices(&reply(op::GET, &[dev])).is_err());
     }
 }

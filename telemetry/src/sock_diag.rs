@@ -5,6 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use serde::Serialize;
 
+use crate::abi::smc_diag::*;
 use crate::attr::{self, c_string};
 use crate::error::Error;
 use crate::nl::{self, Protocol};
@@ -14,11 +15,16 @@ pub const AF_SMC: u8 = smcrun_sys::smc::AF_SMC as u8;
 /// `SOCK_DIAG_BY_FAMILY`.
 pub const SOCK_DIAG_BY_FAMILY: u16 = 20;
 /// Extension bit asking for [`ConnInfo`].
-pub const EXT_CONNINFO: u8 = 1;
+pub const EXT_CONNINFO: u8 = ext_bit(SMC_DIAG_CONNINFO);
 /// Extension bit asking for [`LgrInfo`] (SMC-R).
-pub const EXT_LGRINFO: u8 = 2;
+pub const EXT_LGRINFO: u8 = ext_bit(SMC_DIAG_LGRINFO);
 /// Extension bit asking for [`DmbInfo`] (SMC-D).
-pub const EXT_DMBINFO: u8 = 8;
+pub const EXT_DMBINFO: u8 = ext_bit(SMC_DIAG_DMBINFO);
+
+/// The `diag_ext` bit that asks for attribute `kind` (`1 << (kind - 1)`, as smc_diag tests it).
+const fn ext_bit(kind: u16) -> u8 {
+    1 << (kind - 1)
+}
 
 /// Bytes at the start of each SMC-D DMB that hold the connection's CDC header
 /// (`struct smcd_cdc_msg`): the kernel reports an SMC-D connection's receive buffer
@@ -26,11 +32,6 @@ pub const EXT_DMBINFO: u8 = 8;
 pub const SMCD_DMB_HEADER: u32 = 32;
 
 const MSG_LEN: usize = 64;
-const ATTR_CONNINFO: u16 = 1;
-const ATTR_LGRINFO: u16 = 2;
-const ATTR_SHUTDOWN: u16 = 3;
-const ATTR_DMBINFO: u16 = 4;
-const ATTR_FALLBACK: u16 = 5;
 
 /// How a connection carries its data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -49,9 +50,9 @@ pub enum Mode {
 impl Mode {
     fn from_diag(mode: u8) -> Mode {
         match mode {
-            0 => Mode::SmcR,
-            1 => Mode::Fallback,
-            2 => Mode::SmcD,
+            SMC_DIAG_MODE_SMCR => Mode::SmcR,
+            SMC_DIAG_MODE_FALLBACK_TCP => Mode::Fallback,
+            SMC_DIAG_MODE_SMCD => Mode::SmcD,
             other => Mode::Unknown(other),
         }
     }
@@ -388,8 +389,8 @@ fn parse_one(p: &[u8], what: &str) -> Result<SmcSocket, Error> {
     };
     for a in attr::parse(&p[MSG_LEN..], what)? {
         match a.kind {
-            ATTR_SHUTDOWN => s.shutdown = a.u8(what)?,
-            ATTR_FALLBACK => {
+            SMC_DIAG_SHUTDOWN => s.shutdown = a.u8(what)?,
+            SMC_DIAG_FALLBACK => {
                 let v = a.value;
                 need(v, 8, "SMC_DIAG_FALLBACK", what)?;
                 let (reason, peer) = (ne32(&v[0..4]), ne32(&v[4..8]));
@@ -397,9 +398,9 @@ fn parse_one(p: &[u8], what: &str) -> Result<SmcSocket, Error> {
                     s.fallback = Some((reason, peer));
                 }
             }
-            ATTR_CONNINFO => s.conninfo = Some(conninfo(a.value, what)?),
-            ATTR_LGRINFO => s.lgrinfo = Some(lgrinfo(a.value, what)?),
-            ATTR_DMBINFO => s.dmbinfo = Some(dmbinfo(a.value, what)?),
+            SMC_DIAG_CONNINFO => s.conninfo = Some(conninfo(a.value, what)?),
+            SMC_DIAG_LGRINFO => s.lgrinfo = Some(lgrinfo(a.value, what)?),
+            SMC_DIAG_DMBINFO => s.dmbinfo = Some(dmbinfo(a.value, what)?),
             _ => {}
         }
     }
@@ -537,8 +538,8 @@ mod tests {
         fb.extend(0u32.to_ne_bytes());
         m.extend(
             Writer::new()
-                .u8(ATTR_SHUTDOWN, 2)
-                .bytes(ATTR_FALLBACK, &fb)
+                .u8(SMC_DIAG_SHUTDOWN, 2)
+                .bytes(SMC_DIAG_FALLBACK, &fb)
                 .finish(),
         );
         let socks = parse(&reply(&[m])).unwrap();
@@ -567,8 +568,8 @@ mod tests {
         let fb = [0u8; 8];
         m.extend(
             Writer::new()
-                .bytes(ATTR_LGRINFO, &li)
-                .bytes(ATTR_FALLBACK, &fb)
+                .bytes(SMC_DIAG_LGRINFO, &li)
+                .bytes(SMC_DIAG_FALLBACK, &fb)
                 .finish(),
         );
         let s = &parse(&reply(&[m])).unwrap()[0];
@@ -605,8 +606,8 @@ mod tests {
         dmb[48..56].copy_from_slice(&5u64.to_ne_bytes());
         m.extend(
             Writer::new()
-                .bytes(ATTR_CONNINFO, &ci)
-                .bytes(ATTR_DMBINFO, &dmb)
+                .bytes(SMC_DIAG_CONNINFO, &ci)
+                .bytes(SMC_DIAG_DMBINFO, &dmb)
                 .finish(),
         );
         let s = &parse(&reply(&[m])).unwrap()[0];
@@ -623,11 +624,11 @@ mod tests {
         let m = msg(AF_SMC, 1, 1, [0; 16], [0; 16], 1, 2);
         assert!(parse(&reply(&[m[..63].to_vec()])).is_err());
         for (kind, len) in [
-            (ATTR_CONNINFO, 75),
-            (ATTR_LGRINFO, 146),
-            (ATTR_DMBINFO, 39),
-            (ATTR_FALLBACK, 7),
-            (ATTR_SHUTDOWN, 0),
+            (SMC_DIAG_CONNINFO, 75),
+            (SMC_DIAG_LGRINFO, 146),
+            (SMC_DIAG_DMBINFO, 39),
+            (SMC_DIAG_FALLBACK, 7),
+            (SMC_DIAG_SHUTDOWN, 0),
         ] {
             let mut m = m.clone();
             m.extend(Writer::new().bytes(kind, &vec![0; len]).finish());
@@ -752,8 +753,8 @@ mod tests {
         );
         m.extend(
             Writer::new()
-                .bytes(ATTR_FALLBACK, &[1; 8])
-                .bytes(ATTR_CONNINFO, &[2; 76])
+                .bytes(SMC_DIAG_FALLBACK, &[1; 8])
+                .bytes(SMC_DIAG_CONNINFO, &[2; 76])
                 .finish(),
         );
         let raw = reply(&[m.clone(), m]);

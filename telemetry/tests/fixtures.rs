@@ -199,17 +199,7 @@ fn check_smcr(files: &Files) -> Result<usize, String> {
         );
         let hist: u64 = [r.tx_payload_sizes, r.rx_payload_sizes]
             .iter()
-            .map(|h| {
-                h.le_8k
-                    + h.le_16k
-                    + h.le_32k
-                    + h.le_64k
-                    + h.le_128k
-                    + h.le_256k
-                    + h.le_512k
-                    + h.le_1024k
-                    + h.gt_1024k
-            })
+            .map(|h| h.total())
             .sum();
         ensure!(hist > 0, "GET_STATS: empty payload histograms: {r:?}");
         checked += 1;

@@ -4,7 +4,7 @@
 //! smc-tools' summary figures.
 
 use smcrun_telemetry::smc_genl::{
-    BufferStats, FallbackStats, ReasonCount, SizeHistogram, SmcGenl, Stats, TechStats,
+    FallbackStats, ReasonCount, SizeHistogram, SmcGenl, Stats, TechStats,
 };
 use smcrun_telemetry::Error;
 
@@ -25,55 +25,34 @@ pub fn sample(client: &SmcGenl) -> Result<Sample, Error> {
     })
 }
 
-fn hist_delta(a: &SizeHistogram, b: &SizeHistogram) -> SizeHistogram {
-    SizeHistogram {
-        le_8k: b.le_8k.saturating_sub(a.le_8k),
-        le_16k: b.le_16k.saturating_sub(a.le_16k),
-        le_32k: b.le_32k.saturating_sub(a.le_32k),
-        le_64k: b.le_64k.saturating_sub(a.le_64k),
-        le_128k: b.le_128k.saturating_sub(a.le_128k),
-        le_256k: b.le_256k.saturating_sub(a.le_256k),
-        le_512k: b.le_512k.saturating_sub(a.le_512k),
-        le_1024k: b.le_1024k.saturating_sub(a.le_1024k),
-        gt_1024k: b.gt_1024k.saturating_sub(a.gt_1024k),
-    }
-}
-
-fn buf_delta(a: &BufferStats, b: &BufferStats) -> BufferStats {
-    BufferStats {
-        size_small_peer: b.size_small_peer.saturating_sub(a.size_small_peer),
-        size_small: b.size_small.saturating_sub(a.size_small),
-        full_peer: b.full_peer.saturating_sub(a.full_peer),
-        full: b.full.saturating_sub(a.full),
-        reuse: b.reuse.saturating_sub(a.reuse),
-        alloc: b.alloc.saturating_sub(a.alloc),
-        downgrade: b.downgrade.saturating_sub(a.downgrade),
-    }
+/// What counter `b` grew by since `a`: 0 if it went down.
+fn grew(a: u64, b: u64) -> u64 {
+    b.saturating_sub(a)
 }
 
 /// What the counters of `b` grew by since `a`; the buffer usage gauges are `b`'s. A counter that
 /// went down (the module was reloaded in between) counts 0.
 pub fn tech_delta(a: &TechStats, b: &TechStats) -> TechStats {
     TechStats {
-        tx_buffer_sizes: hist_delta(&a.tx_buffer_sizes, &b.tx_buffer_sizes),
-        rx_buffer_sizes: hist_delta(&a.rx_buffer_sizes, &b.rx_buffer_sizes),
-        tx_payload_sizes: hist_delta(&a.tx_payload_sizes, &b.tx_payload_sizes),
-        rx_payload_sizes: hist_delta(&a.rx_payload_sizes, &b.rx_payload_sizes),
-        tx_buffers: buf_delta(&a.tx_buffers, &b.tx_buffers),
-        rx_buffers: buf_delta(&a.rx_buffers, &b.rx_buffers),
-        client_v1_success: b.client_v1_success.saturating_sub(a.client_v1_success),
-        client_v2_success: b.client_v2_success.saturating_sub(a.client_v2_success),
-        server_v1_success: b.server_v1_success.saturating_sub(a.server_v1_success),
-        server_v2_success: b.server_v2_success.saturating_sub(a.server_v2_success),
-        sendpage: b.sendpage.saturating_sub(a.sendpage),
-        splice: b.splice.saturating_sub(a.splice),
-        cork: b.cork.saturating_sub(a.cork),
-        nodelay: b.nodelay.saturating_sub(a.nodelay),
-        urgent_data: b.urgent_data.saturating_sub(a.urgent_data),
-        rx_bytes: b.rx_bytes.saturating_sub(a.rx_bytes),
-        tx_bytes: b.tx_bytes.saturating_sub(a.tx_bytes),
-        rx_count: b.rx_count.saturating_sub(a.rx_count),
-        tx_count: b.tx_count.saturating_sub(a.tx_count),
+        tx_buffer_sizes: a.tx_buffer_sizes.map2(&b.tx_buffer_sizes, grew),
+        rx_buffer_sizes: a.rx_buffer_sizes.map2(&b.rx_buffer_sizes, grew),
+        tx_payload_sizes: a.tx_payload_sizes.map2(&b.tx_payload_sizes, grew),
+        rx_payload_sizes: a.rx_payload_sizes.map2(&b.rx_payload_sizes, grew),
+        tx_buffers: a.tx_buffers.map2(&b.tx_buffers, grew),
+        rx_buffers: a.rx_buffers.map2(&b.rx_buffers, grew),
+        client_v1_success: grew(a.client_v1_success, b.client_v1_success),
+        client_v2_success: grew(a.client_v2_success, b.client_v2_success),
+        server_v1_success: grew(a.server_v1_success, b.server_v1_success),
+        server_v2_success: grew(a.server_v2_success, b.server_v2_success),
+        sendpage: grew(a.sendpage, b.sendpage),
+        splice: grew(a.splice, b.splice),
+        cork: grew(a.cork, b.cork),
+        nodelay: grew(a.nodelay, b.nodelay),
+        urgent_data: grew(a.urgent_data, b.urgent_data),
+        rx_bytes: grew(a.rx_bytes, b.rx_bytes),
+        tx_bytes: grew(a.tx_bytes, b.tx_bytes),
+        rx_count: grew(a.rx_count, b.rx_count),
+        tx_count: grew(a.tx_count, b.tx_count),
         rx_buffer_usage: b.rx_buffer_usage,
         tx_buffer_usage: b.tx_buffer_usage,
     }
@@ -103,24 +82,18 @@ pub fn delta(a: &Sample, b: &Sample) -> Sample {
         stats: Stats {
             smcr: tech_delta(&a.stats.smcr, &b.stats.smcr),
             smcd: tech_delta(&a.stats.smcd, &b.stats.smcd),
-            client_handshake_errors: b
-                .stats
-                .client_handshake_errors
-                .saturating_sub(a.stats.client_handshake_errors),
-            server_handshake_errors: b
-                .stats
-                .server_handshake_errors
-                .saturating_sub(a.stats.server_handshake_errors),
+            client_handshake_errors: grew(
+                a.stats.client_handshake_errors,
+                b.stats.client_handshake_errors,
+            ),
+            server_handshake_errors: grew(
+                a.stats.server_handshake_errors,
+                b.stats.server_handshake_errors,
+            ),
         },
         fallback: FallbackStats {
-            server_total: b
-                .fallback
-                .server_total
-                .saturating_sub(a.fallback.server_total),
-            client_total: b
-                .fallback
-                .client_total
-                .saturating_sub(a.fallback.client_total),
+            server_total: grew(a.fallback.server_total, b.fallback.server_total),
+            client_total: grew(a.fallback.client_total, b.fallback.client_total),
             server: reasons_delta(&a.fallback.server, &b.fallback.server),
             client: reasons_delta(&a.fallback.client, &b.fallback.client),
         },
@@ -165,16 +138,8 @@ pub fn summary(t: &TechStats, s: &Sample) -> Summary {
 
 /// The histogram in smc-tools' eight columns: 8KB … 512KB and ">512KB" (1024K and above).
 pub fn hist_columns(h: &SizeHistogram) -> [u64; 8] {
-    [
-        h.le_8k,
-        h.le_16k,
-        h.le_32k,
-        h.le_64k,
-        h.le_128k,
-        h.le_256k,
-        h.le_512k,
-        h.le_1024k + h.gt_1024k,
-    ]
+    let [c8, c16, c32, c64, c128, c256, c512, c1024, above] = h.counts();
+    [c8, c16, c32, c64, c128, c256, c512, c1024 + above]
 }
 
 /// The labels of [`hist_columns`], as smc-tools heads them.

@@ -1059,15 +1059,7 @@ mod tests {
         assert_eq!(rx_bufs.len(), 9);
         let sum: f64 = rx_bufs.iter().map(|x| x.1).sum();
         let h = &t.rx_buffer_sizes;
-        let want = h.le_8k
-            + h.le_16k
-            + h.le_32k
-            + h.le_64k
-            + h.le_128k
-            + h.le_256k
-            + h.le_512k
-            + h.le_1024k
-            + h.gt_1024k;
+        let want = h.total();
         assert_eq!(sum, want as f64);
         assert!(want > 0);
         // 7 buffer event counters per technology and direction.
