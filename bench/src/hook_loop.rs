@@ -14,6 +14,8 @@
 
 use std::time::Instant;
 
+use smcrun_bench::net::{loopback, SIN_LEN};
+
 const OPS: [&str; 5] = [
     "tcp_socket_close",
     "udp_socket_close",
@@ -21,19 +23,6 @@ const OPS: [&str; 5] = [
     "getsockopt_domain",
     "bind",
 ];
-
-fn loopback(port: u16) -> libc::sockaddr_in {
-    libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
-        },
-        sin_zero: [0; 8],
-    }
-}
-
-const SIN_LEN: libc::socklen_t = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
 
 fn die(what: &str) -> ! {
     eprintln!("hook-loop: {what}: {}", std::io::Error::last_os_error());

@@ -23,22 +23,13 @@
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use smcrun_bench::cpu::{rusage_ms, stat_ticks, ticks_ms};
+use smcrun_bench::net::{loopback, SIN_LEN};
 use smcrun_sys::smc::AF_SMC;
 
 fn die(what: &str) -> ! {
     eprintln!("views-cost: {what}: {}", std::io::Error::last_os_error());
     std::process::exit(1);
-}
-
-fn loopback(port: u16) -> libc::sockaddr_in {
-    libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr {
-            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
-        },
-        sin_zero: [0; 8],
-    }
 }
 
 fn socket(family: libc::c_int) -> libc::c_int {
@@ -52,10 +43,9 @@ fn socket(family: libc::c_int) -> libc::c_int {
 
 fn bind_listen(fd: libc::c_int, port: u16) {
     let a = loopback(port);
-    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
     // SAFETY: `a` is a sockaddr_in of the length passed.
     unsafe {
-        if libc::bind(fd, (&a as *const libc::sockaddr_in).cast(), len) != 0 {
+        if libc::bind(fd, (&a as *const libc::sockaddr_in).cast(), SIN_LEN) != 0 {
             die("bind");
         }
         if libc::listen(fd, 4096) != 0 {
@@ -66,7 +56,7 @@ fn bind_listen(fd: libc::c_int, port: u16) {
 
 fn local_port(fd: libc::c_int) -> u16 {
     let mut a = loopback(0);
-    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    let mut len = SIN_LEN;
     // SAFETY: `a` is a sockaddr_in of the length passed.
     if unsafe { libc::getsockname(fd, (&mut a as *mut libc::sockaddr_in).cast(), &mut len) } != 0 {
         die("getsockname");
@@ -116,24 +106,12 @@ fn measure(args: &[&str]) -> (f64, f64) {
         eprintln!("views-cost: smcrun {args:?} failed (status {status})");
         std::process::exit(1);
     }
-    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
-    (wall, ms(ru.ru_utime) + ms(ru.ru_stime))
+    (wall, rusage_ms(&ru))
 }
 
 /// CPU milliseconds (user, system) process `pid` has used.
 fn cpu_ms(pid: u32) -> (f64, f64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let rest = stat.rsplit_once(')').map_or("", |x| x.1);
-    let f: Vec<f64> = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    let ms = |i: usize| f.get(i).copied().unwrap_or(0.0) * 1e3 / hz;
-    (ms(0), ms(1))
+    stat_ticks(&format!("/proc/{pid}/stat")).map_or((0.0, 0.0), |(u, s)| (ticks_ms(u), ticks_ms(s)))
 }
 
 fn http_get(port: u16) -> String {
@@ -471,12 +449,11 @@ fn main() {
         let plain = socket(libc::AF_INET);
         bind_listen(plain, 0);
         let a = loopback(local_port(plain));
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
         for _ in 0..fallbacks {
             let fd = socket(AF_SMC);
             // SAFETY: `a` is a sockaddr_in of the length passed; accept takes no address.
             unsafe {
-                if libc::connect(fd, (&a as *const libc::sockaddr_in).cast(), len) != 0 {
+                if libc::connect(fd, (&a as *const libc::sockaddr_in).cast(), SIN_LEN) != 0 {
                     die("connect");
                 }
                 let s = libc::accept(plain, std::ptr::null_mut(), std::ptr::null_mut());

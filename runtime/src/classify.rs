@@ -169,23 +169,13 @@ pub fn peer_diagnosis(o: Outcome) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smcrun_telemetry::sock_diag::Mode;
+    use smcrun_telemetry::sock_diag::{Mode, AF_SMC};
 
     fn entry(mode: Mode, state: u8, inode: u64, local: &str, peer: &str) -> SmcSocket {
+        let (local, peer) = (local.parse().unwrap(), peer.parse().unwrap());
         SmcSocket {
-            family: smcrun_sys::smc::AF_SMC as u8,
-            state,
-            mode,
-            shutdown: 0,
-            local: local.parse().unwrap(),
-            peer: peer.parse().unwrap(),
-            interface: 0,
-            uid: 0,
-            inode,
             fallback: (mode == Mode::Fallback).then_some((0x0303_0000, 0x0305_0000)),
-            conninfo: None,
-            lgrinfo: None,
-            dmbinfo: None,
+            ..SmcSocket::new(AF_SMC, state, mode, local, peer, inode)
         }
     }
 

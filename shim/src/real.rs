@@ -77,19 +77,38 @@ pub fn resolve_all() {
     }
 }
 
+/// Calls the next definition of the symbol in static `$sym` as `fn($ty...) -> c_int` with
+/// `$arg...`, or evaluates `$fallback` when no later object defines it. `or syscall $nr` is the
+/// fallback of most wrappers: the raw system call `$nr` with the same arguments.
+///
+/// A macro, not a generic function, so that each wrapper keeps its own C signature and its own
+/// fallback while the resolve-and-call is written once; it expands to no lock and no allocation,
+/// and touches errno only where the called function or the fallback does.
+///
+/// # Safety
+/// Expands to unsafe operations (the call through the transmuted pointer, and the system call):
+/// use it inside an `unsafe` block whose comment says why `$sym` has that signature and why the
+/// arguments are valid.
+macro_rules! call_next {
+    ($sym:ident($($arg:ident: $ty:ty),*) or syscall $nr:ident) => {
+        call_next!($sym($($arg: $ty),*) else libc::syscall(libc::$nr, $($arg),*) as c_int)
+    };
+    ($sym:ident($($arg:ident: $ty:ty),*) else $fallback:expr) => {{
+        let p = $sym.get();
+        if p.is_null() {
+            $fallback
+        } else {
+            let f: unsafe extern "C" fn($($ty),*) -> c_int = std::mem::transmute(p);
+            f($($arg),*)
+        }
+    }};
+}
+
 /// The real `socket(2)`.
 pub fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
-    let p = SOCKET.get();
     // SAFETY: a non-null pointer from dlsym("socket") has socket's C signature; the fallback is the
     // system call with the same arguments.
-    unsafe {
-        if p.is_null() {
-            libc::syscall(libc::SYS_socket, domain, ty, protocol) as c_int
-        } else {
-            let f: unsafe extern "C" fn(c_int, c_int, c_int) -> c_int = std::mem::transmute(p);
-            f(domain, ty, protocol)
-        }
-    }
+    unsafe { call_next!(SOCKET(domain: c_int, ty: c_int, protocol: c_int) or syscall SYS_socket) }
 }
 
 /// The real `bind(2)`.
@@ -97,17 +116,10 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
 /// # Safety
 /// `addr` and `len` as for bind(2); they are passed on unchanged.
 pub unsafe fn bind(fd: c_int, addr: *const libc::sockaddr, len: socklen_t) -> c_int {
-    let p = BIND.get();
     // SAFETY: a non-null pointer from dlsym("bind") has bind's C signature; the fallback is the
     // system call; the caller vouches for the arguments.
     unsafe {
-        if p.is_null() {
-            libc::syscall(libc::SYS_bind, fd, addr, len) as c_int
-        } else {
-            let f: unsafe extern "C" fn(c_int, *const libc::sockaddr, socklen_t) -> c_int =
-                std::mem::transmute(p);
-            f(fd, addr, len)
-        }
+        call_next!(BIND(fd: c_int, addr: *const libc::sockaddr, len: socklen_t) or syscall SYS_bind)
     }
 }
 
@@ -116,16 +128,10 @@ pub unsafe fn bind(fd: c_int, addr: *const libc::sockaddr, len: socklen_t) -> c_
 /// # Safety
 /// `addr` and `len` as for connect(2); they are passed on unchanged.
 pub unsafe fn connect(fd: c_int, addr: *const libc::sockaddr, len: socklen_t) -> c_int {
-    let p = CONNECT.get();
     // SAFETY: as in `bind`, for connect.
     unsafe {
-        if p.is_null() {
-            libc::syscall(libc::SYS_connect, fd, addr, len) as c_int
-        } else {
-            let f: unsafe extern "C" fn(c_int, *const libc::sockaddr, socklen_t) -> c_int =
-                std::mem::transmute(p);
-            f(fd, addr, len)
-        }
+        call_next!(CONNECT(fd: c_int, addr: *const libc::sockaddr, len: socklen_t)
+            or syscall SYS_connect)
     }
 }
 
@@ -140,31 +146,19 @@ pub unsafe fn getsockopt(
     val: *mut c_void,
     len: *mut socklen_t,
 ) -> c_int {
-    let p = GETSOCKOPT.get();
     // SAFETY: as in `bind`, for getsockopt.
     unsafe {
-        if p.is_null() {
-            libc::syscall(libc::SYS_getsockopt, fd, level, name, val, len) as c_int
-        } else {
-            let f: unsafe extern "C" fn(c_int, c_int, c_int, *mut c_void, *mut socklen_t) -> c_int =
-                std::mem::transmute(p);
-            f(fd, level, name, val, len)
-        }
+        call_next!(GETSOCKOPT(
+                fd: c_int, level: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t
+            ) or syscall SYS_getsockopt)
     }
 }
 
 /// The real `listen(2)`.
 pub fn listen(fd: c_int, backlog: c_int) -> c_int {
-    let p = LISTEN.get();
-    // SAFETY: a non-null pointer from dlsym("listen") has listen's C signature.
-    unsafe {
-        if p.is_null() {
-            libc::syscall(libc::SYS_listen, fd, backlog) as c_int
-        } else {
-            let f: unsafe extern "C" fn(c_int, c_int) -> c_int = std::mem::transmute(p);
-            f(fd, backlog)
-        }
-    }
+    // SAFETY: a non-null pointer from dlsym("listen") has listen's C signature; the fallback is
+    // the system call.
+    unsafe { call_next!(LISTEN(fd: c_int, backlog: c_int) or syscall SYS_listen) }
 }
 
 /// The real `accept(2)`.
@@ -172,8 +166,12 @@ pub fn listen(fd: c_int, backlog: c_int) -> c_int {
 /// # Safety
 /// `addr` and `len` as for accept(2); they are passed on unchanged.
 pub unsafe fn accept(fd: c_int, addr: *mut libc::sockaddr, len: *mut socklen_t) -> c_int {
-    // SAFETY: the caller vouches for the arguments.
-    unsafe { accept4(fd, addr, len, 0, &ACCEPT) }
+    // SAFETY: as in `bind`, for accept; the fallback is the accept4 system call with flags 0,
+    // which is accept (accept and accept4 share it).
+    unsafe {
+        call_next!(ACCEPT(fd: c_int, addr: *mut libc::sockaddr, len: *mut socklen_t)
+            else libc::syscall(libc::SYS_accept4, fd, addr, len, 0 as c_int) as c_int)
+    }
 }
 
 /// The real `accept4(2)`.
@@ -186,71 +184,25 @@ pub unsafe fn accept4_real(
     len: *mut socklen_t,
     flags: c_int,
 ) -> c_int {
-    // SAFETY: the caller vouches for the arguments.
-    unsafe { accept4(fd, addr, len, flags, &ACCEPT4) }
-}
-
-/// accept and accept4 share the fallback system call (accept4 with flags 0 is accept).
-///
-/// # Safety
-/// As for accept4(2).
-unsafe fn accept4(
-    fd: c_int,
-    addr: *mut libc::sockaddr,
-    len: *mut socklen_t,
-    flags: c_int,
-    sym: &Symbol,
-) -> c_int {
-    let p = sym.get();
-    // SAFETY: as in `bind`, for accept and accept4.
+    // SAFETY: as in `bind`, for accept4.
     unsafe {
-        if p.is_null() {
-            return libc::syscall(libc::SYS_accept4, fd, addr, len, flags) as c_int;
-        }
-        if std::ptr::eq(sym, &ACCEPT) {
-            let f: unsafe extern "C" fn(c_int, *mut libc::sockaddr, *mut socklen_t) -> c_int =
-                std::mem::transmute(p);
-            f(fd, addr, len)
-        } else {
-            let f: unsafe extern "C" fn(
-                c_int,
-                *mut libc::sockaddr,
-                *mut socklen_t,
-                c_int,
-            ) -> c_int = std::mem::transmute(p);
-            f(fd, addr, len, flags)
-        }
+        call_next!(ACCEPT4(fd: c_int, addr: *mut libc::sockaddr, len: *mut socklen_t, flags: c_int)
+            or syscall SYS_accept4)
     }
 }
 
 /// The real `close(2)`.
 pub fn close(fd: c_int) -> c_int {
-    let p = CLOSE.get();
     // SAFETY: a non-null pointer from dlsym("close") has close's C signature; the fallback is the
     // system call.
-    unsafe {
-        if p.is_null() {
-            libc::syscall(libc::SYS_close, fd) as c_int
-        } else {
-            let f: unsafe extern "C" fn(c_int) -> c_int = std::mem::transmute(p);
-            f(fd)
-        }
-    }
+    unsafe { call_next!(CLOSE(fd: c_int) or syscall SYS_close) }
 }
 
 /// The real `shutdown(2)`.
 pub fn shutdown(fd: c_int, how: c_int) -> c_int {
-    let p = SHUTDOWN.get();
     // SAFETY: a non-null pointer from dlsym("shutdown") has shutdown's C signature; the fallback
     // is the system call.
-    unsafe {
-        if p.is_null() {
-            libc::syscall(libc::SYS_shutdown, fd, how) as c_int
-        } else {
-            let f: unsafe extern "C" fn(c_int, c_int) -> c_int = std::mem::transmute(p);
-            f(fd, how)
-        }
-    }
+    unsafe { call_next!(SHUTDOWN(fd: c_int, how: c_int) or syscall SYS_shutdown) }
 }
 
 /// The signal-mask calls the shim passes through (and then records what the program set).
@@ -274,25 +226,18 @@ pub unsafe fn sigmask(
     set: *const libc::sigset_t,
     old: *mut libc::sigset_t,
 ) -> c_int {
-    let p = match call {
-        MaskCall::Pthread => &PTHREAD_SIGMASK,
-        MaskCall::Proc => &SIGPROCMASK,
-    }
-    .get();
-    if p.is_null() {
-        return match call {
-            MaskCall::Pthread => libc::ENOSYS,
-            MaskCall::Proc => {
-                smcrun_sys::Errno(libc::ENOSYS).set();
-                -1
-            }
-        };
-    }
     // SAFETY: both symbols have this C signature; the caller vouches for the arguments.
     unsafe {
-        let f: unsafe extern "C" fn(c_int, *const libc::sigset_t, *mut libc::sigset_t) -> c_int =
-            std::mem::transmute(p);
-        f(how, set, old)
+        match call {
+            MaskCall::Pthread => call_next!(
+                PTHREAD_SIGMASK(how: c_int, set: *const libc::sigset_t, old: *mut libc::sigset_t)
+                else libc::ENOSYS
+            ),
+            MaskCall::Proc => call_next!(
+                SIGPROCMASK(how: c_int, set: *const libc::sigset_t, old: *mut libc::sigset_t)
+                else enosys()
+            ),
+        }
     }
 }
 
@@ -313,34 +258,22 @@ pub enum SetUid {
 /// change every thread of the process (the raw system call changes one), so if the symbol cannot
 /// be found the call fails with ENOSYS rather than leave other threads with the old uid.
 pub fn set_uid(call: SetUid) -> c_int {
-    let sym = match call {
-        SetUid::Uid(_) => &SETUID,
-        SetUid::Euid(_) => &SETEUID,
-        SetUid::Reuid(..) => &SETREUID,
-        SetUid::Resuid(..) => &SETRESUID,
-    };
-    let p = sym.get();
-    if p.is_null() {
-        smcrun_sys::Errno(libc::ENOSYS).set();
-        return -1;
-    }
+    use libc::uid_t;
     // SAFETY: each pointer comes from dlsym of the function whose C signature it is cast to.
     unsafe {
         match call {
-            SetUid::Uid(u) | SetUid::Euid(u) => {
-                let f: unsafe extern "C" fn(libc::uid_t) -> c_int = std::mem::transmute(p);
-                f(u)
-            }
-            SetUid::Reuid(r, e) => {
-                let f: unsafe extern "C" fn(libc::uid_t, libc::uid_t) -> c_int =
-                    std::mem::transmute(p);
-                f(r, e)
-            }
+            SetUid::Uid(u) => call_next!(SETUID(u: uid_t) else enosys()),
+            SetUid::Euid(u) => call_next!(SETEUID(u: uid_t) else enosys()),
+            SetUid::Reuid(r, e) => call_next!(SETREUID(r: uid_t, e: uid_t) else enosys()),
             SetUid::Resuid(r, e, s) => {
-                let f: unsafe extern "C" fn(libc::uid_t, libc::uid_t, libc::uid_t) -> c_int =
-                    std::mem::transmute(p);
-                f(r, e, s)
+                call_next!(SETRESUID(r: uid_t, e: uid_t, s: uid_t) else enosys())
             }
         }
     }
+}
+
+/// A C library call's failure with ENOSYS: errno set, -1 returned.
+fn enosys() -> c_int {
+    smcrun_sys::Errno(libc::ENOSYS).set();
+    -1
 }

@@ -179,6 +179,36 @@ pub struct SmcSocket {
     pub dmbinfo: Option<DmbInfo>,
 }
 
+impl SmcSocket {
+    /// A socket known by its family, state, mode, addresses and inode and nothing else yet
+    /// (shutdown, interface and uid 0, no fallback reason, no extension): where the parser starts,
+    /// and how a test writes the socket it needs without naming every field.
+    pub fn new(
+        family: u8,
+        state: u8,
+        mode: Mode,
+        local: SocketAddr,
+        peer: SocketAddr,
+        inode: u64,
+    ) -> Self {
+        SmcSocket {
+            family,
+            state,
+            mode,
+            shutdown: 0,
+            local,
+            peer,
+            interface: 0,
+            uid: 0,
+            inode,
+            fallback: None,
+            conninfo: None,
+            lgrinfo: None,
+            dmbinfo: None,
+        }
+    }
+}
+
 /// The 52-byte `struct smc_diag_req` asking for all SMC sockets with extensions `ext`.
 pub fn request(ext: u8) -> Vec<u8> {
     let mut req = vec![0u8; 52];
@@ -373,19 +403,17 @@ fn parse_one(p: &[u8], what: &str) -> Result<SmcSocket, Error> {
     // IP family otherwise.
     let is_v4 = src[4..].iter().chain(&dst[4..]).all(|&b| b == 0);
     let mut s = SmcSocket {
-        family,
-        state: p[1],
-        mode: Mode::from_diag(p[2]),
         shutdown: p[3],
-        local: address(family, is_v4, src, be16(&id[0..2])),
-        peer: address(family, is_v4, dst, be16(&id[2..4])),
         interface: ne32(&id[36..40]),
         uid: ne32(&p[52..56]),
-        inode: ne64(&p[56..64]),
-        fallback: None,
-        conninfo: None,
-        lgrinfo: None,
-        dmbinfo: None,
+        ..SmcSocket::new(
+            family,
+            p[1],
+            Mode::from_diag(p[2]),
+            address(family, is_v4, src, be16(&id[0..2])),
+            address(family, is_v4, dst, be16(&id[2..4])),
+            ne64(&p[56..64]),
+        )
     };
     for a in attr::parse(&p[MSG_LEN..], what)? {
         match a.kind {
@@ -669,21 +697,8 @@ mod tests {
     #[test]
     fn zero_addresses_are_filled_from_the_unique_tcp_match() {
         let zero4 = |port| SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port);
-        let sock = |family, state, local, peer| SmcSocket {
-            family,
-            state,
-            mode: Mode::SmcR,
-            shutdown: 0,
-            local,
-            peer,
-            interface: 0,
-            uid: 0,
-            inode: 1,
-            fallback: None,
-            conninfo: None,
-            lgrinfo: None,
-            dmbinfo: None,
-        };
+        let sock =
+            |family, state, local, peer| SmcSocket::new(family, state, Mode::SmcR, local, peer, 1);
         let srv: SocketAddr = "127.0.0.1:6379".parse().unwrap();
         let cli: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let any6: SocketAddr = "[::]:6379".parse().unwrap();

@@ -72,10 +72,10 @@ fn machine_cpu_ms() -> Result<f64, String> {
     if f.len() < 8 {
         return Err(format!("/proc/stat's cpu line is short: {line}"));
     }
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     // user nice system idle iowait irq softirq steal: everything but idle and iowait.
-    Ok((f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) * 1e3 / hz)
+    Ok(smcrun_bench::cpu::ticks_ms(
+        f[0] + f[1] + f[2] + f[5] + f[6] + f[7],
+    ))
 }
 
 /// CPU milliseconds process `pid` has run, all its threads.

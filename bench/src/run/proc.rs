@@ -1,6 +1,7 @@
 //! Running the programs measured: a child's wall time, CPU time and page faults (from wait4), a
 //! thread's CPU time, a free port.
 
+use smcrun_bench::cpu::{rusage_ms, stat_ticks, ticks_ms};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
@@ -27,7 +28,6 @@ pub fn reap(child: Child, t0: Instant) -> Result<(Cost, i32), String> {
     }
     // The child is reaped: std must not wait for it again.
     std::mem::forget(child);
-    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
     let code = if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)
     } else {
@@ -36,7 +36,7 @@ pub fn reap(child: Child, t0: Instant) -> Result<(Cost, i32), String> {
     Ok((
         Cost {
             wall_ms: t0.elapsed().as_secs_f64() * 1e3,
-            cpu_ms: ms(ru.ru_utime) + ms(ru.ru_stime),
+            cpu_ms: rusage_ms(&ru),
             minflt: ru.ru_minflt as f64,
         },
         code,
@@ -65,17 +65,7 @@ pub fn output(cmd: &mut Command) -> Result<String, String> {
 
 /// CPU milliseconds (user + system) of `/proc/PID[/task/TID]/stat`.
 pub fn cpu_of(stat_path: &str) -> Option<f64> {
-    let stat = std::fs::read_to_string(stat_path).ok()?;
-    let rest = stat.rsplit_once(')')?.1;
-    let f: Vec<f64> = rest
-        .split_whitespace()
-        .skip(11)
-        .take(2)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    (f.len() == 2).then(|| (f[0] + f[1]) * 1e3 / hz)
+    stat_ticks(stat_path).map(|(user, system)| ticks_ms(user + system))
 }
 
 /// CPU milliseconds a thread (`/proc/PID/task/TID`) has run: its schedstat (nanoseconds), else

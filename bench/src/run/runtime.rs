@@ -199,8 +199,7 @@ fn children_cpu() -> f64 {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: a valid out pointer.
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
-    ms(ru.ru_utime) + ms(ru.ru_stime)
+    smcrun_bench::cpu::rusage_ms(&ru)
 }
 
 fn short_connections(ctx: &Ctx) -> Result<Vec<Row>, String> {

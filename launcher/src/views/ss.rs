@@ -269,22 +269,14 @@ pub fn ss(a: &SsArgs) -> ExitCode {
 mod tests {
     use super::*;
     use crate::views::linkgroup::lgr_id;
+    use smcrun_telemetry::sock_diag::AF_SMC;
 
     fn sock(state: u8, mode: Mode, fallback: Option<(u32, u32)>) -> SmcSocket {
+        let local = "127.0.0.1:6379".parse().unwrap();
+        let peer = "127.0.0.1:40000".parse().unwrap();
         SmcSocket {
-            family: smcrun_sys::smc::AF_SMC as u8,
-            state,
-            mode,
-            shutdown: 0,
-            local: "127.0.0.1:6379".parse().unwrap(),
-            peer: "127.0.0.1:40000".parse().unwrap(),
-            interface: 0,
-            uid: 0,
-            inode: 42,
             fallback,
-            conninfo: None,
-            lgrinfo: None,
-            dmbinfo: None,
+            ..SmcSocket::new(AF_SMC, state, mode, local, peer, 42)
         }
     }
 

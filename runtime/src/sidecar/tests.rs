@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::fdtable::{Kind, WHY_POLICY};
-use smcrun_telemetry::sock_diag::Mode;
+use smcrun_telemetry::sock_diag::{Mode, AF_SMC};
 use std::collections::HashMap;
 use std::sync::Mutex as TestLock;
 
@@ -51,20 +51,11 @@ impl Kernel for Fake {
 }
 
 fn diag(inode: u64, mode: Mode, state: u8, fallback: Option<(u32, u32)>) -> SmcSocket {
+    let local = "127.0.0.1:6379".parse().unwrap();
+    let peer = "127.0.0.1:40000".parse().unwrap();
     SmcSocket {
-        family: smcrun_sys::smc::AF_SMC as u8,
-        state,
-        mode,
-        shutdown: 0,
-        local: "127.0.0.1:6379".parse().unwrap(),
-        peer: "127.0.0.1:40000".parse().unwrap(),
-        interface: 0,
-        uid: 0,
-        inode,
         fallback,
-        conninfo: None,
-        lgrinfo: None,
-        dmbinfo: None,
+        ..SmcSocket::new(AF_SMC, state, mode, local, peer, inode)
     }
 }
 

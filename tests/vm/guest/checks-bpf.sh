@@ -52,14 +52,6 @@ nothing_attached() {
     done
 }
 
-# no_fallback S0 S1: the kernel counted no fallback between two stats snapshots
-no_fallback() {
-    local c s
-    c=$(stats_delta "$1" "$2" clnt_fback)
-    s=$(stats_delta "$1" "$2" srv_fback)
-    [ "$c" = 0 ] && [ "$s" = 0 ] || fail "fallback counters grew: client +$c, server +$s"
-}
-
 # smcr_grew S0 S1 N: client and server SMC-R successes grew by exactly N
 smcr_grew() {
     local c s

@@ -31,8 +31,7 @@ summary() {
 smc_only() {
     local dc dfc dfs
     dc=$(stats_delta "$1" "$2" clnt_succ)
-    dfc=$(stats_delta "$1" "$2" clnt_fback)
-    dfs=$(stats_delta "$1" "$2" srv_fback)
+    fallback_deltas "$1" "$2"
     echo "$3: kernel SMC-R client successes +$dc, fallbacks client +$dfc server +$dfs"
     [ "$dfc" = 0 ] && [ "$dfs" = 0 ] || fail "$3: the kernel counted fallbacks (client +$dfc, server +$dfs)"
     [ "$dc" -ge "$4" ] || fail "$3: the kernel counted $dc SMC-R client successes, expected >= $4"

@@ -406,6 +406,22 @@ stats_delta() {
     b=$(stat "$2" "$3")
     echo $((b - a))
 }
+# fallback_deltas BEFORE AFTER: dfc and dfs, how much the kernel's client and server fallback
+#   counters grew (the caller may print them before fallbacks_none judges them)
+fallback_deltas() {
+    dfc=$(stats_delta "$1" "$2" clnt_fback)
+    dfs=$(stats_delta "$1" "$2" srv_fback)
+}
+# fallbacks_none: fails unless fallback_deltas found no fallback
+fallbacks_none() {
+    [ "$dfc" = 0 ] && [ "$dfs" = 0 ] || fail "kernel fallback counters grew (client +$dfc, server +$dfs)"
+}
+# no_fallback BEFORE AFTER: the kernel counted no fallback between two stats snapshots
+no_fallback() {
+    local dfc dfs
+    fallback_deltas "$1" "$2"
+    fallbacks_none
+}
 
 # ss_snap FILE [-a]: `smcrun ss [-a] --json` into FILE, normalised by SS_JQ to one object per socket:
 #   {state, mode ("SMCR"|"SMCD"|"TCP"), family, lport, rport, laddr, raddr, reason, peer_reason}
@@ -490,10 +506,9 @@ check_demo() {
     [ "$dev" = "$3" ] || fail "smcrun demo names the RDMA device $RXE for $dev of $3 sockets: $(jq -c '[.sockets[].device]' /tmp/demo.json)"
     dc=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 clnt_succ)
     ds=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 srv_succ)
-    dfc=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 clnt_fback)
-    dfs=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 srv_fback)
+    fallback_deltas /tmp/demo.s0 /tmp/demo.s1
     echo "demo: $n connections, stats delta client succ $dc server succ $ds fallback client $dfc server $dfs"
-    [ "$dfc" = 0 ] && [ "$dfs" = 0 ] || fail "kernel fallback counters grew (client +$dfc, server +$dfs)"
+    fallbacks_none
     [ "$dc" = "$n" ] && [ "$ds" = "$n" ] ||
         fail "kernel SMC-R successes grew by client +$dc server +$ds, expected +$n each"
     ok
@@ -549,11 +564,10 @@ check_redis() {
     nsmcr=$(ss_count /tmp/redis.ss "$filt and .mode == \"SMCR\"")
     [ "$nsmcr" -ge 20 ] || fail "only $nsmcr of $(ss_count /tmp/redis.ss "$filt") sockets on port $p are SMCR: $(ss_show /tmp/redis.ss "$filt and .mode != \"SMCR\"")"
     stats_snap /tmp/redis.s1
-    dfc=$(stats_delta /tmp/redis.s0 /tmp/redis.s1 clnt_fback)
-    dfs=$(stats_delta /tmp/redis.s0 /tmp/redis.s1 srv_fback)
+    fallback_deltas /tmp/redis.s0 /tmp/redis.s1
     dc=$(stats_delta /tmp/redis.s0 /tmp/redis.s1 clnt_succ)
     echo "redis: SET $sets GET $gets, $nsmcr SMCR sockets, stats client succ +$dc, fallback client +$dfc server +$dfs"
-    [ "$dfc" = 0 ] && [ "$dfs" = 0 ] || fail "kernel fallback counters grew (client +$dfc, server +$dfs)"
+    fallbacks_none
     [ "$dc" -ge 30 ] || fail "kernel SMC-R client successes grew by $dc, expected >= 30 (20 benchmark + 10 idle connections)"
     ok
 }
@@ -641,12 +655,11 @@ check_integrity() {
     [ "$size" = $((bytes + 1)) ] || fail "download gave $size bytes, expected $((bytes + 1)) ($bytes + newline)"
     down=$(head -c "$bytes" /tmp/down | sha256sum | cut -d' ' -f1)
     [ "$down" = "$up" ] || fail "sha256 differs: sent $up, got back $down"
-    dfc=$(stats_delta /tmp/int.s0 /tmp/int.s1 clnt_fback)
-    dfs=$(stats_delta /tmp/int.s0 /tmp/int.s1 srv_fback)
+    fallback_deltas /tmp/int.s0 /tmp/int.s1
     drx=$(stats_delta /tmp/int.s0 /tmp/int.s1 rx_bytes)
     dtx=$(stats_delta /tmp/int.s0 /tmp/int.s1 tx_bytes)
     echo "integrity: $mb MB each way in $((t1 - t0))s, sha256 $up, SMC rx +$drx tx +$dtx bytes"
-    [ "$dfc" = 0 ] && [ "$dfs" = 0 ] || fail "kernel fallback counters grew (client +$dfc, server +$dfs)"
+    fallbacks_none
     # both ends are in this netns: each byte is counted once sent and once received, both directions
     [ "$drx" -ge $((2 * bytes)) ] && [ "$dtx" -ge $((2 * bytes)) ] ||
         fail "the kernel's SMC byte counters grew by rx $drx tx $dtx, expected >= $((2 * bytes)) each: data did not go over SMC"
@@ -730,8 +743,7 @@ check_modes() {
             done
         fi
         dc=$(stats_delta /tmp/modes.s0 /tmp/modes.s1 clnt_succ)
-        dfc=$(stats_delta /tmp/modes.s0 /tmp/modes.s1 clnt_fback)
-        dfs=$(stats_delta /tmp/modes.s0 /tmp/modes.s1 srv_fback)
+        fallback_deltas /tmp/modes.s0 /tmp/modes.s1
         [ "$dc" = 1 ] && [ "$dfc" = 0 ] && [ "$dfs" = 0 ] ||
             fail "--mode $mode: sockcheck's connection: SMC-R client successes +$dc, fallbacks client +$dfc server +$dfs (expected +1, 0, 0)"
         echo "modes: --mode $mode ok (sockets of family $want_fam, SMC-R)"
