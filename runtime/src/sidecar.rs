@@ -14,11 +14,13 @@ use crate::classify::{self, Outcome, Verdict};
 use crate::counters::{bump, load, COUNTS};
 use crate::fdtable::{self, Entry, Phase};
 use crate::record::{self, Record};
-use crate::{rundir, track};
+use crate::track;
 use smcrun_report::{
     self as report, Connection, ConnectionCounts, Endpoint, ProcessReport, ReasonCount,
     SocketCounts,
 };
+use smcrun_rundir::process::start_ticks;
+use smcrun_rundir::write as rundir;
 use smcrun_sys::sock::{self, TcpState};
 use smcrun_telemetry::sock_diag::{self, SmcSocket};
 use std::collections::{HashMap, VecDeque};
@@ -354,7 +356,7 @@ impl State {
             exe,
             uid: rustix::process::geteuid().as_raw(),
             start_ticks: start_ticks("/proc/self/stat").unwrap_or(0),
-            pid_ns: crate::pidns::own().unwrap_or(0),
+            pid_ns: smcrun_rundir::pidns::own().unwrap_or(0),
             updated_unix: now_unix(),
             exited: self.exited,
             mode: mode_name().to_string(),
@@ -475,14 +477,6 @@ fn names() -> (String, String) {
             .unwrap_or_default()
     };
     (program, exe)
-}
-
-/// Field 22 of a `/proc/PID/stat` file: the start time in clock ticks since boot.
-pub fn start_ticks(stat_path: &str) -> Option<u64> {
-    let s = std::fs::read_to_string(stat_path).ok()?;
-    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-    let rest = &s[s.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 static MODE: AtomicU8 = AtomicU8::new(2);
