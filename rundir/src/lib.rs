@@ -15,16 +15,16 @@
 //! daemon's grandchild, still reports into the directory of the user who started it. Both
 //! descriptors sit at fd 100 or above, out of the program's way (never below: with a lower fd limit
 //! the process has no report; and they are given up when the program runs out of descriptors, see
-//! [`write::give_up_fds`]), and each is checked (device and inode) before use, so a program that closed
-//! or reused the number is never written to.
+//! [`write::give_up_fds`]), and each is checked (device and inode) before use, so a program that
+//! closed or reused the number is never written to.
 //!
-//! The writer ([`write`](mod@write)) runs inside other people's programs, in hooks and forked children: it
-//! makes raw system calls only (rustix) and never allocates; the runtime (inside the preloaded
-//! shim) is its one user. The reader ([`read`]) is what `smcrun ps`, `smcrun why`, the exporter
-//! and the agent use; with it they need neither the runtime nor the shim. Both share the layout
-//! ([`layout`]: the directory's path, the report's name) and the checks ([`open`]); [`refusal`]
-//! says why a process has no report; [`pidns`] and [`process`] are what a reader needs to tell
-//! whether a report's process still runs (its pid namespace, its start time).
+//! The writer ([`write`](mod@write)) runs inside other people's programs, in hooks and forked
+//! children: it makes raw system calls only (rustix) and never allocates; the runtime (inside the
+//! preloaded shim) is its one user. The reader ([`read`]) is what `smcrun ps`, `smcrun why`, the
+//! exporter and the agent use; with it they need neither the runtime nor the shim. Both share the
+//! layout ([`layout`]: the directory's path, the report's name) and the checks ([`open`]);
+//! [`refusal`] says why a process has no report; [`pidns`] and [`process`] are what a reader needs
+//! to tell whether a report's process still runs (its pid namespace, its start time).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
