@@ -12,7 +12,8 @@ use crate::classify::{self, Outcome};
 use crate::counters::{bump, COUNTS};
 use crate::fdtable::{self, Entry, Kind, Phase, WHY_NOT_OURS, WHY_UNRECORDED};
 use crate::record::{self, Record};
-use crate::{rundir, sidecar};
+use crate::sidecar;
+use smcrun_rundir::write as rundir;
 use smcrun_sys::errno::keep;
 use smcrun_sys::smc::SocketKind;
 use smcrun_sys::sock::{self, TcpState};
@@ -59,7 +60,7 @@ fn touch() {
     if cfg!(test) {
         return;
     }
-    rundir::register(fdtable::epoch());
+    rundir::register(fdtable::epoch(), fdtable::owned);
     sidecar::maybe_start();
 }
 
@@ -324,13 +325,13 @@ fn close_settled(fd: i32) {
 /// The program is about to switch its uid (setuid and kin): its report file is opened now, while
 /// it can still be made in the run directory of the user who started it.
 pub fn before_uid_change() {
-    rundir::register(fdtable::epoch());
+    rundir::register(fdtable::epoch(), fdtable::owned);
 }
 
 /// A call of the program's that makes a descriptor failed with EMFILE: the runtime gives up its
 /// own descriptors, if it holds any (true: the call is worth making again). errno is kept.
 pub fn out_of_fds() -> bool {
-    keep(rundir::give_up_fds)
+    keep(|| rundir::give_up_fds(fdtable::owned))
 }
 
 /// In a forked child, right after fork (pthread_atfork's child handler): a new epoch, zero counts,
@@ -343,5 +344,5 @@ pub fn after_fork_in_child() {
     unsafe { record::reset_in_child() };
     sidecar::forget_in_child();
     crate::drain::forget_in_child();
-    rundir::register_child(fdtable::epoch());
+    rundir::register_child(fdtable::epoch(), fdtable::owned);
 }

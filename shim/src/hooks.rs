@@ -33,7 +33,7 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
 
 /// When a call that makes a descriptor failed with EMFILE while the runtime holds descriptors of
 /// its own (the run directory, the report), those are given to the program (see
-/// `smcrun_runtime::rundir::give_up_fds`) and the call is made once more, with the caller's errno
+/// `smcrun_rundir::write::give_up_fds`) and the call is made once more, with the caller's errno
 /// on entry: the program gets every descriptor its limit allows. Otherwise `ret` as it is.
 fn again_with_our_fds(ret: c_int, entry: i32, call: impl FnOnce() -> c_int) -> c_int {
     if ret >= 0 || errno() != libc::EMFILE {

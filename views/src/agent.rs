@@ -258,7 +258,7 @@ pub struct State {
 impl State {
     /// The counts of process `pid` (the one that runs now under that pid).
     pub fn process(&self, pid: u32) -> Option<&Process> {
-        let now = smcrun_runtime::sidecar::start_ticks(&format!("/proc/{pid}/stat"));
+        let now = smcrun_rundir::process::start_ticks(&format!("/proc/{pid}/stat"));
         self.processes
             .iter()
             .find(|p| p.pid == pid && Some(p.start_ticks) == now)
@@ -355,7 +355,7 @@ fn read_file<T: Written>(dir: &Path, name: &str, max: u64) -> Result<T, Unavaila
     let s: T =
         serde_json::from_slice(&bytes).map_err(|e| refused(format!("{}: {e}", path.display())))?;
     let (pid, ticks) = s.writer();
-    let now = smcrun_runtime::sidecar::start_ticks(&format!("/proc/{pid}/stat"));
+    let now = smcrun_rundir::process::start_ticks(&format!("/proc/{pid}/stat"));
     if now != Some(ticks) {
         return Err(Unavailable::Gone(pid));
     }
@@ -439,7 +439,7 @@ mod tests {
 
     fn me() -> (u32, u64) {
         let pid = std::process::id();
-        let t = smcrun_runtime::sidecar::start_ticks(&format!("/proc/{pid}/stat")).unwrap();
+        let t = smcrun_rundir::process::start_ticks(&format!("/proc/{pid}/stat")).unwrap();
         (pid, t)
     }
 

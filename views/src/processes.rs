@@ -3,9 +3,9 @@
 //! whatever uid it switched to).
 
 use smcrun_report::ProcessReport;
-use smcrun_runtime::pidns::{Locator, Seen};
-use smcrun_runtime::rundir::read::RunDir;
-use smcrun_runtime::sidecar::start_ticks;
+use smcrun_rundir::pidns::{Locator, Seen};
+use smcrun_rundir::process::start_ticks;
+use smcrun_rundir::read::RunDir;
 
 /// The reports of processes that still run (the pid exists and started when the report says: a
 /// pid reused by another program does not count). Reports that cannot be read or parsed are

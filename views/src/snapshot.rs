@@ -779,7 +779,7 @@ fn agent_live(s: &crate::agent::Summary) -> Option<crate::agent::Live> {
 
 /// The runtime's per-process reports (of the user running the exporter).
 fn read_processes() -> Part<Processes> {
-    match smcrun_runtime::rundir::read::RunDir::open() {
+    match smcrun_rundir::read::RunDir::open() {
         Ok(Some(dir)) => {
             let (running, unreadable) = crate::processes::running(&dir);
             Part::Read(Processes {

@@ -102,7 +102,7 @@ struct Counted {
 }
 
 fn start_ticks(pid: u32) -> u64 {
-    smcrun_runtime::sidecar::start_ticks(&format!("/proc/{pid}/stat")).unwrap_or(0)
+    smcrun_rundir::process::start_ticks(&format!("/proc/{pid}/stat")).unwrap_or(0)
 }
 
 /// The cgroup v2 directory whose inode is `id`, below the cgroup2 root (bounded walk).

@@ -1,5 +1,5 @@
 //! `smcrun ps` and `smcrun why PID`: the programs running under the shim, read from the reports
-//! their runtimes write in the run directory (see `smcrun_runtime::rundir`).
+//! their runtimes write in the run directory (see `smcrun_rundir`).
 //!
 //! A report lives in the run directory of the user who started the program: a server started as
 //! root that switched to nobody (memcached -u, nginx's workers) is in root's list, and USER says
@@ -11,9 +11,9 @@ use clap::Args;
 use serde::Serialize;
 use smcrun_report::text::safe;
 use smcrun_report::{count, ProcessReport};
-use smcrun_runtime::pidns::{Locator, Seen};
-use smcrun_runtime::rundir::read::RunDir;
-use smcrun_runtime::sidecar::start_ticks;
+use smcrun_rundir::pidns::{Locator, Seen};
+use smcrun_rundir::process::start_ticks;
+use smcrun_rundir::read::RunDir;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -72,7 +72,7 @@ fn state_at(seen: Seen, r: Option<&ProcessReport>) -> &'static str {
 
 /// The uid a live process runs as now (effective, from /proc), else what its report says.
 fn uid_of(pid: u32, r: Option<&ProcessReport>) -> Option<u32> {
-    smcrun_runtime::rundir::read::euid_of(pid).or(r.map(|r| r.uid))
+    smcrun_rundir::read::euid_of(pid).or(r.map(|r| r.uid))
 }
 
 fn user_name(uid: Option<u32>) -> String {
@@ -299,7 +299,7 @@ pub fn ps(a: &PsArgs) -> ExitCode {
     };
     let path = match &dir {
         Some(d) => d.path.clone(),
-        None => smcrun_runtime::rundir::read::path().unwrap_or_default(),
+        None => smcrun_rundir::read::path().unwrap_or_default(),
     };
     let entries = dir.as_ref().map(entries).unwrap_or_default();
     let gone = |e: &PsEntry| e.state == "exited" || e.state == "dead";
@@ -598,7 +598,7 @@ fn report_of(dir: &RunDir, pid: u32) -> Result<Option<ProcessReport>, String> {
     let locator = Locator::new();
     let (ns, file_pid) = match locator.inner(pid) {
         Some((ns, inner)) => (Some(ns), inner),
-        None => (smcrun_runtime::pidns::own(), pid),
+        None => (smcrun_rundir::pidns::own(), pid),
     };
     match dir.report(file_pid)? {
         Some(r) if r.pid_ns != 0 && Some(r.pid_ns) != ns => Err(format!(

@@ -1,10 +1,18 @@
 //! The sidecar's state machine, fed with made-up kernel answers: every connection ends counted
 //! exactly once, as the kernel said, whoever (hook or sidecar) gets there first.
 
+use super::pace::nap_after;
 use super::*;
-use crate::fdtable::{Kind, WHY_POLICY};
-use smcrun_telemetry::sock_diag::{Mode, AF_SMC};
+use crate::classify::Outcome;
+use crate::counters::{load, COUNTS};
+use crate::fdtable::{self, Entry, Kind, Phase, WHY_POLICY};
+use crate::record::{self, Record};
+use crate::track;
+use smcrun_report::ConnectionCounts;
+use smcrun_sys::sock::TcpState;
+use smcrun_telemetry::sock_diag::{Mode, SmcSocket, AF_SMC};
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Mutex as TestLock;
 
 /// The runtime's tables are process-wide: one test at a time.

@@ -1,0 +1,215 @@
+//! The sidecar thread's life: started on demand from a hook that may start it, woken by hooks
+//! (a futex), pacing its looks, forgotten in a forked child, and stopped by the exit handler after
+//! the final report.
+
+use super::kernel::Live;
+use super::pace::{nap_after, NAP_MIN, NAP_PER_COST};
+use super::state::State;
+use crate::counters::COUNTS;
+use crate::fdtable::Phase;
+use smcrun_report::ProcessReport;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The running sidecar of this process.
+struct Sidecar {
+    state: Mutex<State>,
+}
+
+/// Null until the sidecar runs in this process (and again in a fresh fork child).
+static SIDECAR: AtomicPtr<Sidecar> = AtomicPtr::new(std::ptr::null_mut());
+/// 0: not started; 1: starting or running; 2: could not start.
+static STARTED: AtomicU8 = AtomicU8::new(0);
+/// Start attempts refused because the caller's signal mask was not the program's usual one.
+static DEFERRED: AtomicU32 = AtomicU32::new(0);
+/// Set by a hook when there is work; the sidecar waits on it (futex).
+static WAKE: AtomicU32 = AtomicU32::new(0);
+/// What the sidecar is doing: [`RUNNING`], [`IDLE`] or [`TIMED`].
+static SLEEPING: AtomicU32 = AtomicU32::new(RUNNING);
+/// Looking, or napping between looks while connections wait (hooks never wake it then).
+const RUNNING: u32 = 0;
+/// Blocked with nothing to do: any news wakes it.
+const IDLE: u32 = 1;
+/// Waiting until the report may be rewritten: only a connection to classify wakes it early.
+const TIMED: u32 = 2;
+/// Set by the exit handler: the final report is written, the sidecar writes no more.
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Starts the sidecar if it does not run yet and the calling context allows it.
+pub fn maybe_start() {
+    if STARTED.load(Ordering::Acquire) != 0 {
+        return;
+    }
+    // A thread that keeps signals blocked (a worker of a thread pool) may never pass the check:
+    // after a few refusals, check only every 64th call.
+    let d = DEFERRED.load(Ordering::Relaxed);
+    if d > 8 && !d.is_multiple_of(64) {
+        DEFERRED.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    if !smcrun_sys::errno::keep(|| crate::sigmask::normal() && crate::fdtable::owned()) {
+        DEFERRED.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    if STARTED
+        .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return;
+    }
+    smcrun_sys::errno::keep(start);
+}
+
+fn start() {
+    let sc: &'static Sidecar = Box::leak(Box::new(Sidecar {
+        state: Mutex::new(State::default()),
+    }));
+    SIDECAR.store(sc as *const Sidecar as *mut Sidecar, Ordering::Release);
+    if !crate::sigmask::spawn_with_signals_blocked("smcrun-sidecar", 256 * 1024, move || run(sc)) {
+        STARTED.store(2, Ordering::Release);
+        if let Ok(mut st) = sc.state.lock() {
+            st.note_error("cannot start the sidecar thread".into());
+        }
+    }
+}
+
+/// Tells the sidecar the report changed (a futex wake only when it is blocked idle: a timed wait
+/// picks the change up anyway).
+pub fn wake() {
+    WAKE.store(1, Ordering::SeqCst);
+    if SLEEPING.load(Ordering::SeqCst) == IDLE {
+        futex_wake();
+    }
+}
+
+/// Tells the sidecar a connection waits to be classified: it must look while the connection is
+/// open, so a waiting sidecar is woken (at most once per look: after a look it naps, unwoken).
+pub fn wake_now() {
+    WAKE.store(1, Ordering::SeqCst);
+    if SLEEPING.load(Ordering::SeqCst) != RUNNING {
+        futex_wake();
+    }
+}
+
+fn futex_wake() {
+    let _ = rustix::thread::futex::wake(&WAKE, rustix::thread::futex::Flags::PRIVATE, 1);
+}
+
+/// Blocks until a hook wakes it (returns at once if one did since the last wait), for at most
+/// `timeout` when given.
+fn wait(timeout: Option<Duration>) {
+    SLEEPING.store(
+        if timeout.is_some() { TIMED } else { IDLE },
+        Ordering::SeqCst,
+    );
+    if WAKE.swap(0, Ordering::SeqCst) == 0 {
+        let ts = timeout.map(|d| rustix::time::Timespec {
+            tv_sec: d.as_secs() as i64,
+            tv_nsec: i64::from(d.subsec_nanos()),
+        });
+        let _ = rustix::thread::futex::wait(
+            &WAKE,
+            rustix::thread::futex::Flags::PRIVATE,
+            0,
+            ts.as_ref(),
+        );
+    }
+    SLEEPING.store(RUNNING, Ordering::SeqCst);
+}
+
+/// In a forked child: no sidecar (its thread did not survive the fork); it starts again on demand.
+/// The parent's state is forgotten, never used (another thread may have held its lock).
+pub fn forget_in_child() {
+    SIDECAR.store(std::ptr::null_mut(), Ordering::Release);
+    STARTED.store(0, Ordering::Release);
+    DEFERRED.store(0, Ordering::Relaxed);
+    WAKE.store(0, Ordering::Relaxed);
+    SLEEPING.store(RUNNING, Ordering::Relaxed);
+    EXITING.store(false, Ordering::Relaxed);
+}
+
+fn run(sc: &'static Sidecar) {
+    loop {
+        let (look, due) = {
+            let Ok(mut st) = sc.state.lock() else { return };
+            if EXITING.load(Ordering::Acquire) {
+                return;
+            }
+            let look = st.look(&Live, false);
+            st.write_if_due(false);
+            (look, st.unwritten().then(|| st.next_write()))
+        };
+        if look.waiting > 0 {
+            // Connections are open and waiting: look again soon, but spend at most about a
+            // twentieth of the time looking. A plain sleep: hooks do not wake it.
+            std::thread::sleep(nap_after(look.cost));
+        } else {
+            let mut due = due;
+            if look.cost > NAP_MIN / NAP_PER_COST {
+                // The same wait when everything was decided: a burst of new connections (an
+                // accept loop, a benchmark's clients) is then classified by one dump after it,
+                // not by one dump per connection as each wakes the sidecar (seen in the VM: a
+                // busy redis-server's sidecar took a fifth of the server's CPU that way).
+                let nap = nap_after(look.cost);
+                std::thread::sleep(nap);
+                due = due.map(|d| d.saturating_sub(nap));
+            }
+            // Until the report may be rewritten (new connections to classify wake it early), or
+            // with nothing to do until anything happens.
+            wait(due);
+        }
+    }
+}
+
+/// Waits, for at most `limit`, until no connection of this process waits to be classified (nor
+/// any connect is still running); returns how many still do. For a program that wants its own
+/// connections in its report however short they are: `smcrun demo` calls it (through the shim's
+/// `smcrun_settle`) before it closes them. The sidecar looks within one nap; with no sidecar
+/// (never started, or not startable from here) it returns at once.
+pub fn settle(limit: Duration) -> usize {
+    let start = Instant::now();
+    loop {
+        let mut waiting = 0;
+        crate::fdtable::scan(&[Phase::Connecting, Phase::Pending], |_, _| waiting += 1);
+        if waiting == 0 || start.elapsed() >= limit {
+            return waiting;
+        }
+        maybe_start();
+        if STARTED.load(Ordering::Acquire) != 1 || EXITING.load(Ordering::Acquire) {
+            return waiting;
+        }
+        wake_now();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The exit handler's part: classifies what is still waiting, writes the final report, and
+/// returns it (for the summary line) when the program touched a TCP socket.
+pub fn at_exit() -> Option<ProcessReport> {
+    if !COUNTS.touched_tcp() {
+        return None;
+    }
+    let p = SIDECAR.load(Ordering::Acquire);
+    let mut local;
+    let mut guard;
+    let st: &mut State = if p.is_null() {
+        local = State::default();
+        &mut local
+    } else {
+        // SAFETY: a published sidecar is never freed.
+        let sc = unsafe { &*p };
+        guard = match sc.state.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        &mut guard
+    };
+    EXITING.store(true, Ordering::Release);
+    st.look(&Live, true);
+    st.exited = true;
+    st.dirty = true;
+    st.write_if_due(true);
+    let r = st.report();
+    Some(r)
+}
