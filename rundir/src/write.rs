@@ -153,10 +153,15 @@ impl Held {
     }
 
     /// The program is closing `fd`: if it is ours, keep our file on another number first.
+    #[inline]
     fn step_aside(&self, fd: RawFd) {
-        if self.get() != Some(fd) {
-            return;
+        if self.get() == Some(fd) {
+            self.move_away(fd);
         }
+    }
+
+    #[inline(never)]
+    fn move_away(&self, fd: RawFd) {
         // SAFETY: `fd` is ours; borrowed to duplicate it before the program closes the number.
         let b = unsafe { BorrowedFd::borrow_raw(fd) };
         let moved = rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD)
@@ -244,11 +249,15 @@ fn refuse(r: Refusal) -> Refusal {
 /// hooks at the first TCP socket and before a uid switch). Tried once per process (per `epoch`,
 /// the runtime's count of forks). `owned` tells whether the calling process owns this memory
 /// (false in a vfork child, which must not register: the runtime's `fdtable::owned`).
+#[inline]
 pub fn register(epoch: u16, owned: fn() -> bool) {
-    let epoch = u32::from(epoch);
-    if REPORT.get().is_some() || TRIED.load(Ordering::Acquire) == epoch {
-        return;
+    if REPORT.get().is_none() && TRIED.load(Ordering::Acquire) != u32::from(epoch) {
+        register_once(u32::from(epoch), owned);
     }
+}
+
+#[inline(never)]
+fn register_once(epoch: u32, owned: fn() -> bool) {
     // Not from a vfork child, which shares its parent's memory.
     if !smcrun_sys::errno::keep(owned) || TRIED.swap(epoch, Ordering::AcqRel) == epoch {
         return;
@@ -371,4 +380,11 @@ pub fn give_up_fds(owned: fn() -> bool) -> bool {
 pub fn before_close(fd: RawFd) {
     DIR.step_aside(fd);
     REPORT.step_aside(fd);
+}
+
+/// Whether `fd` is one of the runtime's own files (the run directory, the report): two atomic
+/// loads, for the close hook's fast path.
+#[inline]
+pub fn holds(fd: RawFd) -> bool {
+    DIR.get() == Some(fd) || REPORT.get() == Some(fd)
 }

@@ -202,7 +202,9 @@ pub fn set(fd: i32, entry: Entry) -> (Option<Entry>, Option<Entry>) {
     let Some(s) = slot(fd) else {
         return (None, None);
     };
-    HIGH.fetch_max(fd as usize + 1, Ordering::Relaxed);
+    if HIGH.load(Ordering::Relaxed) <= fd as usize {
+        HIGH.fetch_max(fd as usize + 1, Ordering::Relaxed);
+    }
     let mut old = s.load(Ordering::Acquire);
     loop {
         let new = Entry {

@@ -76,10 +76,14 @@ pub fn socket_made(fd: i32, kind: Kind) {
     touch();
 }
 
-/// `socket()` made a socket the shim does not touch (UDP, UNIX, ...) on `fd`.
+/// `socket()` made a socket the shim does not touch (UDP, UNIX, ...) on `fd`. Atomics, and a
+/// futex wake when a connection of ours was on `fd` before (its close was missed: close_range,
+/// dup2): no errno, no lock, no allocation, so that the socket hook calls it without its guard.
 pub fn other_socket_made(fd: i32) {
     bump(&COUNTS.untouched);
-    retire(fdtable::clear(fd));
+    if fdtable::get(fd).is_some() {
+        retire(fdtable::clear(fd));
+    }
 }
 
 /// The policy turned SMC socket `fd` to TCP (before it connected or listened).
@@ -261,6 +265,14 @@ fn inherited_tcp(protocol: i32, refusal: impl FnOnce() -> Option<i32>) -> fdtabl
         return WHY_NOT_OURS;
     }
     refusal().map_or(WHY_NOT_OURS, fdtable::why_errno)
+}
+
+/// Whether closing `fd` is none of the runtime's business: no socket the shim handled is on it and
+/// it is not one of the runtime's own files. Atomic loads only, so that the close hook can take its
+/// fast path (most closes are of files, pipes and other sockets) without its guard.
+#[inline]
+pub fn close_is_untouched(fd: i32) -> bool {
+    fdtable::get(fd).is_none() && !rundir::holds(fd)
 }
 
 /// The program is about to close `fd`.

@@ -74,7 +74,17 @@ fn try_kind(kind: SmcKind, domain: c_int, ty: c_int) -> Result<c_int, i32> {
 
 /// Makes an SMC socket for a TCP request, in the configured mode, using what was learnt before.
 /// Returns the fd and the kind, or the errno that decides the fallback.
+#[inline]
 fn smc_socket(mode: Mode, domain: c_int, ty: c_int) -> Result<(c_int, SmcKind), i32> {
+    // this kernel refuses them for good (learnt from the first one): the fallback costs a load
+    if LEARNT.load(Ordering::Acquire) == NONE_WORKS {
+        return Err(NONE_ERRNO.load(Ordering::Relaxed));
+    }
+    try_smc_socket(mode, domain, ty)
+}
+
+#[inline(never)]
+fn try_smc_socket(mode: Mode, domain: c_int, ty: c_int) -> Result<(c_int, SmcKind), i32> {
     let candidates: &[SmcKind] = match LEARNT.load(Ordering::Acquire) {
         NONE_WORKS => return Err(NONE_ERRNO.load(Ordering::Relaxed)),
         INET_WORKS => &[SmcKind::Inet],
@@ -171,15 +181,8 @@ fn tcp_socket(
     fd
 }
 
-/// The body of the `socket` hook.
+/// The body of the `socket` hook for a TCP socket (the hook passes the others through itself).
 pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int {
-    if !is_tcp(domain, ty, protocol) {
-        let fd = out.record(real::socket(domain, ty, protocol));
-        if fd >= 0 {
-            track::other_socket_made(fd);
-        }
-        return fd;
-    }
     let cfg = config::get();
     let entry = errno();
     let family = if domain == libc::AF_INET6 {

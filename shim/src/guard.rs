@@ -92,6 +92,12 @@ mod flag {
     }
 }
 
+/// Whether the calling thread is inside a hook: its calls then go straight to the real function.
+#[inline(always)]
+pub fn nested() -> bool {
+    flag::get()
+}
+
 /// The calling thread's errno.
 #[inline]
 pub fn errno() -> i32 {

@@ -6,7 +6,7 @@
 
 use crate::config;
 use crate::debug::{line, outcome};
-use crate::guard::{errno, hook, set_errno};
+use crate::guard::{self, errno, hook, set_errno};
 use crate::real::{self, SetUid};
 use crate::{convert, policy};
 use libc::{c_int, c_void, socklen_t};
@@ -14,6 +14,7 @@ use smcrun_runtime::counters::{bump, COUNTS};
 use smcrun_runtime::fdtable::{self, Kind};
 use smcrun_runtime::track;
 use smcrun_sys::sock;
+use std::panic::catch_unwind;
 
 /// Makes TCP sockets SMC sockets; see [`convert::socket`].
 ///
@@ -21,12 +22,61 @@ use smcrun_sys::sock;
 /// Called by C code exactly as socket(2).
 #[no_mangle]
 pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
+    if convert::is_tcp(domain, ty, protocol) {
+        tcp_socket(domain, ty, protocol)
+    } else {
+        other_socket(domain, ty, protocol)
+    }
+}
+
+/// The socket hook for a TCP socket. Kept out of line so that the other sockets' path carries
+/// none of its set-up.
+#[inline(never)]
+fn tcp_socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
     hook(
         || real::socket(domain, ty, protocol),
         |out| {
             let entry = errno();
             let fd = convert::socket(domain, ty, protocol, out);
             again_with_our_fds(fd, entry, || convert::socket(domain, ty, protocol, out))
+        },
+    )
+}
+
+/// A socket the shim leaves alone (UDP, UNIX, netlink, ...), most of the sockets most programs
+/// make: the real call, then the runtime's count with atomics only (`track::other_socket_made`),
+/// which can neither re-enter a hook nor touch errno, so without the guard's flag and errno care
+/// (its panic barrier stays). EMFILE goes the guarded way, to be tried again with the runtime's
+/// descriptors given up.
+#[inline(always)]
+fn other_socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
+    let entry = errno();
+    let fd = real::socket(domain, ty, protocol);
+    if guard::nested() {
+        return fd;
+    }
+    if fd >= 0 {
+        let _ = catch_unwind(|| track::other_socket_made(fd));
+        return fd;
+    }
+    other_socket_failed(domain, ty, protocol, fd, entry)
+}
+
+/// A refused socket of another kind: tried again on EMFILE (see [`again_with_our_fds`]).
+#[cold]
+#[inline(never)]
+fn other_socket_failed(domain: c_int, ty: c_int, protocol: c_int, fd: c_int, entry: i32) -> c_int {
+    hook(
+        || fd,
+        |out| {
+            out.record(fd);
+            again_with_our_fds(fd, entry, || {
+                let fd = out.record(real::socket(domain, ty, protocol));
+                if fd >= 0 {
+                    track::other_socket_made(fd);
+                }
+                fd
+            })
         },
     )
 }
@@ -256,6 +306,18 @@ pub unsafe extern "C" fn getsockopt(
 /// Called by C code exactly as close(2).
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    // Files, pipes and sockets the shim never handled, most closes: nothing to do but the real
+    // call (two atomic loads decide it, see `track::close_is_untouched`).
+    if catch_unwind(|| track::close_is_untouched(fd)).unwrap_or(false) {
+        return real::close(fd);
+    }
+    closing(fd)
+}
+
+/// The close hook for a descriptor the runtime knows. Kept out of line so that the fast path
+/// carries none of its set-up.
+#[inline(never)]
+fn closing(fd: c_int) -> c_int {
     hook(
         || real::close(fd),
         |out| {

@@ -9,15 +9,15 @@ impl Errno {
     /// The calling thread's errno now (inlined: every hook reads it, some several times).
     #[inline]
     pub fn last() -> Errno {
-        // SAFETY: __errno_location always returns the calling thread's valid errno slot.
-        Errno(unsafe { *libc::__errno_location() })
+        // SAFETY: `slot` is the calling thread's valid errno slot.
+        Errno(unsafe { *slot() })
     }
 
     /// Sets the calling thread's errno.
     #[inline]
     pub fn set(self) {
         // SAFETY: as in `last`.
-        unsafe { *libc::__errno_location() = self.0 }
+        unsafe { *slot() = self.0 }
     }
 
     /// The symbolic name (`"ECONNREFUSED"`), or `"errno"` for a number Linux does not define.
@@ -33,6 +33,45 @@ impl core::fmt::Display for Errno {
             n => f.write_str(n),
         }
     }
+}
+
+/// The calling thread's errno slot. On x86_64 Linux it sits at the same offset from the thread
+/// pointer in every thread: glibc's errno is initial-exec TLS of libc.so, which is in the static
+/// TLS block, and musl's is a field of the thread descriptor the thread pointer points at. The
+/// offset is learned from the first `__errno_location` call (a relaxed atomic: no lock, so a
+/// signal handler may be first) and later reads are a load `%fs`-relative: a hook touches errno
+/// several times, and each call into the C library cost about six instructions and a spill of the
+/// caller's registers (callgrind, `bench/run --only hooks`).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[inline(always)]
+fn slot() -> *mut i32 {
+    use core::sync::atomic::{AtomicIsize, Ordering};
+    /// The slot's offset from the thread pointer; 0 until learned (the thread pointer's word 0
+    /// is the thread's own address, never its errno).
+    static OFFSET: AtomicIsize = AtomicIsize::new(0);
+    let tp: isize;
+    // SAFETY: on x86_64 Linux %fs:0 holds the calling thread's thread pointer (the TCB's address
+    // of itself, in glibc and musl); a plain load, no other effect.
+    unsafe {
+        core::arch::asm!("movq %fs:0, {}", out(reg) tp,
+            options(att_syntax, nostack, preserves_flags, readonly));
+    }
+    let off = OFFSET.load(Ordering::Relaxed);
+    if off != 0 {
+        return tp.wrapping_add(off) as *mut i32;
+    }
+    // SAFETY: __errno_location returns the calling thread's errno slot, and has no other effect.
+    let p = unsafe { libc::__errno_location() };
+    OFFSET.store((p as isize).wrapping_sub(tp), Ordering::Relaxed);
+    p
+}
+
+/// The calling thread's errno slot, from the C library.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+#[inline(always)]
+fn slot() -> *mut i32 {
+    // SAFETY: __errno_location always returns the calling thread's valid errno slot.
+    unsafe { libc::__errno_location() }
 }
 
 /// Runs `f` and puts the calling thread's errno back as it was before: for the system calls

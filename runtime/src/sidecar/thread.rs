@@ -37,10 +37,15 @@ const TIMED: u32 = 2;
 static EXITING: AtomicBool = AtomicBool::new(false);
 
 /// Starts the sidecar if it does not run yet and the calling context allows it.
+#[inline]
 pub fn maybe_start() {
-    if STARTED.load(Ordering::Acquire) != 0 {
-        return;
+    if STARTED.load(Ordering::Acquire) == 0 {
+        try_start();
     }
+}
+
+#[inline(never)]
+fn try_start() {
     // A thread that keeps signals blocked (a worker of a thread pool) may never pass the check:
     // after a few refusals, check only every 64th call.
     let d = DEFERRED.load(Ordering::Relaxed);
