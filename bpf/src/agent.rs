@@ -19,7 +19,7 @@ use crate::loader::{self, Instance};
 use crate::ringbuf::RingBuf;
 use crate::sys;
 use aya_obj::btf::Btf;
-use smcrun_telemetry::features::{BPF_ATOMIC_FETCH, KPROBE_MISSED, MODULE_BTF};
+use smcrun_kernel::features::{BPF_ATOMIC_FETCH, KPROBE_MISSED, MODULE_BTF};
 use std::ffi::CString;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
@@ -263,7 +263,7 @@ pub enum Smc {
 /// kernel's smc does not have.
 pub fn check() -> Result<Smc, String> {
     support()?;
-    let release = smcrun_telemetry::features::kernel_release();
+    let release = smcrun_kernel::features::kernel_release();
     let smc = match smc_generation() {
         Some(_) if smc_builtin() => Smc::BuiltIn,
         Some(_) if std::path::Path::new("/sys/kernel/btf/smc").exists() => Smc::Module,
@@ -421,7 +421,7 @@ impl Agent {
     /// [`Agent::probes_missed`] per probe, in [`PROBES`]' order: (program, runs the kprobe
     /// missed, runs the BPF program was not run for recursion).
     pub fn missed_per_probe(&self) -> Option<Vec<(&'static str, u64, u64)>> {
-        let release = smcrun_telemetry::features::kernel_release();
+        let release = smcrun_kernel::features::kernel_release();
         if KPROBE_MISSED.missing_in(&release) != Some(false) {
             return None;
         }

@@ -16,7 +16,7 @@ use crate::hsrules::{HsCounters, HsPolicy, HsTable, HS_MAX_RULES};
 use crate::layout::{bytes_of, Pod};
 use crate::loader::{self, MapHandle};
 use crate::{maps, sys};
-use smcrun_telemetry::features::{kernel_release, SMC_HS_CTRL};
+use smcrun_kernel::features::{kernel_release, SMC_HS_CTRL};
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;

@@ -105,8 +105,8 @@ impl Report {
     }
 }
 
-pub use smcrun_telemetry::features::kernel_release;
-use smcrun_telemetry::features::{IPPROTO_SMC, SOCKET_HOOK};
+pub use smcrun_kernel::features::kernel_release;
+use smcrun_kernel::features::{IPPROTO_SMC, SOCKET_HOOK};
 
 /// The first mount of a file system type (`bpf`, `cgroup2`) from /proc/self/mountinfo,
 /// preferring `preferred` when it is one.

@@ -31,17 +31,17 @@ pub fn probe() -> io::Result<()> {
 }
 
 /// What to do about a failed [`open`]: for a missing protocol, what this kernel allows (load the
-/// module only where there is one to load; see `smcrun_telemetry::kmod`).
+/// module only where there is one to load; see `smcrun_kernel::kmod`).
 pub fn fix_for(e: &io::Error) -> String {
-    let release = smcrun_telemetry::features::kernel_release();
-    let ipproto = smcrun_telemetry::features::IPPROTO_SMC;
+    let release = smcrun_kernel::features::kernel_release();
+    let ipproto = smcrun_kernel::features::IPPROTO_SMC;
     match e.raw_os_error() {
         // an SMC kernel older than IPPROTO_SMC: no module helps
         Some(libc::EPROTONOSUPPORT) if ipproto.missing_in(&release) == Some(true) => {
             ipproto.lacking(&release)
         }
         Some(libc::EPROTONOSUPPORT) | Some(libc::EAFNOSUPPORT) | Some(libc::ESOCKTNOSUPPORT) => {
-            smcrun_telemetry::kmod::availability("smc").advice("smc")
+            smcrun_kernel::kmod::availability("smc").advice("smc")
         }
         Some(libc::EPERM) | Some(libc::EACCES) => {
             "a seccomp filter or an LSM refuses SMC sockets here".to_string()

@@ -343,7 +343,7 @@ const PERF_EVENT_KPROBES: [u32; 2] = [3, 4];
 /// already in a kprobe (recursion) or, for a kretprobe, with every return instance in use
 /// (`maxactive`). `None` when the kernel's link info has no such count (before 6.6 it has no
 /// kprobe info; the `missed` field came with 6.7, so 6.6's zero would be no count at all:
-/// callers check the kernel's version: `smcrun_telemetry::features::KPROBE_MISSED`).
+/// callers check the kernel's version: `smcrun_kernel::features::KPROBE_MISSED`).
 pub fn kprobe_link_missed(link: BorrowedFd<'_>) -> io::Result<Option<u64>> {
     let mut name = [0u8; 128];
     // SAFETY: bpf_link_info is plain integers and unions of them.

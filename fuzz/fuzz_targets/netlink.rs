@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use smcrun_telemetry::{attr, genl, nl};
+use smcrun_kernel::{attr, genl, nl};
 
 fn walk(buf: &[u8], depth: u32) {
     let Ok(attrs) = attr::parse(buf, "fuzz") else {

@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use smcrun_telemetry::rdma::{self, ResourceKind};
-use smcrun_telemetry::uverbs;
+use smcrun_kernel::rdma::{self, ResourceKind};
+use smcrun_kernel::uverbs;
 
 fuzz_target!(|data: &[u8]| {
     let _ = rdma::parse_devices(data);

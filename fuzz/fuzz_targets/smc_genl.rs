@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use smcrun_telemetry::{pnet, smc_genl};
+use smcrun_kernel::{pnet, smc_genl};
 
 fuzz_target!(|data: &[u8]| {
     let _ = smc_genl::parse_sys_info(data);

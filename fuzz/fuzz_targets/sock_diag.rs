@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use smcrun_telemetry::sock_diag;
+use smcrun_kernel::sock_diag;
 
 fuzz_target!(|data: &[u8]| {
     let _ = sock_diag::parse(data);

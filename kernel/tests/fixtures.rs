@@ -20,11 +20,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use smcrun_telemetry::attr::Writer;
-use smcrun_telemetry::nl::frame;
-use smcrun_telemetry::rdma::{self, ResourceKind};
-use smcrun_telemetry::smc_genl;
-use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
+use smcrun_kernel::attr::Writer;
+use smcrun_kernel::nl::frame;
+use smcrun_kernel::rdma::{self, ResourceKind};
+use smcrun_kernel::smc_genl;
+use smcrun_kernel::sock_diag::{self, Mode, SmcSocket};
 
 /// The redis port of the scenario; the checks use the listener's port found in the capture and
 /// fall back to this one.
@@ -60,7 +60,7 @@ macro_rules! ensure {
 fn parse_all(files: &Files) -> Result<usize, String> {
     let mut n = 0;
     for (name, raw) in files {
-        let r: Result<(), smcrun_telemetry::Error> = match name.as_str() {
+        let r: Result<(), smcrun_kernel::Error> = match name.as_str() {
             "smc_GET_SYS_INFO" => smc_genl::parse_sys_info(raw).map(drop),
             "smc_GET_STATS" => smc_genl::parse_stats(raw).map(drop),
             "smc_GET_FBACK_STATS" => smc_genl::parse_fallback_stats(raw).map(drop),
@@ -70,7 +70,7 @@ fn parse_all(files: &Files) -> Result<usize, String> {
             "smc_GET_LGR_SMCD" => smc_genl::parse_link_groups_smcd(raw).map(drop),
             "smc_DUMP_SEID" => smc_genl::parse_seid(raw).map(drop),
             "smc_DUMP_UEID" => smc_genl::parse_ueids(raw).map(drop),
-            "smc_pnetid_GET" => smcrun_telemetry::pnet::parse(raw).map(drop),
+            "smc_pnetid_GET" => smcrun_kernel::pnet::parse(raw).map(drop),
             "rdma_GET" => rdma::parse_devices(raw).map(drop),
             "rdma_RES_GET" => rdma::parse_resource_summary(raw).map(drop),
             n if n.starts_with("rdma_RES_QP_GET") => {

@@ -1,10 +1,10 @@
 //! Malformed input: every parser, fed random bytes, random attributes inside valid framing, or
 //! truncated valid replies, must return (Ok or a `Malformed`/kernel error) and never panic.
 
-use smcrun_telemetry::attr::Writer;
-use smcrun_telemetry::nl::frame;
-use smcrun_telemetry::rdma::{self, ResourceKind};
-use smcrun_telemetry::{pnet, smc_genl, sock_diag, uverbs, Error};
+use smcrun_kernel::attr::Writer;
+use smcrun_kernel::nl::frame;
+use smcrun_kernel::rdma::{self, ResourceKind};
+use smcrun_kernel::{pnet, smc_genl, sock_diag, uverbs, Error};
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.
 struct Rng(u64);

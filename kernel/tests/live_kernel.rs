@@ -2,9 +2,9 @@
 //! every Linux), and the SMC/RDMA interfaces must either answer or say which module is missing —
 //! never time out, never report a malformed reply.
 
-use smcrun_telemetry::genl::{self, GENL_HEADER_LEN};
-use smcrun_telemetry::nl::{self, Protocol};
-use smcrun_telemetry::{attr, rdma, smc_genl, sock_diag, Error};
+use smcrun_kernel::genl::{self, GENL_HEADER_LEN};
+use smcrun_kernel::nl::{self, Protocol};
+use smcrun_kernel::{attr, rdma, smc_genl, sock_diag, Error};
 
 #[test]
 fn resolves_nlctrl_itself() {
@@ -34,7 +34,7 @@ fn unknown_family_is_reported_as_missing_module() {
     assert!(
         !matches!(
             availability,
-            smcrun_telemetry::kmod::Availability::Loadable { .. }
+            smcrun_kernel::kmod::Availability::Loadable { .. }
         ),
         "{e}"
     );
@@ -82,7 +82,7 @@ fn smc_interfaces_answer_or_name_the_missing_module() {
         }
         Err(e) => answered_or_missing::<()>(Err(e), "smc"),
     }
-    answered_or_missing(smcrun_telemetry::pnet::Pnet::open().map(drop), "smc");
+    answered_or_missing(smcrun_kernel::pnet::Pnet::open().map(drop), "smc");
     answered_or_missing(rdma::devices(), "ib_core");
 }
 

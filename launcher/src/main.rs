@@ -5,17 +5,17 @@
 //! built-in tools. A program whose name is also a subcommand is run with `smcrun -- NAME`.
 
 mod admin;
+mod cmd;
 mod completions;
 #[cfg(test)]
 mod doc_links;
-mod exit;
 mod man;
 #[cfg(test)]
 mod reference;
 mod run;
-mod views;
+mod status;
 
-use crate::exit::Exit;
+use crate::status::Exit;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -59,25 +59,25 @@ enum Command {
     #[command(subcommand)]
     Pnet(admin::smc::PnetCommand),
     /// SMC sockets on this host, like smcss: state, addresses, mode, and why a fallback happened.
-    Ss(views::ss::SsArgs),
+    Ss(cmd::ss::SsArgs),
     /// SMC statistics of this network namespace, like `smcr stats`.
-    Stats(views::stats::StatsArgs),
+    Stats(cmd::stats::StatsArgs),
     /// SMC-R link groups, like `smcr linkgroup`.
-    Linkgroup(views::linkgroup::LinkGroupArgs),
+    Linkgroup(cmd::linkgroup::LinkGroupArgs),
     /// SMC-R links, like `smcr linkgroup link-show`.
-    Link(views::linkgroup::JsonArgs),
+    Link(cmd::linkgroup::JsonArgs),
     /// SMC devices and their ports, like `smcr device`.
-    Device(views::linkgroup::JsonArgs),
+    Device(cmd::linkgroup::JsonArgs),
     /// What this kernel's SMC can do: version, v2 support, host name, EIDs.
-    Info(views::linkgroup::JsonArgs),
+    Info(cmd::linkgroup::JsonArgs),
     /// RDMA resources per device (used counts) and the objects with owner and state.
-    Rdma(views::rdma::RdmaArgs),
+    Rdma(cmd::rdma::RdmaArgs),
     /// Live SMC rates, connections and buffer memory, one line per interval (smc_monitor_ex).
-    Monitor(views::monitor::MonitorArgs),
+    Monitor(cmd::monitor::MonitorArgs),
     /// Programs running under smcrun: their connections over SMC-R, SMC-D and TCP.
-    Ps(views::ps::PsArgs),
+    Ps(cmd::ps::PsArgs),
     /// One program's connections under smcrun, each with its mode and why it was not SMC.
-    Why(views::ps::WhyArgs),
+    Why(cmd::ps::WhyArgs),
     /// BPF mode: make every new TCP socket of a cgroup v2 subtree (`--cgroup PATH`) or a network
     /// namespace (`--netns PATH|PID`) SMC, or list what is attached (`--list`).
     Attach(run::bpf::AttachArgs),
@@ -89,15 +89,15 @@ enum Command {
     Handshake(run::handshake::HandshakeCommand),
     /// Serve the SMC metrics to Prometheus over HTTP (127.0.0.1:9609), or write them as a
     /// node_exporter textfile (--textfile DIR).
-    Exporter(views::exporter::ExporterArgs),
+    Exporter(cmd::exporter::ExporterArgs),
     /// Root daemon: record every SMC socket from the kernel (process, cgroup, mode, device or
     /// fallback reason, bytes) for ps, why, ss -p and the exporter.
-    Agent(views::agent::AgentArgs),
+    Agent(cmd::agent::AgentArgs),
     /// Print one scrape of the SMC metrics (Prometheus text format).
-    Metrics(views::exporter::MetricsArgs),
+    Metrics(cmd::exporter::MetricsArgs),
     /// Check this host for SMC (kernel, modules, RDMA, UEID, PNET, sysctls, the live counters)
     /// and, with `-- PROGRAM`, whether smcrun can reach the program; one line of advice each.
-    Doctor(views::doctor::DoctorArgs),
+    Doctor(cmd::doctor::DoctorArgs),
     /// Run a systemd service under smcrun: a drop-in wraps its ExecStart (then run
     /// `systemctl daemon-reload` and restart it).
     Enable(admin::systemd::EnableArgs),
@@ -193,7 +193,7 @@ impl RunLine {
 }
 
 fn main() -> ExitCode {
-    views::format::install_stdout_guard();
+    cmd::format::install_stdout_guard();
     let args: Vec<OsString> = std::env::args_os().collect();
     let (head, forced) = run::exec::split_forced_command(&args);
     // Running a program is what every program started under smcrun pays for, so it skips the
@@ -217,13 +217,13 @@ fn main() -> ExitCode {
     }
     let asked_json = head.iter().skip(1).any(|a| a == "-j" || a == "--json");
     let parsed = Cli::command().try_get_matches_from(&head).and_then(|m| {
-        views::format::set_json(json_asked(&m));
+        cmd::format::set_json(json_asked(&m));
         Cli::from_arg_matches(&m)
     });
     let cli = match parsed {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
-            match views::exporter::unknown_collector(&e) {
+            match cmd::exporter::unknown_collector(&e) {
                 Some(line) => eprintln!("{line}"),
                 None => drop(e.print()),
             }
@@ -236,12 +236,12 @@ fn main() -> ExitCode {
                     .next()
                     .unwrap_or("")
                     .trim_start_matches("error: ");
-                views::format::print_error_object(Exit::Usage, &format!("smcrun: {first}"));
+                cmd::format::print_error_object(Exit::Usage, &format!("smcrun: {first}"));
             }
             return ExitCode::from(Exit::Usage);
         }
         // --help, --version: their text is the output, and failing to write it is an error.
-        Err(e) => return views::format::stdout_result(e.print()),
+        Err(e) => return cmd::format::stdout_result(e.print()),
     };
     match (cli.command, forced) {
         (None, Some(cmd)) => match run::config::resolve(&cli.run) {
@@ -269,12 +269,12 @@ fn main() -> ExitCode {
             ExitCode::from(Exit::Usage)
         }
         (Some(Command::Completions { shell }), None) => {
-            views::format::write_stdout(&completions::script(shell, &Cli::command()))
+            cmd::format::write_stdout(&completions::script(shell, &Cli::command()))
         }
         (Some(Command::Man { dir }), None) => match man::write_pages(&Cli::command(), &dir) {
             Ok(_) => ExitCode::SUCCESS,
             Err(e) => {
-                views::format::fail(Exit::Failed, &format!("smcrun man: {}: {e}", dir.display()))
+                cmd::format::fail(Exit::Failed, &format!("smcrun man: {}: {e}", dir.display()))
             }
         },
         (Some(Command::Demo(a)), None) => match run::config::resolve(&cli.run) {
@@ -285,32 +285,32 @@ fn main() -> ExitCode {
         (Some(Command::Setup(c)), None) => admin::smc::setup(c),
         (Some(Command::Ueid(c)), None) => admin::smc::ueid(c),
         (Some(Command::Pnet(c)), None) => admin::smc::pnet(c),
-        (Some(Command::Ss(a)), None) => views::ss::ss(&a),
-        (Some(Command::Stats(a)), None) => views::stats::stats(&a),
-        (Some(Command::Linkgroup(a)), None) => views::linkgroup::linkgroup(&a),
-        (Some(Command::Link(a)), None) => views::linkgroup::link(&a),
-        (Some(Command::Device(a)), None) => views::linkgroup::device(&a),
-        (Some(Command::Info(a)), None) => views::linkgroup::info(&a),
-        (Some(Command::Rdma(a)), None) => views::rdma::rdma(&a),
-        (Some(Command::Monitor(a)), None) => views::monitor::monitor(&a),
+        (Some(Command::Ss(a)), None) => cmd::ss::ss(&a),
+        (Some(Command::Stats(a)), None) => cmd::stats::stats(&a),
+        (Some(Command::Linkgroup(a)), None) => cmd::linkgroup::linkgroup(&a),
+        (Some(Command::Link(a)), None) => cmd::linkgroup::link(&a),
+        (Some(Command::Device(a)), None) => cmd::linkgroup::device(&a),
+        (Some(Command::Info(a)), None) => cmd::linkgroup::info(&a),
+        (Some(Command::Rdma(a)), None) => cmd::rdma::rdma(&a),
+        (Some(Command::Monitor(a)), None) => cmd::monitor::monitor(&a),
         (Some(Command::Capture(a)), None) => admin::capture::run(&a),
         (Some(Command::Policy(c)), None) => run::policy_check::run(c),
-        (Some(Command::Ps(a)), None) => views::ps::ps(&a),
-        (Some(Command::Why(a)), None) => views::ps::why(&a),
+        (Some(Command::Ps(a)), None) => cmd::ps::ps(&a),
+        (Some(Command::Why(a)), None) => cmd::ps::why(&a),
         (Some(Command::Attach(a)), None) => run::bpf::attach(&a),
         (Some(Command::Detach(a)), None) => run::bpf::detach(&a),
         (Some(Command::Handshake(c)), None) => run::handshake::run(c),
-        (Some(Command::Exporter(a)), None) => views::exporter::exporter(&a),
-        (Some(Command::Agent(a)), None) => views::agent::agent(&a),
-        (Some(Command::Metrics(a)), None) => views::exporter::metrics(&a),
-        (Some(Command::Doctor(a)), None) => views::doctor::run(&a),
+        (Some(Command::Exporter(a)), None) => cmd::exporter::exporter(&a),
+        (Some(Command::Agent(a)), None) => cmd::agent::agent(&a),
+        (Some(Command::Metrics(a)), None) => cmd::exporter::metrics(&a),
+        (Some(Command::Doctor(a)), None) => cmd::doctor::run(&a),
         (Some(Command::Enable(a)), None) => admin::systemd::enable(&a),
         (Some(Command::Disable(a)), None) => admin::systemd::disable(&a),
     }
 }
 
 /// Whether the parsed line asked for JSON: a `json` flag set on the command or any subcommand
-/// (`smcrun ueid show -j`), for the error object of [`views::format::fail`].
+/// (`smcrun ueid show -j`), for the error object of [`cmd::format::fail`].
 fn json_asked(m: &ArgMatches) -> bool {
     let here = matches!(m.try_get_one::<bool>("json"), Ok(Some(true)));
     here || m.subcommand().is_some_and(|(_, s)| json_asked(s))
@@ -325,8 +325,8 @@ fn run_program(opts: &run::exec::RunOptions, cmd: Vec<OsString>) -> ExitCode {
 }
 
 /// A refusal before anything ran.
-fn not_started(f: exit::Failure) -> ExitCode {
-    exit::Failure {
+fn not_started(f: status::Failure) -> ExitCode {
+    status::Failure {
         message: f.message + " (nothing was started)",
         ..f
     }

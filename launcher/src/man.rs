@@ -5,7 +5,7 @@
 //! name, options and subcommands from the command tree; the rest is written here. The Debian
 //! package installs them gzipped (packaging/build-deb).
 
-use crate::exit::Exit;
+use crate::status::Exit;
 use clap::{Arg, ArgAction, Command};
 use std::io::Write;
 use std::path::{Path, PathBuf};

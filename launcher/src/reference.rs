@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use clap::CommandFactory;
 use serde_json::Value;
 
-use crate::exit::Exit;
+use crate::status::Exit;
 
 /// The command that writes the pages again.
 const UPDATE: &str = "UPDATE_DOCS=1 cargo test -p smcrun reference";
@@ -233,7 +233,7 @@ fn metric_families() -> Vec<Family> {
     use smcrun_views::snapshot::{replay, Part, Processes, Sockets};
     let mut all = Vec::new();
     for phase in ["smcr", "smcd", "fallback"] {
-        let mut s = replay(&repo().join("telemetry/tests/fixtures").join(phase));
+        let mut s = replay(&repo().join("kernel/tests/fixtures").join(phase));
         let mut r = smcrun_report::ProcessReport {
             pid: 1,
             program: "redis-server".into(),
@@ -249,7 +249,7 @@ fn metric_families() -> Vec<Family> {
         // The captured rxe device does not answer for its limits; a real one does.
         if let Part::Read(d) = &mut s.rdma {
             for d in d.iter_mut() {
-                d.limits = Some(smcrun_telemetry::uverbs::Limits {
+                d.limits = Some(smcrun_kernel::uverbs::Limits {
                     max_qp: 4,
                     max_cq: 16384,
                     max_mr: 5,

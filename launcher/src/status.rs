@@ -92,6 +92,6 @@ impl Failure {
     /// Prints the line (and, for a JSON command, the error object) and gives the status to exit
     /// with.
     pub fn report(self) -> ExitCode {
-        crate::views::format::fail(self.exit, &format!("smcrun: {}", self.message))
+        crate::cmd::format::fail(self.exit, &format!("smcrun: {}", self.message))
     }
 }

@@ -3,11 +3,11 @@
 //! connection of a program and by `smcrun demo` for its own sockets, so both say the same thing.
 
 use crate::fdtable::{Why, WHY_NOT_OURS, WHY_POLICY, WHY_UNRECORDED};
+use smcrun_kernel::reasons;
+use smcrun_kernel::sock_diag::{self, SmcSocket};
 use smcrun_report::ReasonCount;
 use smcrun_settings::Why as SocketWhy;
 use smcrun_sys::smc::SocketKind;
-use smcrun_telemetry::reasons;
-use smcrun_telemetry::sock_diag::{self, SmcSocket};
 use std::net::SocketAddr;
 
 /// How one connection ran.
@@ -169,7 +169,7 @@ pub fn peer_diagnosis(o: Outcome) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smcrun_telemetry::sock_diag::{Mode, AF_SMC};
+    use smcrun_kernel::sock_diag::{Mode, AF_SMC};
 
     fn entry(mode: Mode, state: u8, inode: u64, local: &str, peer: &str) -> SmcSocket {
         let (local, peer) = (local.parse().unwrap(), peer.parse().unwrap());

@@ -6,7 +6,7 @@
 //! each fd; [`counters`] the exact counts; [`record`] carries the details of classified
 //! connections to the [`sidecar`], the thread that classifies SMC connections with the kernel's
 //! smc_diag and writes the report (into the run directory, through `smcrun_rundir::write`);
-//! [`classify`] is the one classifier (also used by `smcrun demo`); [`exit`] the summaries printed
+//! [`classify`] is the one classifier (also used by `smcrun demo`); [`exit_summary`] the summaries printed
 //! when the program ends; [`log`] one-line messages that never allocate; [`sigmask`] tells a hook
 //! in a signal handler from the program's normal code (the sidecar is never started from a
 //! handler).
@@ -23,7 +23,7 @@
 pub mod classify;
 pub mod counters;
 pub mod drain;
-pub mod exit;
+pub mod exit_summary;
 pub mod fdtable;
 pub mod log;
 pub mod record;

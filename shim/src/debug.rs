@@ -21,7 +21,7 @@ pub fn exit_summary() {
     if !c.touched_tcp() {
         return;
     }
-    smcrun_runtime::exit::flush_program_stdout();
+    smcrun_runtime::exit_summary::flush_program_stdout();
     line!(
         "summary: {} sockets converted to SMC, {} stayed TCP at socket(), {} untouched; {} binds, {} connects ({} failed), {} accepts; {} connections",
         load(&c.converted),

@@ -23,7 +23,7 @@ mod hooks;
 mod policy;
 mod real;
 
-use smcrun_runtime::{exit, sidecar, track};
+use smcrun_runtime::{exit_summary, sidecar, track};
 
 /// The library constructor, as an `.init_array` entry: the C library calls it when the library is
 /// loaded, before the program's `main`, with `argc`, `argv` and `envp` (glibc passes them to every
@@ -78,6 +78,6 @@ extern "C" fn at_exit() {
         if cfg.debug >= 2 {
             debug::exit_summary();
         }
-        exit::at_exit(cfg.report);
+        exit_summary::at_exit(cfg.report);
     });
 }

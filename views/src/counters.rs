@@ -3,10 +3,10 @@
 //! emulates a reset with a cache file, `smcrun stats --interval` takes two samples), and
 //! smc-tools' summary figures.
 
-use smcrun_telemetry::smc_genl::{
+use smcrun_kernel::smc_genl::{
     FallbackStats, ReasonCount, SizeHistogram, SmcGenl, Stats, TechStats,
 };
-use smcrun_telemetry::Error;
+use smcrun_kernel::Error;
 
 /// One sample of the namespace's counters.
 #[derive(Debug, Clone, Default)]

@@ -8,11 +8,11 @@
 //! to do for the most frequent one. Each shows the ratio, the threshold and the sysctl to change.
 
 use serde::Serialize;
-use smcrun_telemetry::features::{self, Feature};
-use smcrun_telemetry::kmod::{self, Availability};
-use smcrun_telemetry::pnet;
-use smcrun_telemetry::reasons;
-use smcrun_telemetry::smc_genl::TechStats;
+use smcrun_kernel::features::{self, Feature};
+use smcrun_kernel::kmod::{self, Availability};
+use smcrun_kernel::pnet;
+use smcrun_kernel::reasons;
+use smcrun_kernel::smc_genl::TechStats;
 
 use crate::advice::{self, BUFFER_RATIO_WARN, FALLBACK_RATIO_WARN};
 use crate::snapshot::{self, Counters, Info, Part, RdmaDevice, Topology};
@@ -131,7 +131,7 @@ pub struct Host {
     pub netdevs: Vec<String>,
 }
 
-pub use smcrun_telemetry::features::version;
+pub use smcrun_kernel::features::version;
 
 fn at_least(release: &str, feature: Feature) -> Option<bool> {
     feature.missing_in(release).map(|m| !m)
@@ -279,7 +279,7 @@ fn port_states(d: &RdmaDevice) -> Vec<(String, bool)> {
         .ports
         .iter()
         .map(|p| {
-            let state = p.state.map_or("?", smcrun_telemetry::rdma::port_state);
+            let state = p.state.map_or("?", smcrun_kernel::rdma::port_state);
             (
                 format!(
                     "{} port {} {state}{}",
@@ -739,7 +739,7 @@ impl Host {
         // A kernel without module support and without modules.builtin (the test bed's own builds)
         // shows a built-in smc_diag only by answering: its sock_diag handler is the proof.
         let smc_diag = match kmod::availability("smc_diag") {
-            a if !a.present() && smcrun_telemetry::sock_diag::dump_raw(0).is_ok() => {
+            a if !a.present() && smcrun_kernel::sock_diag::dump_raw(0).is_ok() => {
                 Availability::BuiltIn
             }
             a => a,

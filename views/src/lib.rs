@@ -38,12 +38,12 @@ pub fn percent(part: u64, whole: u64) -> f64 {
 #[cfg(test)]
 pub(crate) mod fixtures {
     //! Replies captured from the real kernel in the VM test bed
-    //! (`telemetry/tests/fixtures/PHASE/NAME.bin`).
+    //! (`kernel/tests/fixtures/PHASE/NAME.bin`).
 
     /// The raw bytes of one capture.
     pub fn raw(phase: &str, name: &str) -> Vec<u8> {
         let p = format!(
-            "{}/../telemetry/tests/fixtures/{phase}/{name}.bin",
+            "{}/../kernel/tests/fixtures/{phase}/{name}.bin",
             env!("CARGO_MANIFEST_DIR")
         );
         std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
@@ -53,7 +53,7 @@ pub(crate) mod fixtures {
     /// an empty list of programs.
     pub fn snapshot(phase: &str) -> crate::snapshot::Snapshot {
         let dir = format!(
-            "{}/../telemetry/tests/fixtures/{phase}",
+            "{}/../kernel/tests/fixtures/{phase}",
             env!("CARGO_MANIFEST_DIR")
         );
         let mut s = crate::snapshot::replay(std::path::Path::new(&dir));

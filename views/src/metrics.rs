@@ -13,11 +13,11 @@ use std::collections::HashMap;
 
 use prometheus::proto::{Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType};
 use prometheus::{Encoder, TextEncoder};
+use smcrun_kernel::rdma::{port_state, ResourceKind};
+use smcrun_kernel::reasons;
+use smcrun_kernel::smc_genl::{BufferStats, TechStats};
+use smcrun_kernel::sock_diag::Mode;
 use smcrun_report::ProcessReport;
-use smcrun_telemetry::rdma::{port_state, ResourceKind};
-use smcrun_telemetry::reasons;
-use smcrun_telemetry::smc_genl::{BufferStats, TechStats};
-use smcrun_telemetry::sock_diag::Mode;
 
 use crate::rdma::{max, usage_ratio, used};
 use crate::snapshot::{Counters, Info, Processes, RdmaDevice, Snapshot, Topology};
@@ -919,7 +919,7 @@ mod tests {
     use super::*;
     use crate::fixtures::snapshot as captured;
     use crate::snapshot::{Part, Processes};
-    use smcrun_telemetry::uverbs::Limits;
+    use smcrun_kernel::uverbs::Limits;
 
     /// (labels, value) of every sample of family `name` in the text.
     fn samples(text: &str, name: &str) -> Vec<(String, f64)> {
@@ -1333,7 +1333,7 @@ mod tests {
                             .keys()
                             .filter(|k| *k != "gt_512k")
                             .collect();
-                        let mut want: Vec<&str> = smcrun_telemetry::smc_genl::SIZE_BUCKETS.to_vec();
+                        let mut want: Vec<&str> = smcrun_kernel::smc_genl::SIZE_BUCKETS.to_vec();
                         want.sort();
                         let mut keys: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
                         keys.sort();

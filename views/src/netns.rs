@@ -1,7 +1,7 @@
 //! This network namespace: its interfaces' names, its cookie, and the SMC-R link groups that belong to it (the kernel's
 //! SMC-R link group list is global, every namespace's at once).
 
-use smcrun_telemetry::smc_genl::LinkGroup;
+use smcrun_kernel::smc_genl::LinkGroup;
 
 /// This network namespace's cookie (`SO_NETNS_COOKIE`, Linux 5.14+), to keep the kernel's global
 /// SMC-R link group list to this namespace; `None` when the kernel cannot say.
@@ -61,7 +61,7 @@ pub fn local_groups(all: Vec<LinkGroup>, ours: Option<u64>) -> Vec<LinkGroup> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smcrun_telemetry::smc_genl::parse_link_groups;
+    use smcrun_kernel::smc_genl::parse_link_groups;
 
     #[test]
     fn groups_of_other_namespaces_are_left_out() {

@@ -1,8 +1,8 @@
 //! RDMA resources as used/max per device and type: the kernel's resource summary (RDMA netlink)
 //! counts what is used; the device's verbs interface knows the maximums.
 
-use smcrun_telemetry::rdma::{ResourceKind, ResourceSummary};
-use smcrun_telemetry::uverbs::Limits;
+use smcrun_kernel::rdma::{ResourceKind, ResourceSummary};
+use smcrun_kernel::uverbs::Limits;
 
 /// The used count of `kind` in a summary (`None` when the kernel did not list the type).
 pub fn used(s: &ResourceSummary, kind: ResourceKind) -> Option<u64> {
@@ -36,7 +36,7 @@ pub fn usage_ratio(used: Option<u64>, max: Option<u32>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smcrun_telemetry::rdma::parse_resource_summary;
+    use smcrun_kernel::rdma::parse_resource_summary;
 
     #[test]
     fn captured_summary_with_and_without_limits() {

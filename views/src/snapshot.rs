@@ -7,14 +7,14 @@
 use std::path::Path;
 
 use smcrun_bpf::scopes::Scopes;
-use smcrun_report::ProcessReport;
-use smcrun_telemetry::rdma::{self, ResourceSummary};
-use smcrun_telemetry::smc_genl::{
+use smcrun_kernel::rdma::{self, ResourceSummary};
+use smcrun_kernel::smc_genl::{
     Device, FallbackStats, LinkGroup, LinkGroupSmcd, SmcGenl, Stats, SysInfo,
 };
-use smcrun_telemetry::sock_diag::{self, Mode};
-use smcrun_telemetry::uverbs::{self, Limits};
-use smcrun_telemetry::{nl, Error};
+use smcrun_kernel::sock_diag::{self, Mode};
+use smcrun_kernel::uverbs::{self, Limits};
+use smcrun_kernel::{nl, Error};
+use smcrun_report::ProcessReport;
 
 use crate::netns;
 
@@ -536,7 +536,7 @@ fn kept_limits(
 /// files are missing is absent, one whose files do not parse failed. The link groups are taken
 /// as captured (the namespace they belonged to is not this one); there are no verbs limits.
 pub fn replay(dir: &Path) -> Snapshot {
-    use smcrun_telemetry::smc_genl::{
+    use smcrun_kernel::smc_genl::{
         parse_devices, parse_devices_smcd, parse_fallback_stats, parse_link_groups,
         parse_link_groups_smcd, parse_stats, parse_sys_info, parse_ueids,
     };

@@ -1,15 +1,15 @@
 //! Hidden `smcrun __capture DIR`: save the kernel's raw netlink replies (every datagram of a dump,
-//! concatenated exactly as received) as `DIR/<name>.bin`, so the telemetry parsers can be tested
+//! concatenated exactly as received) as `DIR/<name>.bin`, so the kernel crate's parsers can be tested
 //! on what a real SMC kernel sends. A dump the kernel refuses is skipped with a line on stderr;
 //! the exit code is 1 only if DIR cannot be written or nothing at all could be captured.
 
-use crate::exit::Exit;
+use crate::status::Exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use smcrun_telemetry::smc_genl::{self, cmd, SmcGenl};
-use smcrun_telemetry::{pnet, rdma, sock_diag, Error};
+use smcrun_kernel::smc_genl::{self, cmd, SmcGenl};
+use smcrun_kernel::{pnet, rdma, sock_diag, Error};
 
 /// `smcrun __capture` arguments.
 #[derive(Args, Debug)]

@@ -8,12 +8,12 @@
 //! a PNET entry) and removing what is not there say so on stderr and exit 0, so set-up scripts can
 //! run these commands unconditionally.
 
-use crate::exit::Exit;
+use crate::status::Exit;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Subcommand};
-use smcrun_telemetry::error::{strerror, Error};
-use smcrun_telemetry::{kmod, pnet, rdma, smc_genl};
+use smcrun_kernel::error::{strerror, Error};
+use smcrun_kernel::{kmod, pnet, rdma, smc_genl};
 
 /// `smcrun setup ...`
 #[derive(Subcommand, Debug)]
@@ -41,7 +41,7 @@ pub struct SoftRoceArgs {
 #[derive(Subcommand, Debug)]
 pub enum UeidCommand {
     /// List the user EIDs, one per line (`-j`: {"ueids": [...]}).
-    Show(crate::views::linkgroup::JsonArgs),
+    Show(crate::cmd::linkgroup::JsonArgs),
     /// Add a user EID (1-32 characters of A-Z, 0-9, '.', '-').
     Add {
         /// The EID.
@@ -61,7 +61,7 @@ pub enum UeidCommand {
 pub enum PnetCommand {
     /// List the table: PNET ID, netdev, RDMA device, port (`-j`: {"pnet": [{pnetid, netdev,
     /// ibdev, ibport}]}, null where a row names none).
-    Show(crate::views::linkgroup::JsonArgs),
+    Show(crate::cmd::linkgroup::JsonArgs),
     /// Put a network interface or an RDMA device port into a PNET ID.
     Add(PnetAddArgs),
     /// Remove every entry of a PNET ID.
@@ -90,10 +90,10 @@ pub struct PnetAddArgs {
     port: Option<u8>,
 }
 
-use crate::views::format::refused;
+use crate::cmd::format::refused;
 
 fn usage(message: &str) -> ExitCode {
-    crate::views::format::fail(Exit::Usage, &format!("smcrun: {message}"))
+    crate::cmd::format::fail(Exit::Usage, &format!("smcrun: {message}"))
 }
 
 /// How to report one kernel errno of a change: its exit code and sentence.
@@ -125,7 +125,7 @@ fn report(result: Result<(), Error>, done: &str, known: &[Known]) -> ExitCode {
                 ExitCode::SUCCESS
             }
             Some(k) if !e.is_not_permitted() => {
-                crate::views::format::fail(Exit::Failed, &format!("smcrun: {}", k.message))
+                crate::cmd::format::fail(Exit::Failed, &format!("smcrun: {}", k.message))
             }
             _ => refused(&e),
         },
@@ -277,7 +277,7 @@ pub fn ueid(c: UeidCommand) -> ExitCode {
     let value = checked.unwrap_or_default();
     match c {
         UeidCommand::Show(j) => match client.ueid_dump() {
-            Ok(list) if j.json => crate::views::format::print_json(&serde_json::json!({ "ueids": list })),
+            Ok(list) if j.json => crate::cmd::format::print_json(&serde_json::json!({ "ueids": list })),
             Ok(list) => {
                 for u in &list {
                     println!("{u}");
@@ -344,7 +344,7 @@ pub fn pnet(c: PnetCommand) -> ExitCode {
     match c {
         PnetCommand::Show(j) => match client.show() {
             Ok(rows) if j.json => {
-                crate::views::format::print_json(&serde_json::json!({ "pnet": rows }))
+                crate::cmd::format::print_json(&serde_json::json!({ "pnet": rows }))
             }
             Ok(rows) => {
                 println!("{:<16} {:<16} {:<16} Port", "PNET-ID", "Net-Dev", "IB-Dev");

@@ -14,16 +14,16 @@
 //! Prefixes (`-`, `:`, `+`, `!`, `!!`) are kept; `@` (a different argv[0]) cannot be kept and is
 //! refused. Neither command reloads systemd: both say to run `systemctl daemon-reload`.
 
-use crate::exit::Exit;
+use crate::status::Exit;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser};
 
+use crate::cmd::{exporter, format};
 use crate::run::config;
 use crate::run::exec;
-use crate::views::{exporter, format};
 
 /// The drop-in's file name in `UNIT.d/`.
 const DROPIN: &str = "smcrun.conf";
@@ -273,11 +273,11 @@ fn dropin_text(
 }
 
 fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    crate::views::format::fail(Exit::Failed, &format!("smcrun: {msg}"))
+    crate::cmd::format::fail(Exit::Failed, &format!("smcrun: {msg}"))
 }
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    crate::views::format::fail(Exit::Usage, &format!("smcrun: {msg}"))
+    crate::cmd::format::fail(Exit::Usage, &format!("smcrun: {msg}"))
 }
 
 /// Run `smcrun enable`.
@@ -299,7 +299,7 @@ pub fn enable(a: &EnableArgs) -> ExitCode {
         return usage("--config needs an absolute path here (systemd starts the unit in /)");
     }
     if let Err(f) = config::resolve(&opts) {
-        return crate::exit::Failure {
+        return crate::status::Failure {
             message: f.message + " (nothing was written)",
             ..f
         }

@@ -3,10 +3,10 @@
 //! publishes the lot for the views (`smcrun_views::agent`: a root-only file, replaced whole
 //! every interval). smc.ko may come and go: the probes are attached again each time it loads.
 
-use crate::exit::Exit;
+use crate::status::Exit;
 use clap::Args;
 use smcrun_bpf::agent::{self as kernel, Agent, Record};
-use smcrun_telemetry::features::{kernel_release, KPROBE_MISSED};
+use smcrun_kernel::features::{kernel_release, KPROBE_MISSED};
 use smcrun_views::agent::{
     Counts, Group, Live, Modes, Overflow, Process, Sides, Socket, State, Summary, MAX_GROUPS,
     MAX_PROCESSES, OTHER, STATE_DIR, STATE_FILE, SUMMARY_FILE,
@@ -288,8 +288,8 @@ impl Census {
         let me = smcrun_views::netns::cookie()?;
         if !self.complete && self.checked.is_none_or(|t| t.elapsed() >= CENSUS_RECHECK) {
             self.checked = Some(std::time::Instant::now());
-            let dumped = smcrun_telemetry::sock_diag::dump_raw(0)
-                .and_then(|raw| smcrun_telemetry::sock_diag::parse(&raw));
+            let dumped = smcrun_kernel::sock_diag::dump_raw(0)
+                .and_then(|raw| smcrun_kernel::sock_diag::parse(&raw));
             if let Ok(dumped) = dumped {
                 self.complete = recorded_all(live, me, dumped.iter().map(|s| s.inode));
             }
@@ -373,7 +373,7 @@ fn publish(dir: &OwnedFd, st: &State) {
     let summary = serde_json::to_vec(&st.summary).expect("the summary serialises");
     let whole = serde_json::to_vec(st).expect("the state serialises");
     for (name, bytes) in [(SUMMARY_FILE, summary), (STATE_FILE, whole)] {
-        if let Err(e) = crate::views::exporter::write_atomically_mode(dir, name, &bytes, 0o600) {
+        if let Err(e) = crate::cmd::exporter::write_atomically_mode(dir, name, &bytes, 0o600) {
             eprintln!("smcrun agent: writing {STATE_DIR}/{name}: {e}");
         }
     }
@@ -396,7 +396,7 @@ fn state_dir() -> Result<OwnedFd, String> {
     }
     std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))
         .map_err(|e| format!("{STATE_DIR}: {e}"))?;
-    crate::views::exporter::open_dir(d)
+    crate::cmd::exporter::open_dir(d)
 }
 
 /// `smcrun agent`.

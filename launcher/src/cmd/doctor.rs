@@ -17,9 +17,9 @@ use clap::Args;
 use smcrun_views::doctor::{self, Check, Host, Status};
 use smcrun_views::json::doctor::DoctorView;
 
-use crate::exit::Exit;
+use crate::cmd::format;
 use crate::run::preload;
-use crate::views::format;
+use crate::status::Exit;
 
 /// `smcrun doctor` arguments.
 #[derive(Args, Debug)]

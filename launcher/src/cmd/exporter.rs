@@ -16,7 +16,7 @@
 //!   so node_exporter never reads half a file and nothing planted there is followed.
 //! - `smcrun metrics` prints one scrape.
 
-use crate::exit::Exit;
+use crate::status::Exit;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::io::Write;
@@ -37,8 +37,8 @@ use clap::Args;
 use smcrun_views::metrics::{self, ScrapeMeta};
 use smcrun_views::snapshot::{self, Collector, Collectors, Snapshot};
 
-use crate::views::format;
-use crate::views::web_config::{self, WebConfig};
+use crate::cmd::format;
+use crate::cmd::web_config::{self, WebConfig};
 
 /// Where `smcrun exporter` listens unless `--listen` says otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9609";

@@ -7,14 +7,14 @@
 //! `modprobe` that does; or the refusal), 2 bad usage, 125 the kernel's version predates the
 //! interface (one line names it and the Linux version that added it).
 
-use crate::exit::Exit;
+use crate::status::Exit;
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
+use smcrun_kernel::Error;
 pub use smcrun_report::text::safe;
-use smcrun_telemetry::Error;
 
 /// Whether the command asked for JSON (`-j`/`--json`), set once by `main` from the parsed line.
 static JSON: AtomicBool = AtomicBool::new(false);
@@ -303,11 +303,11 @@ pub fn seconds(s: &str) -> Result<f64, String> {
 }
 
 /// A reply captured from the real kernel in the VM test bed
-/// (`telemetry/tests/fixtures/PHASE/NAME.bin`), for the views' tests.
+/// (`kernel/tests/fixtures/PHASE/NAME.bin`), for the views' tests.
 #[cfg(test)]
 pub fn fixture(phase: &str, name: &str) -> Vec<u8> {
     let p = format!(
-        "{}/../telemetry/tests/fixtures/{phase}/{name}.bin",
+        "{}/../kernel/tests/fixtures/{phase}/{name}.bin",
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))

@@ -8,15 +8,15 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use smcrun_telemetry::reasons;
-use smcrun_telemetry::smc_genl::{
+use smcrun_kernel::reasons;
+use smcrun_kernel::smc_genl::{
     self, Device, LinkGroup, LinkGroupSmcd, LoopbackEvidence, LoopbackIsm, SmcGenl,
 };
-use smcrun_telemetry::Error;
+use smcrun_kernel::Error;
 use smcrun_views::json::linkgroup::{port_state, DevicesView, InfoView, LinkGroupsView, LinksView};
 use smcrun_views::netns;
 
-use crate::views::format::{self, ifname, Align, Table};
+use crate::cmd::format::{self, ifname, Align, Table};
 
 /// `smcrun linkgroup` arguments.
 #[derive(Args, Debug)]
@@ -449,13 +449,13 @@ pub fn info_text(v: &InfoView) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smcrun_telemetry::smc_genl::{
+    use smcrun_kernel::smc_genl::{
         parse_devices, parse_devices_smcd, parse_link_groups, parse_link_groups_smcd,
         parse_sys_info,
     };
 
     fn fixture(name: &str) -> Vec<u8> {
-        crate::views::format::fixture("smcr", name)
+        crate::cmd::format::fixture("smcr", name)
     }
 
     #[test]
@@ -529,8 +529,8 @@ mod tests {
 
     #[test]
     fn captured_smcd_link_groups_devices_and_info() {
-        // the SMC-D kernel with 2 SMC-D connections open (telemetry/tests/fixtures/smcd)
-        let f = |name| crate::views::format::fixture("smcd", name);
+        // the SMC-D kernel with 2 SMC-D connections open (kernel/tests/fixtures/smcd)
+        let f = |name| crate::cmd::format::fixture("smcd", name);
         let groups = parse_link_groups_smcd(&f("smc_GET_LGR_SMCD")).unwrap();
         let busy: Vec<&LinkGroupSmcd> = groups.iter().filter(|g| g.conns > 0).collect();
         assert!(!busy.is_empty(), "{groups:?}");
@@ -588,7 +588,7 @@ mod tests {
         );
 
         // Debian's kernel (no loopback-ism, no SMC-Dv2): nothing about SMC-D
-        let r = |name| crate::views::format::fixture("smcr", name);
+        let r = |name| crate::cmd::format::fixture("smcr", name);
         let sys = parse_sys_info(&r("smc_GET_SYS_INFO")).unwrap();
         assert_eq!(smc_genl::loopback_ism(&sys, &[], &[]), None);
         let d = Devices {

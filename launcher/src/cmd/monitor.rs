@@ -11,19 +11,19 @@
 //!
 //! `--json` prints one JSON object per line (its rules in docs/src/guide/tools.md, "JSON of the views").
 
-use crate::exit::Exit;
+use crate::status::Exit;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use smcrun_telemetry::reasons::state;
-use smcrun_telemetry::smc_genl::{SmcGenl, Stats, TechStats};
-use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
+use smcrun_kernel::reasons::state;
+use smcrun_kernel::smc_genl::{SmcGenl, Stats, TechStats};
+use smcrun_kernel::sock_diag::{self, Mode, SmcSocket};
 use smcrun_views::json::monitor::{Buffers, MonitorLine};
 
-use smcrun_telemetry::Error;
+use smcrun_kernel::Error;
 
-use crate::views::format::{self, bytes, rate};
+use crate::cmd::format::{self, bytes, rate};
 
 /// What the monitor shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -404,7 +404,7 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         (View::Connection, m) => m.unwrap_or(MonMode::All),
         (_, None) => MonMode::Smc,
         (_, Some(m @ (MonMode::Fallback | MonMode::All))) => {
-            return crate::views::format::fail(
+            return crate::cmd::format::fail(
                 Exit::Usage,
                 &format!(
                     "smcrun monitor: -m {} counts connections only; speed, memory and base take smc, smcr or smcd",
@@ -462,9 +462,9 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smcrun_telemetry::smc_genl::parse_stats;
+    use smcrun_kernel::smc_genl::parse_stats;
 
-    use crate::views::format::fixture;
+    use crate::cmd::format::fixture;
 
     fn sample(phase: &str) -> Sample {
         Sample {
@@ -599,8 +599,8 @@ mod tests {
             }
         }
         // A message too short for struct smc_diag_msg is an error, not a panic.
-        let mut short = smcrun_telemetry::nl::frame(sock_diag::SOCK_DIAG_BY_FAMILY, 2, 1, &[0; 10]);
-        short.extend(smcrun_telemetry::nl::frame(3, 2, 1, &0i32.to_ne_bytes()));
+        let mut short = smcrun_kernel::nl::frame(sock_diag::SOCK_DIAG_BY_FAMILY, 2, 1, &[0; 10]);
+        short.extend(smcrun_kernel::nl::frame(3, 2, 1, &0i32.to_ne_bytes()));
         assert!(sock_diag::parse_states(&short).is_err());
     }
 

@@ -6,7 +6,7 @@
 //! whom it runs as now. Reports of processes that are gone are shown once, marked, and removed
 //! (only those that were shown).
 
-use crate::exit::Exit;
+use crate::status::Exit;
 use clap::Args;
 use serde::Serialize;
 use smcrun_report::text::safe;
@@ -160,7 +160,7 @@ fn kernel_text(p: &smcrun_views::agent::Process) -> String {
                 let r = code
                     .strip_prefix("0x")
                     .and_then(|h| u32::from_str_radix(h, 16).ok())
-                    .map(smcrun_telemetry::reasons::describe);
+                    .map(smcrun_kernel::reasons::describe);
                 format!(
                     "{code} {} ({n})",
                     r.map(|r| r.name.into_owned()).unwrap_or_else(|| "?".into())
@@ -226,7 +226,7 @@ fn output_error(e: io::Error) -> ExitCode {
     if e.kind() == io::ErrorKind::BrokenPipe {
         return ExitCode::SUCCESS;
     }
-    crate::views::format::fail(
+    crate::cmd::format::fail(
         Exit::Failed,
         &format!("smcrun: cannot write the output: {e}"),
     )
@@ -294,7 +294,7 @@ pub fn ps(a: &PsArgs) -> ExitCode {
     let dir = match RunDir::open() {
         Ok(d) => d,
         Err(e) => {
-            return crate::views::format::fail(Exit::Failed, &format!("smcrun ps: {e}"));
+            return crate::cmd::format::fail(Exit::Failed, &format!("smcrun ps: {e}"));
         }
     };
     let path = match &dir {
@@ -310,14 +310,14 @@ pub fn ps(a: &PsArgs) -> ExitCode {
             }
         }
     };
-    let scopes = crate::views::smc_procs::bpf_scopes();
+    let scopes = crate::cmd::smc_procs::bpf_scopes();
     let agent = if a.all {
         smcrun_views::agent::read()
     } else {
         Err(smcrun_views::agent::Unavailable::NotRunning)
     };
     let others = if a.all {
-        match crate::views::smc_procs::smc_processes(agent.as_ref().ok()) {
+        match crate::cmd::smc_procs::smc_processes(agent.as_ref().ok()) {
             Ok(list) => Some(list),
             Err(e) => {
                 eprintln!("smcrun ps --all: the processes with SMC sockets cannot be listed: {e}");
@@ -448,9 +448,9 @@ pub fn ps(a: &PsArgs) -> ExitCode {
 fn others_text(
     out: &mut impl Write,
     scopes: &smcrun_bpf::scopes::Scopes,
-    others: Option<&[crate::views::smc_procs::SmcProcess]>,
+    others: Option<&[crate::cmd::smc_procs::SmcProcess]>,
 ) -> io::Result<()> {
-    let lines = crate::views::smc_procs::scopes_text(scopes);
+    let lines = crate::cmd::smc_procs::scopes_text(scopes);
     if !lines.is_empty() {
         writeln!(out, "\nBPF mode:")?;
         for l in lines {
@@ -549,7 +549,7 @@ pub fn why(a: &WhyArgs) -> ExitCode {
         };
     }
     let no_report = |why: String| {
-        crate::views::format::fail(
+        crate::cmd::format::fail(
             Exit::Failed,
             &format!(
                 "smcrun why: no report for pid {} ({why}); is it running under smcrun, started by this user? \

@@ -9,15 +9,15 @@
 //! CM ids and contexts, which have no device limit) the maximum is shown as unknown, `?`.
 //! Without RDMA devices the view says "no RDMA devices" in one line and exits 1.
 
-use crate::exit::Exit;
+use crate::status::Exit;
 use std::process::ExitCode;
 
 use clap::Args;
-use smcrun_telemetry::rdma::{self, Device, ResourceKind, ResourceSummary};
-use smcrun_telemetry::uverbs::{self, Limits};
-use smcrun_telemetry::Error;
+use smcrun_kernel::rdma::{self, Device, ResourceKind, ResourceSummary};
+use smcrun_kernel::uverbs::{self, Limits};
+use smcrun_kernel::Error;
 
-use crate::views::format::{self, Align, Table};
+use crate::cmd::format::{self, Align, Table};
 use smcrun_views::json::rdma::{Object, RdmaView};
 use smcrun_views::rdma::{max, used};
 
@@ -260,10 +260,10 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smcrun_telemetry::rdma::Resource;
+    use smcrun_kernel::rdma::Resource;
 
     fn fixture(name: &str) -> Vec<u8> {
-        crate::views::format::fixture("smcr", name)
+        crate::cmd::format::fixture("smcr", name)
     }
 
     #[test]

@@ -5,11 +5,11 @@
 //! [`smc_processes`] and prints it; [`bpf_scopes`] gives the scopes and their counts for `ps`
 //! and the exporter.
 
-use crate::views::owners;
+use crate::cmd::owners;
 use serde::Serialize;
 use smcrun_bpf::scopes::{self, Scopes};
-use smcrun_telemetry::reasons;
-use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
+use smcrun_kernel::reasons;
+use smcrun_kernel::sock_diag::{self, Mode, SmcSocket};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
@@ -157,7 +157,7 @@ fn with_agent(list: &mut Vec<SmcProcess>, agent: &smcrun_views::agent::State, al
 /// `ss` shows it.
 pub fn smc_processes(
     agent: Option<&smcrun_views::agent::State>,
-) -> Result<Vec<SmcProcess>, smcrun_telemetry::error::Error> {
+) -> Result<Vec<SmcProcess>, smcrun_kernel::error::Error> {
     let sockets = sock_diag::dump(0)?;
     let inodes: HashSet<u64> = sockets.iter().map(|s| s.inode).collect();
     let owned = owners::owners_with_agent(&inodes, agent);
@@ -179,13 +179,13 @@ pub fn scopes_text(s: &Scopes) -> Vec<String> {
         };
         out.push(format!(
             "{kind} {}{id}: {} made SMC, {} kept TCP{}",
-            crate::views::format::safe(&c.path.display().to_string()),
+            crate::cmd::format::safe(&c.path.display().to_string()),
             smcrun_report::count(c.counters.converted, "socket"),
             c.counters.kept_tcp,
             if c.policy.is_empty() {
                 String::new()
             } else {
-                format!(" (policy: {})", crate::views::format::safe(&c.policy))
+                format!(" (policy: {})", crate::cmd::format::safe(&c.policy))
             }
         ));
     }

@@ -2,7 +2,7 @@
 //! snake_case keys for scripts and the VM tests. (`smcrun stats` is in stats_view.rs.)
 //!
 //! Without SMC in the kernel it prints one line naming the missing module and, where the kernel
-//! can load it, the `modprobe` that does (`smcrun_telemetry::kmod` decides), and exits 1 ([`crate::views::format`]). Exit 0 means the kernel answered (possibly
+//! can load it, the `modprobe` that does (`smcrun_kernel::kmod` decides), and exits 1 ([`crate::cmd::format`]). Exit 0 means the kernel answered (possibly
 //! with nothing).
 
 use std::collections::{HashMap, HashSet};
@@ -10,11 +10,11 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Args;
-use smcrun_telemetry::reasons::{self, state};
-use smcrun_telemetry::sock_diag::{self, Mode, SmcSocket};
+use smcrun_kernel::reasons::{self, state};
+use smcrun_kernel::sock_diag::{self, Mode, SmcSocket};
 
-use crate::views::format::{print_json, print_lines, refused};
-use crate::views::owners::{self, Owner};
+use crate::cmd::format::{print_json, print_lines, refused};
+use crate::cmd::owners::{self, Owner};
 use smcrun_views::json::ss::{DmbView, SocketView, SsView};
 
 /// `smcrun ss` arguments.
@@ -94,7 +94,7 @@ fn detail_columns(s: &SmcSocket, a: &SsArgs) -> String {
             Some(l) => out.push_str(&format!(
                 " {} {} {} {} {} {}",
                 reasons::role(l.role),
-                crate::views::format::safe(&l.ibdev),
+                crate::cmd::format::safe(&l.ibdev),
                 l.ibport,
                 l.link_id,
                 l.gid,
@@ -268,8 +268,8 @@ pub fn ss(a: &SsArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::views::linkgroup::lgr_id;
-    use smcrun_telemetry::sock_diag::AF_SMC;
+    use crate::cmd::linkgroup::lgr_id;
+    use smcrun_kernel::sock_diag::AF_SMC;
 
     fn sock(state: u8, mode: Mode, fallback: Option<(u32, u32)>) -> SmcSocket {
         let local = "127.0.0.1:6379".parse().unwrap();
@@ -391,9 +391,9 @@ mod tests {
 
     #[test]
     fn captured_smcd_sockets_show_their_dmb() {
-        // the SMC-D kernel's reply with 2 idle redis connections open (telemetry/tests/fixtures/smcd)
+        // the SMC-D kernel's reply with 2 idle redis connections open (kernel/tests/fixtures/smcd)
         let socks =
-            sock_diag::parse(&crate::views::format::fixture("smcd", "sock_diag_ext8")).unwrap();
+            sock_diag::parse(&crate::cmd::format::fixture("smcd", "sock_diag_ext8")).unwrap();
         let a = SsArgs {
             all: false,
             listening: false,

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use smcrun_telemetry::smc_genl::{FallbackStats, SmcGenl, TechStats};
+use smcrun_kernel::smc_genl::{FallbackStats, SmcGenl, TechStats};
 
-use crate::views::format::{self, short, Align, Table};
+use crate::cmd::format::{self, short, Align, Table};
 use smcrun_views::counters::{delta, sample, summary, Sample, HIST_LABELS};
 use smcrun_views::json::reason::most_frequent_first;
 use smcrun_views::json::stats::{Direction, Histogram, StatsView};
@@ -231,9 +231,9 @@ pub fn stats(a: &StatsArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smcrun_telemetry::smc_genl::{parse_fallback_stats, parse_stats};
+    use smcrun_kernel::smc_genl::{parse_fallback_stats, parse_stats};
 
-    use crate::views::format::fixture;
+    use crate::cmd::format::fixture;
     use smcrun_views::counters::hist_columns;
 
     fn json_of(s: &Sample, interval: Option<f64>) -> serde_json::Value {
@@ -249,7 +249,7 @@ mod tests {
 
     #[test]
     fn captured_smcd_traffic() {
-        // the SMC-D kernel after redis traffic over loopback-ism (telemetry/tests/fixtures/smcd)
+        // the SMC-D kernel after redis traffic over loopback-ism (kernel/tests/fixtures/smcd)
         let s = captured("smcd");
         let d = &s.stats.smcd;
         assert!(d.client_v2_success >= 2 && d.server_v2_success >= 2 && d.rx_bytes > 0);

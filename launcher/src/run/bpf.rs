@@ -8,8 +8,8 @@
 //! and an SMC socket until the last process of the tree has exited, and execs COMMAND in place:
 //! the program keeps smcrun's PID, argv, exit status and signals, as without `--bpf`.
 
-use crate::exit::Exit;
 use crate::run::exec::{self, RunOptions};
+use crate::status::Exit;
 use clap::{Args, ValueEnum};
 use smcrun_bpf::pinned::{self, Attached, Detached, Kind};
 use smcrun_bpf::prereq::{self, Scope};
@@ -402,7 +402,7 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
         return list(args.json);
     }
     let fail_usage = |e: String| {
-        crate::views::format::fail(
+        crate::cmd::format::fail(
             Exit::Usage,
             &format!("smcrun: attach: {e} (nothing was attached)"),
         )
@@ -410,7 +410,7 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
     let policy = match attach_policy(args) {
         Ok(p) => p,
         Err(e) => {
-            return crate::views::format::fail(
+            return crate::cmd::format::fail(
                 Exit::Usage,
                 &format!("smcrun: {e} (nothing was attached)"),
             );
@@ -418,7 +418,7 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
     };
     let analysis = rules::analyse(&policy);
     let Some(kernel_policy) = analysis.kernel.clone() else {
-        return crate::views::format::fail(
+        return crate::cmd::format::fail(
             Exit::Usage,
             &format!(
                 "smcrun: attach: the policy's {}; BPF mode cannot honour it (nothing was attached; see smcrun policy check --bpf)",
@@ -436,7 +436,7 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
             Err(e) => return fail_usage(e.to_string()),
         },
         (None, None) => {
-            return crate::views::format::fail(
+            return crate::cmd::format::fail(
                 Exit::Usage,
                 "smcrun: attach needs --cgroup PATH, --netns PATH|PID or --list",
             );
@@ -447,7 +447,7 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
         Resolved::Netns(_) => Scope::Netns,
     };
     if let Some(why) = prereq::check_before_attach().refusal(scope) {
-        return crate::views::format::fail(
+        return crate::cmd::format::fail(
             Exit::Unavailable,
             &format!("smcrun: attach: {why} (nothing was attached)"),
         );
@@ -484,7 +484,7 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => crate::views::format::fail(
+        Err(e) => crate::cmd::format::fail(
             Exit::Failed,
             &format!("smcrun: attach {}: {e}", path.display()),
         ),
@@ -493,8 +493,7 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
 
 /// `smcrun detach ...`.
 pub fn detach(args: &DetachArgs) -> ExitCode {
-    let usage =
-        |e: String| crate::views::format::fail(Exit::Usage, &format!("smcrun: detach: {e}"));
+    let usage = |e: String| crate::cmd::format::fail(Exit::Usage, &format!("smcrun: detach: {e}"));
     let done: Result<(PathBuf, Detached), smcrun_bpf::Error> = match (&args.cgroup, &args.netns) {
         (Some(arg), _) => match resolve_cgroup(arg) {
             Ok(dir) => cgroup::detach(&dir).map(|d| (dir, d)),
@@ -529,7 +528,7 @@ pub fn detach(args: &DetachArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => crate::views::format::fail(Exit::Failed, &format!("smcrun: detach: {e}")),
+        Err(e) => crate::cmd::format::fail(Exit::Failed, &format!("smcrun: detach: {e}")),
     }
 }
 
@@ -591,7 +590,7 @@ fn programs_text(p: &[smcrun_bpf::maps::ProgramCount]) -> String {
 
 /// Print `v` as one line of JSON (how BPF mode's commands have always printed it).
 fn print_json(v: &impl serde::Serialize) {
-    crate::views::format::print_json(v);
+    crate::cmd::format::print_json(v);
 }
 
 /// `smcrun attach --list`: every scope, since when, and its counts.
@@ -599,10 +598,7 @@ fn list(json_out: bool) -> ExitCode {
     let all = match scopes::all() {
         Ok(a) => a,
         Err(e) => {
-            return crate::views::format::fail(
-                Exit::Failed,
-                &format!("smcrun: attach --list: {e}"),
-            );
+            return crate::cmd::format::fail(Exit::Failed, &format!("smcrun: attach --list: {e}"));
         }
     };
     if json_out {

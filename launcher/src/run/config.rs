@@ -2,9 +2,9 @@
 //! (before anything is started), the command line wins, and the policy from `--policy`, the file or
 //! an inherited `SMCRUN_POLICY` is checked and put in its canonical form for the shim.
 
-use crate::exit::{Exit, Failure};
 use crate::run::exec::RunOptions;
 use crate::run::sysctl::Assignment;
+use crate::status::{Exit, Failure};
 pub use smcrun_config::load;
 use smcrun_config::Config;
 use smcrun_policy::Policy;

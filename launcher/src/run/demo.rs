@@ -7,15 +7,15 @@
 //! looked up by inode in the kernel's smc_diag dump (mode, fallback reason, peer diagnosis), and a
 //! TCP socket's reason is found by asking the kernel for an SMC socket the way the shim does.
 
-use crate::exit::Exit;
 use crate::run::exec::{self, RunOptions};
+use crate::status::Exit;
 use clap::Args;
 use serde::Serialize;
+use smcrun_kernel::sock_diag;
 use smcrun_runtime::classify::{self, Outcome, Verdict};
 use smcrun_settings::Why;
 use smcrun_sys::smc::{SocketKind, AF_SMC};
 use smcrun_sys::sock;
-use smcrun_telemetry::sock_diag;
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -56,7 +56,7 @@ pub fn run(opts: &RunOptions, args: &DemoArgs) -> ExitCode {
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
-            return crate::views::format::fail(
+            return crate::cmd::format::fail(
                 Exit::Failed,
                 &format!("smcrun: cannot find my own executable: {e}"),
             );
@@ -185,15 +185,15 @@ fn why_tcp() -> String {
 /// What the kernel says about SMC connections: every SMC socket (with its link group and buffer
 /// details) and the SMC-D link groups (which name the SMC-D device).
 struct Kernel {
-    diag: Result<Vec<sock_diag::SmcSocket>, smcrun_telemetry::Error>,
-    smcd_groups: Vec<smcrun_telemetry::smc_genl::LinkGroupSmcd>,
+    diag: Result<Vec<sock_diag::SmcSocket>, smcrun_kernel::Error>,
+    smcd_groups: Vec<smcrun_kernel::smc_genl::LinkGroupSmcd>,
 }
 
 impl Kernel {
     fn read() -> Kernel {
         Kernel {
             diag: sock_diag::dump(sock_diag::EXT_LGRINFO | sock_diag::EXT_DMBINFO),
-            smcd_groups: smcrun_telemetry::smc_genl::SmcGenl::open()
+            smcd_groups: smcrun_kernel::smc_genl::SmcGenl::open()
                 .and_then(|c| c.link_groups_smcd())
                 .unwrap_or_default(),
         }
@@ -209,7 +209,7 @@ impl Kernel {
                 let group = self.smcd_groups.iter().find(|g| g.id == d.link_id);
                 (
                     group.map(|g| g.device()),
-                    Some(crate::views::linkgroup::lgr_id(d.link_id)),
+                    Some(crate::cmd::linkgroup::lgr_id(d.link_id)),
                 )
             }
             None => (None, None),
@@ -340,7 +340,7 @@ fn human(bytes: u64) -> String {
 pub fn worker(args: &DemoArgs) -> ExitCode {
     match work(args) {
         Ok(code) => code,
-        Err(e) => crate::views::format::fail(Exit::Failed, &format!("smcrun demo: {e}")),
+        Err(e) => crate::cmd::format::fail(Exit::Failed, &format!("smcrun demo: {e}")),
     }
 }
 
@@ -421,7 +421,7 @@ fn work(args: &DemoArgs) -> Result<ExitCode, String> {
         sockets,
     };
     if args.json {
-        crate::views::format::print_json(&report);
+        crate::cmd::format::print_json(&report);
     } else {
         print_text(&report, server_addr, len);
     }

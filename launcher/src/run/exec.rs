@@ -3,9 +3,9 @@
 //! and its exit status and signals are its own. This is what makes smcrun fit as a container
 //! entrypoint.
 
-use crate::exit::{Exit, Failure};
 use crate::run::preload;
 use crate::run::sysctl;
+use crate::status::{Exit, Failure};
 use clap::Args;
 use smcrun_settings::{self as settings, Fallback, Mode};
 use std::ffi::{CString, OsStr, OsString};
@@ -307,8 +307,8 @@ fn check_mode(opts: &RunOptions) -> Result<(), Failure> {
     let Err(e) = smcrun_bpf::smc::probe() else {
         return Ok(());
     };
-    let release = smcrun_telemetry::features::kernel_release();
-    let ipproto = smcrun_telemetry::features::IPPROTO_SMC;
+    let release = smcrun_kernel::features::kernel_release();
+    let ipproto = smcrun_kernel::features::IPPROTO_SMC;
     if e.raw_os_error() != Some(libc::EPROTONOSUPPORT)
         || ipproto.missing_in(&release) != Some(true)
         || !af_smc_works()

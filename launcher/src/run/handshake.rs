@@ -3,8 +3,8 @@
 //! program of a network namespace, preloaded or not. The kernel side lives in
 //! `smcrun_bpf::handshake`; this file reads the policy, refuses, and prints.
 
-use crate::exit::Exit;
-use crate::views::format::{fail, print_json, print_lines};
+use crate::cmd::format::{fail, print_json, print_lines};
+use crate::status::Exit;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use smcrun_bpf::handshake::{self, Status};

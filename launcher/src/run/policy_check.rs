@@ -2,8 +2,8 @@
 //! and whether that socket would get SMC or TCP, without running anything. The same parser and
 //! matcher as the shim's, so the answer is the one a run would get.
 
-use crate::exit::Exit;
 use crate::run::config;
+use crate::status::Exit;
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use smcrun_policy::{Action, Policy, Role};
@@ -108,7 +108,7 @@ fn check(args: &CheckArgs) -> ExitCode {
     let policy = match policy_of(args) {
         Ok(p) => p,
         Err(e) => {
-            return crate::views::format::fail(Exit::Usage, &format!("smcrun: {e}"));
+            return crate::cmd::format::fail(Exit::Usage, &format!("smcrun: {e}"));
         }
     };
     if args.bpf {
@@ -118,7 +118,7 @@ fn check(args: &CheckArgs) -> ExitCode {
         return lint(&policy, args.json);
     }
     let Some(program) = &args.program else {
-        return crate::views::format::fail(
+        return crate::cmd::format::fail(
             Exit::Usage,
             "smcrun: policy check needs --program NAME with --connect or --bind",
         );
@@ -127,7 +127,7 @@ fn check(args: &CheckArgs) -> ExitCode {
         (Some(to), _) => (Role::Client, args.local, Some(to)),
         (None, Some(at)) => (Role::Server, Some(at), None),
         (None, None) => {
-            return crate::views::format::fail(
+            return crate::cmd::format::fail(
                 Exit::Usage,
                 "smcrun: policy check needs --connect ADDR:PORT or --bind ADDR:PORT",
             );
@@ -151,13 +151,13 @@ fn check(args: &CheckArgs) -> ExitCode {
             matched,
             action: decision.action.as_str(),
         };
-        crate::views::format::print_json(&out)
+        crate::cmd::format::print_json(&out)
     } else {
         let why = match decision.action {
             Action::Smc => "the socket is made SMC",
             Action::Tcp => "the socket stays TCP",
         };
-        crate::views::format::print_lines([matched, format!("action: {} ({why})", decision.action)])
+        crate::cmd::format::print_lines([matched, format!("action: {} ({why})", decision.action)])
     }
 }
 
@@ -224,7 +224,7 @@ fn lint(policy: &Policy, json: bool) -> ExitCode {
     let default = policy.describe_rule(None);
     let points = enforcement(policy);
     if json {
-        return crate::views::format::print_json(&LintJson {
+        return crate::cmd::format::print_json(&LintJson {
             policy: policy.to_string(),
             rules,
             default,
@@ -251,5 +251,5 @@ fn lint(policy: &Policy, json: bool) -> ExitCode {
             Some(why) => format!("not by {name} ({}): {why}", p.via),
         });
     }
-    crate::views::format::print_lines(lines)
+    crate::cmd::format::print_lines(lines)
 }

@@ -8,7 +8,7 @@
 //! (`stat` / `stats`, `export` / `exporter`), or the names differ by one edit and have at least
 //! 4 characters (`doctr`, `stast`). Short programs such as `sh` or `ls` never match `ss`.
 
-use crate::exit::Exit;
+use crate::status::Exit;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 

@@ -15,7 +15,7 @@ fn explain(key: &str, e: std::io::Error) -> String {
         ErrorKind::PermissionDenied => "not permitted (needs root / CAP_NET_ADMIN)".to_string(),
         ErrorKind::NotFound if key.starts_with("net.smc.") => format!(
             "no such sysctl: {}",
-            smcrun_telemetry::kmod::availability("smc").advice("smc")
+            smcrun_kernel::kmod::availability("smc").advice("smc")
         ),
         ErrorKind::NotFound => "no such sysctl on this kernel".to_string(),
         _ if e.raw_os_error() == Some(libc::EROFS) => {

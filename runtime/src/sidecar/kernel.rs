@@ -1,8 +1,8 @@
 //! What the sidecar asks the kernel, behind a trait so that its state machine can be tested
 //! with made-up answers.
 
+use smcrun_kernel::sock_diag::{self, SmcSocket};
 use smcrun_sys::sock::{self, TcpState};
-use smcrun_telemetry::sock_diag::{self, SmcSocket};
 use std::net::SocketAddr;
 
 /// What the sidecar asks the kernel.

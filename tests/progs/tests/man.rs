@@ -126,7 +126,7 @@ fn the_settings_crate_defines_every_smcrun_variable() {
         "runtime/src",
         "views/src",
         "report/src",
-        "telemetry/src",
+        "kernel/src",
         "config/src",
         "settings/src",
         "bpf/src",

@@ -17,14 +17,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{free_port, kernel_has_af_smc, run, smcrun};
-use smcrun_telemetry::smc_genl::{parse_fallback_stats, parse_stats};
+use smcrun_kernel::smc_genl::{parse_fallback_stats, parse_stats};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn fixtures(phase: &str) -> PathBuf {
-    repo().join("telemetry/tests/fixtures").join(phase)
+    repo().join("kernel/tests/fixtures").join(phase)
 }
 
 fn tool(name: &str) -> Command {
@@ -125,7 +125,7 @@ fn the_fixtures_metrics_pass_promtool_and_are_the_kernels_numbers() {
             );
         }
         for r in &f.server {
-            let name = smcrun_telemetry::reasons::describe(r.code).name;
+            let name = smcrun_kernel::reasons::describe(r.code).name;
             let series = format!(
                 "smc_fallback_reasons_total{{role=\"server\",reason=\"0x{:08x}\",reason_name=\"{name}\"}}",
                 r.code

@@ -11,7 +11,7 @@
 # (SC2015: `[ a ] && [ b ] || fail` means "fail unless both"; SC2086: word lists split on purpose;
 # SC2016: jq programs in single quotes; SC2154: variables set by checks.sh and init.)
 
-# What each kernel lacks, as smcrun says it (telemetry/src/features.rs): the SMC generic netlink
+# What each kernel lacks, as smcrun says it (kernel/src/features.rs): the SMC generic netlink
 # family came with 5.11, IPPROTO_SMC with 6.11, the socket() hook of BPF mode with 6.6.
 OLD_GENL_LACK="has no SMC generic netlink family (SMC_GEN_NETLINK: system info, link groups, devices); Linux 5.11 added it"
 OLD_INET_LACK="has no IPPROTO_SMC sockets (socket(AF_INET, SOCK_STREAM, IPPROTO_SMC)); Linux 6.11 added it"

@@ -831,7 +831,7 @@ check_fixtures() {
         echo "# Kernel netlink replies captured in the VM test bed"
         echo
         echo "Raw bytes of real kernel replies (netlink messages as received, several datagrams concatenated"
-        echo "as \`smcrun __capture\` writes them), for the telemetry parsers' tests. Re-capture with"
+        echo "as \`smcrun __capture\` writes them), for the kernel crate's parsers' tests. Re-capture with"
         echo "\`tests/vm/run --capture-fixtures\` (boots the VM and replaces these files)."
         echo
         echo "SMC-D captures (the project's SMC-D kernel, \`tests/vm/run --kernel smcd --capture-fixtures\`) are in"

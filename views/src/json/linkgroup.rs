@@ -4,8 +4,8 @@
 use std::borrow::Cow;
 
 use serde::Serialize;
-use smcrun_telemetry::reasons;
-use smcrun_telemetry::smc_genl::{
+use smcrun_kernel::reasons;
+use smcrun_kernel::smc_genl::{
     self, Device, DevicePort, Link, LinkGroup, LinkGroupSmcd, LoopbackEvidence, LoopbackIsm,
     SysInfo,
 };
@@ -449,7 +449,7 @@ mod tests {
     use super::*;
     use crate::fixtures::raw;
     use crate::json::golden::{assert_same, value};
-    use smcrun_telemetry::smc_genl::*;
+    use smcrun_kernel::smc_genl::*;
 
     const PHASES: [&str; 4] = ["smcr", "smcd", "fallback", "smcd-fallback"];
 

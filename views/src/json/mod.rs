@@ -1,7 +1,7 @@
 //! The JSON the operator's views print, as typed structs: `stats`, `ss`, `linkgroup`, `link`,
 //! `device`, `info`, `rdma`, `monitor`, `doctor`, BPF mode's `attach`/`detach`/`attach
 //! --list`/`policy check --bpf`, and `ps --all`'s `bpf_scopes` print one of these, built from
-//! the telemetry types (`StatsView::new(&sample, interval)`, ...) and serialized with serde.
+//! the kernel crate's types (`StatsView::new(&sample, interval)`, ...) and serialized with serde.
 //! (`ps --json`'s process entries are the launcher's `PsEntry`, from the runtime's reports.) The
 //! keys are the manual's (docs/src/guide/tools.md, "JSON of the views"; every key in
 //! docs/src/reference/json.md, made from the golden files): snake_case and stable (new ones may be added, none renamed), and a
@@ -12,7 +12,7 @@
 //!
 //! The tests compare each struct's JSON with what the views printed before they had these
 //! structs (the files in `golden/`, written by the views' former `json!` code): for the kernel's
-//! views from the real kernel's captures (`telemetry/tests/fixtures/`), for BPF mode's from the
+//! views from the real kernel's captures (`kernel/tests/fixtures/`), for BPF mode's from the
 //! scopes and policies the tests construct.
 
 pub mod bpf;

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use smcrun_telemetry::rdma::{self, Device, Port, Resource, ResourceKind, ResourceSummary};
-use smcrun_telemetry::uverbs::Limits;
+use smcrun_kernel::rdma::{self, Device, Port, Resource, ResourceKind, ResourceSummary};
+use smcrun_kernel::uverbs::Limits;
 
 use crate::rdma::{max, used};
 
@@ -178,7 +178,7 @@ mod tests {
         for k in ResourceKind::ALL {
             let name = format!("rdma_RES_{}_GET", k.name().to_uppercase());
             let path = format!(
-                "{}/../telemetry/tests/fixtures/{phase}/{name}.bin",
+                "{}/../kernel/tests/fixtures/{phase}/{name}.bin",
                 env!("CARGO_MANIFEST_DIR")
             );
             if std::path::Path::new(&path).exists() {

@@ -3,8 +3,8 @@
 use std::borrow::Cow;
 
 use serde::Serialize;
-use smcrun_telemetry::reasons::{self, Category};
-use smcrun_telemetry::smc_genl::ReasonCount;
+use smcrun_kernel::reasons::{self, Category};
+use smcrun_kernel::smc_genl::ReasonCount;
 
 /// A reason code, decoded: `{code, hex, name, description, category}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

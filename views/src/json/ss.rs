@@ -4,8 +4,8 @@
 use std::borrow::Cow;
 
 use serde::Serialize;
-use smcrun_telemetry::reasons;
-use smcrun_telemetry::sock_diag::{ConnInfo, DmbInfo, LgrInfo, SmcSocket};
+use smcrun_kernel::reasons;
+use smcrun_kernel::sock_diag::{ConnInfo, DmbInfo, LgrInfo, SmcSocket};
 
 use crate::json::linkgroup::lgr_id;
 use crate::json::reason::ReasonView;
@@ -162,7 +162,7 @@ mod tests {
     use super::*;
     use crate::fixtures::raw;
     use crate::json::golden::{assert_same, value};
-    use smcrun_telemetry::sock_diag;
+    use smcrun_kernel::sock_diag;
 
     fn sockets(phase: &str, ext: u8) -> Vec<SmcSocket> {
         sock_diag::parse(&raw(phase, &format!("sock_diag_ext{ext}"))).unwrap()

@@ -3,7 +3,7 @@
 //! reasons decoded.
 
 use serde::Serialize;
-use smcrun_telemetry::smc_genl::{BufferStats, SizeHistogram, TechStats};
+use smcrun_kernel::smc_genl::{BufferStats, SizeHistogram, TechStats};
 
 use crate::counters::{hist_columns, summary, Sample, Summary};
 use crate::json::reason::{most_frequent_first, CountedReason};
