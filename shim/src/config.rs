@@ -41,6 +41,13 @@ pub fn get() -> &'static Config {
     CONFIG.get_or_init(load)
 }
 
+/// The configuration if it is loaded already (the constructor loads it): a hook's fast path asks
+/// without ever loading it, which only the guarded path may do.
+#[inline]
+pub fn loaded() -> Option<&'static Config> {
+    CONFIG.get()
+}
+
 /// The value of `s` (its `SMCRUN_` name first, then smc_run's), with the name it was found under.
 /// A value that is not UTF-8 reaches the parser as U+FFFD, which it refuses.
 fn lookup(s: &Setting) -> Option<(&'static str, &'static str)> {

@@ -244,6 +244,19 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
     }
 }
 
+/// Whether `value`, read with getsockopt(SOL_SOCKET, `name`), may be an SMC socket's identity
+/// that [`mask_identity`] would change: the hook's test before it does any more work.
+#[inline]
+pub fn may_be_smc_identity(name: c_int, value: c_int) -> bool {
+    match name {
+        libc::SO_DOMAIN => value == AF_SMC,
+        libc::SO_PROTOCOL => {
+            value == IPPROTO_SMC || value == SMCPROTO_SMC || value == SMCPROTO_SMC6
+        }
+        _ => false,
+    }
+}
+
 /// After a successful `getsockopt(SOL_SOCKET, SO_DOMAIN | SO_PROTOCOL)`: reports what a TCP socket
 /// would, for sockets the kernel knows as SMC. Decided from the socket itself, not from a table of
 /// fds, so it also covers sockets accepted from a converted listener and survives dup() and

@@ -103,6 +103,11 @@ fn again_with_our_fds(ret: c_int, entry: i32, call: impl FnOnce() -> c_int) -> c
 /// Called by C code exactly as bind(2).
 #[no_mangle]
 pub unsafe extern "C" fn bind(fd: c_int, addr: *const libc::sockaddr, len: socklen_t) -> c_int {
+    // Without the debug lines, bind is the real call alone: no guard needed.
+    if config::loaded().is_some_and(|c| c.debug < 2) {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        return unsafe { real::bind(fd, addr, len) };
+    }
     hook(
         // SAFETY: the caller's arguments, passed on unchanged.
         || unsafe { real::bind(fd, addr, len) },
@@ -262,34 +267,36 @@ pub unsafe extern "C" fn getsockopt(
     val: *mut c_void,
     len: *mut socklen_t,
 ) -> c_int {
+    // SAFETY: the caller's arguments, passed on unchanged.
+    let ret = unsafe { real::getsockopt(fd, level, name, val, len) };
+    // Only three successful SOL_SOCKET reads are the shim's business, and not inside a hook; the
+    // real call is made first and outside the guard (it can neither panic nor re-enter), so
+    // every other read costs a compare (and errno is untouched: the real call's own).
+    if ret != 0
+        || level != libc::SOL_SOCKET
+        || !matches!(name, libc::SO_DOMAIN | libc::SO_PROTOCOL | libc::SO_ERROR)
+        || guard::nested()
+    {
+        return ret;
+    }
+    // SAFETY: after a successful call, `*len` bytes of `val` are the value (`len` was checked).
+    let value = unsafe {
+        (!val.is_null() && !len.is_null() && *len as usize >= std::mem::size_of::<c_int>())
+            .then(|| val.cast::<c_int>().read_unaligned())
+    };
+    let Some(value) = value else { return ret };
+    if name != libc::SO_ERROR && !convert::may_be_smc_identity(name, value) {
+        return ret;
+    }
     hook(
-        // SAFETY: the caller's arguments, passed on unchanged.
-        || unsafe { real::getsockopt(fd, level, name, val, len) },
-        |out| {
-            // SAFETY: as above.
-            let ret = out.record(unsafe { real::getsockopt(fd, level, name, val, len) });
-            if ret != 0 || level != libc::SOL_SOCKET {
-                return ret;
-            }
+        || ret,
+        |_| {
             let e = errno();
-            match name {
+            if name == libc::SO_ERROR {
+                track::so_error_read(fd, value);
+            } else {
                 // SAFETY: the caller's pointers after a successful call.
-                libc::SO_DOMAIN | libc::SO_PROTOCOL => unsafe {
-                    convert::mask_identity(fd, name, val, len)
-                },
-                libc::SO_ERROR => {
-                    // SAFETY: after a successful call, `*len` bytes of `val` are the value.
-                    let value = unsafe {
-                        (!val.is_null()
-                            && !len.is_null()
-                            && *len as usize >= std::mem::size_of::<c_int>())
-                        .then(|| val.cast::<c_int>().read_unaligned())
-                    };
-                    if let Some(v) = value {
-                        track::so_error_read(fd, v);
-                    }
-                }
-                _ => {}
+                unsafe { convert::mask_identity(fd, name, val, len) };
             }
             set_errno(e);
             ret
