@@ -84,7 +84,7 @@ fn smcrun() -> String {
 /// Wall and CPU milliseconds of one run of `smcrun ARGS` (output discarded).
 // The child is reaped by wait4, which also gives its CPU time (std's wait would not).
 #[allow(clippy::zombie_processes)]
-fn measure(args: &[&str]) -> (f64, f64) {
+fn measure(args: &[&str]) -> (f64, f64, f64) {
     let t0 = Instant::now();
     let child = Command::new(smcrun())
         .args(args)
@@ -106,7 +106,8 @@ fn measure(args: &[&str]) -> (f64, f64) {
         eprintln!("views-cost: smcrun {args:?} failed (status {status})");
         std::process::exit(1);
     }
-    (wall, rusage_ms(&ru))
+    let sys = ru.ru_stime.tv_sec as f64 * 1e3 + ru.ru_stime.tv_usec as f64 / 1e3;
+    (wall, rusage_ms(&ru), sys)
 }
 
 /// CPU milliseconds (user, system) process `pid` has used.
@@ -471,21 +472,23 @@ fn main() {
     );
 
     for args in [&["--version"][..], &["ss", "-a"], &["ss", "-a", "--json"]] {
-        let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+        let (mut wall, mut cpu, mut sys) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..runs {
-            let (w, c) = measure(args);
+            let (w, c, s) = measure(args);
             wall.push(w);
             cpu.push(c);
+            sys.push(s);
         }
         result(
             &format!("smcrun {}", args.join(" ")),
-            &[("wall_ms", &wall), ("cpu_ms", &cpu)],
+            &[("wall_ms", &wall), ("cpu_ms", &cpu), ("sys_ms", &sys)],
         );
         println!(
-            "smcrun {}: median of {runs}: {:.1} ms wall, {:.1} ms CPU",
+            "smcrun {}: median of {runs}: {:.1} ms wall, {:.1} ms CPU ({:.1} ms of it in the kernel)",
             args.join(" "),
             median(wall),
-            median(cpu)
+            median(cpu),
+            median(sys)
         );
     }
 
@@ -516,15 +519,27 @@ fn main() {
     let count = ticks.to_string();
     let (mut base, mut full) = (Vec::new(), Vec::new());
     for _ in 0..runs {
-        base.push(measure(&["monitor", "base", "-i", "0.01", "--count", "0"]).1);
-        full.push(measure(&["monitor", "base", "-i", "0.01", "--count", &count]).1);
+        base.push(measure(&["monitor", "base", "-i", "0.01", "--count", "0"]));
+        full.push(measure(&[
+            "monitor", "base", "-i", "0.01", "--count", &count,
+        ]));
     }
-    let ticks_ms: Vec<f64> = base
-        .iter()
-        .zip(&full)
-        .map(|(b, f)| (f - b).max(0.0) / ticks as f64)
-        .collect();
-    result("monitor tick", &[("cpu_ms", &ticks_ms)]);
+    // per tick: the CPU (and system CPU) of TICKS ticks less that of none
+    let per_tick = |k: fn(&(f64, f64, f64)) -> f64| -> Vec<f64> {
+        base.iter()
+            .zip(&full)
+            .map(|(b, f)| (k(f) - k(b)).max(0.0) / ticks as f64)
+            .collect()
+    };
+    let ticks_ms = per_tick(|m| m.1);
+    result(
+        "monitor tick",
+        &[("cpu_ms", &ticks_ms), ("sys_ms", &per_tick(|m| m.2))],
+    );
+    let (base, full): (Vec<f64>, Vec<f64>) = (
+        base.iter().map(|m| m.1).collect(),
+        full.iter().map(|m| m.1).collect(),
+    );
     let (b, f) = (median(base), median(full));
     println!(
         "smcrun monitor base: start-up and first sample {b:.2} ms CPU; one tick {:.3} ms CPU (median of {runs}: {f:.1} ms for {ticks} ticks)",
