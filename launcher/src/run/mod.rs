@@ -5,6 +5,7 @@
 pub mod bpf;
 pub mod config;
 pub mod demo;
+pub mod elf_parts;
 pub mod exec;
 pub mod handshake;
 pub mod policy_check;

@@ -1,6 +1,6 @@
 //! Where the shim is, how it joins LD_PRELOAD, and which programs LD_PRELOAD cannot reach.
 
-use object::{Object, ReadRef};
+use object::Object;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -61,12 +61,12 @@ pub fn find_shim() -> Result<PathBuf, String> {
 fn not_a_shim(path: &Path) -> Option<String> {
     use object::Object as _;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    let (file, _) = match smcrun_sys::file::open_regular_at(None, &c, true) {
+    let (file, st) = match smcrun_sys::file::open_regular_at(None, &c, true) {
         Ok(f) => f,
         Err(e) => return Some(format!("cannot read it: {e}")),
     };
-    let cache = object::ReadCache::new(file);
-    let Ok(elf) = object::File::parse(&cache) else {
+    let bytes = super::elf_parts::read(&file, st.st_size as u64).unwrap_or_default();
+    let Ok(elf) = object::File::parse(&bytes[..]) else {
         return Some("not an ELF file".into());
     };
     if elf.kind() != object::ObjectKind::Dynamic {
@@ -233,13 +233,13 @@ pub fn reach_problem(path: &Path) -> Option<String> {
         );
     }
     // Only the parts the parse asks for are read (the ELF header, the section headers and their
-    // names), not the whole program: a 20 MB Go binary costs smcrun's start-up no more than
-    // /bin/true does.
-    let cache = object::ReadCache::new(file);
-    if cache.read_bytes_at(0, 4).ok()? != b"\x7fELF" {
+    // names), not the whole of a large program: a 20 MB Go binary costs smcrun's start-up no more
+    // than /bin/true does (see `elf_parts`).
+    let bytes = super::elf_parts::read(&file, st.st_size as u64)?;
+    if bytes.get(..4)? != b"\x7fELF" {
         return None; // a script: its interpreter is what gets preloaded
     }
-    let file = object::File::parse(&cache).ok()?;
+    let file = object::File::parse(&bytes[..]).ok()?;
     let has_section = |name: &str| file.section_by_name(name).is_some();
     if has_section(".go.buildinfo") || has_section(".note.go.buildid") {
         return Some(
