@@ -96,8 +96,10 @@ fn measure(args: &[&str]) -> (f64, f64) {
         });
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it for our own child.
+    // SAFETY: rusage is plain integers: all zero bytes is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 writes only `status` and `ru`, both ours and alive for the call; `pid` is
+    // our own child, not yet waited for (Child::wait is never called on it).
     if unsafe { libc::wait4(pid, &mut status, 0, &mut ru) } != pid {
         die("wait4");
     }
