@@ -33,7 +33,7 @@ fn die(what: &str) -> ! {
 }
 
 fn socket(family: libc::c_int) -> libc::c_int {
-    // SAFETY: plain system call.
+    // SAFETY: socket(2) takes integers only.
     let fd = unsafe { libc::socket(family, libc::SOCK_STREAM, 0) };
     if fd < 0 {
         die("socket");
@@ -70,7 +70,7 @@ fn raise_fd_limit(need: u64) {
         rlim_cur: want,
         rlim_max: want,
     };
-    // SAFETY: setrlimit with a valid struct.
+    // SAFETY: setrlimit reads one rlimit, `r`, ours and alive for the call.
     if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &r) } != 0 {
         die("setrlimit(RLIMIT_NOFILE) (run as root for many sockets)");
     }
@@ -96,8 +96,10 @@ fn measure(args: &[&str]) -> (f64, f64, f64) {
         });
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it for our own child.
+    // SAFETY: rusage is plain integers: all zero bytes is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 writes only `status` and `ru`, both ours and alive for the call; `pid` is
+    // our own child, not yet waited for (Child::wait is never called on it).
     if unsafe { libc::wait4(pid, &mut status, 0, &mut ru) } != pid {
         die("wait4");
     }
@@ -218,7 +220,8 @@ fn listeners(n: u64) -> Vec<libc::c_int> {
 
 fn close_all(fds: &mut Vec<libc::c_int>) {
     for fd in fds.drain(..) {
-        // SAFETY: our own descriptor, closed once.
+        // SAFETY: `drain` hands each descriptor out once and forgets it, so no number is closed
+        // twice or while something else still uses it.
         unsafe { libc::close(fd) };
     }
 }
@@ -261,7 +264,8 @@ fn with_agent(keep: &mut Vec<libc::c_int>, n: u64, scrapes: u64) {
             std::process::exit(1)
         });
     let stop = |agent: &mut std::process::Child| {
-        // SAFETY: plain kill of our own child; SIGTERM lets it take its state away.
+        // SAFETY: kill(2) takes integers only; the pid is our child's, not yet reaped (SIGTERM lets
+        // it take its state away).
         unsafe { libc::kill(agent.id() as libc::pid_t, libc::SIGTERM) };
         let _ = agent.wait();
     };
@@ -297,7 +301,7 @@ fn with_agent(keep: &mut Vec<libc::c_int>, n: u64, scrapes: u64) {
     // (SIGSTOP: its summary stays trusted, its pid alive) for the exporter's own cost.
     let ((ru, rs), rwall, _) = exporter_scrape_cost(start_exporter(&[]), scrapes);
     let signal = |sig: libc::c_int| {
-        // SAFETY: plain kill of our own child.
+        // SAFETY: kill(2) takes integers only; the pid is our child's, not yet reaped.
         unsafe { libc::kill(agent.id() as libc::pid_t, sig) };
     };
     signal(libc::SIGSTOP);

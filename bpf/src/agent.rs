@@ -141,8 +141,13 @@ pub struct AgentStats {
     pub slots_used: u64,
 }
 
+// SAFETY: repr(C), integers and byte arrays only, no padding: seven u64s (56 bytes), three u32s
+// and four u8s (16 more, so 72), then two 16-byte arrays: 104 bytes, a multiple of 8.
 unsafe impl Pod for Record {}
+// SAFETY: repr(C): a u64, two u32s (16 bytes) and a Record (Pod, 104 bytes, 8-aligned): no
+// padding anywhere.
 unsafe impl Pod for Ended {}
+// SAFETY: repr(C), u64 fields only: no padding.
 unsafe impl Pod for AgentStats {}
 
 /// Bytes up to the first NUL, as text.

@@ -23,8 +23,9 @@ pub fn cgroup_id(dir: &Path) -> Result<u64, Error> {
     }
     let c = CString::new(dir.as_os_str().as_bytes())
         .map_err(|_| Error::new(format!("cgroup {}: the path has a NUL byte", dir.display())))?;
-    // SAFETY: statfs(2) into a zeroed struct we own, with a NUL-terminated path.
+    // SAFETY: libc::statfs is plain integers: all zero bytes is a valid value.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and `st` is a statfs we own, both alive for the call.
     if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
         return Err(Error::io(
             format!("cgroup {}", dir.display()),

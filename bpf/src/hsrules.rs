@@ -100,12 +100,16 @@ pub struct HsCounters {
     pub server_tcp: u64,
 }
 
-// SAFETY: repr(C) structs of integers with no padding (every field is 4-byte aligned and the
-// u16 pairs fill their 4 bytes; u64 fields come first or after an even number of u32s).
+// SAFETY: repr(C), u32 fields and u32 arrays only (36 bytes, 4-aligned): no padding.
 unsafe impl Pod for HsNet {}
+// SAFETY: repr(C), two u16s filling 4 bytes: no padding.
 unsafe impl Pod for HsPorts {}
+// SAFETY: repr(C): six u32s, then arrays of HsPorts and HsNet (Pod, 4-aligned, sizes multiples
+// of 4): every field starts where the one before ends, no padding.
 unsafe impl Pod for HsRule {}
+// SAFETY: repr(C), two u32s: no padding.
 unsafe impl Pod for HsPolicy {}
+// SAFETY: repr(C), u64 fields only: no padding.
 unsafe impl Pod for HsCounters {}
 
 /// The kernel's side of a policy: its rules in order and the default.

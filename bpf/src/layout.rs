@@ -74,11 +74,17 @@ pub struct ProgramKey {
 /// Implementors are `repr(C)` structs of integers and byte arrays with no padding the kernel
 /// could leave undefined, so every byte pattern is a valid value.
 pub unsafe trait Pod: Copy + Default {}
+// SAFETY: repr(C): four u32s and a 16-byte array (32 bytes, 4-aligned): no padding.
 unsafe impl Pod for Rule {}
+// SAFETY: repr(C), two u32s: no padding.
 unsafe impl Pod for PolicyHead {}
+// SAFETY: repr(C), two u64s: no padding.
 unsafe impl Pod for Counters {}
+// SAFETY: repr(C): a u32 and a 16-byte array (20 bytes, 4-aligned): no padding.
 unsafe impl Pod for ProgramKey {}
+// SAFETY: an integer: every bit pattern is a value, and it has no padding.
 unsafe impl Pod for u32 {}
+// SAFETY: an integer: every bit pattern is a value, and it has no padding.
 unsafe impl Pod for u64 {}
 
 /// The bytes of a value.

@@ -61,8 +61,9 @@ fn open_netns(path: &Path) -> Result<(std::fs::File, u64), Error> {
         }
         _ => Error::io(format!("netns {name}"), e),
     })?;
-    // SAFETY: fstatfs(2) on an fd we own into a zeroed struct we own.
+    // SAFETY: libc::statfs is plain integers: all zero bytes is a valid value.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs(2) on the fd `f` owns, into the statfs `st` we own, both alive for the call.
     if unsafe { libc::fstatfs(f.as_raw_fd(), &mut st) } != 0 {
         return Err(Error::io(
             format!("netns {name}"),
@@ -103,6 +104,7 @@ fn cookie_of(ns: &std::fs::File, name: &str) -> Result<u64, Error> {
             if s < 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            // SAFETY: `s` is the new socket just made (checked non-negative); nothing else owns it.
             let sock = unsafe { OwnedFd::from_raw_fd(s) };
             let mut cookie: u64 = 0;
             let mut len = std::mem::size_of::<u64>() as libc::socklen_t;

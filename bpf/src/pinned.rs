@@ -193,7 +193,8 @@ fn lock() -> Result<Lock, Error> {
         }
     }
     let f = std::fs::File::open(PIN_DIR).map_err(|e| Error::io(format!("opening {PIN_DIR}"), e))?;
-    // SAFETY: flock(2) on an fd we own.
+    // SAFETY: flock(2) takes integers only and dereferences nothing; `f` keeps the fd open for
+    // the call.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
         return Err(Error::io(
             format!("locking {PIN_DIR}"),

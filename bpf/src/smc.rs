@@ -10,7 +10,7 @@ pub const IPPROTO_SMC: i32 = 256;
 
 /// Makes an AF_INET IPPROTO_SMC stream socket (close-on-exec).
 pub fn open() -> io::Result<OwnedFd> {
-    // SAFETY: plain socket(2); the fd returned is new and owned by nobody else.
+    // SAFETY: socket(2) takes integers only.
     let fd = unsafe {
         libc::socket(
             libc::AF_INET,
@@ -21,7 +21,7 @@ pub fn open() -> io::Result<OwnedFd> {
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
-    // SAFETY: fd is a new socket.
+    // SAFETY: `fd` is the socket just made (checked non-negative), which nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 

@@ -62,6 +62,8 @@ pub fn map_create(
     flags: u32,
 ) -> io::Result<OwnedFd> {
     let mut attr = zeroed();
+    // SAFETY: the map-create member of a zeroed union of integers: any bytes are a valid value
+    // of it, and BPF_MAP_CREATE reads this member.
     let a = unsafe { &mut attr.__bindgen_anon_1 };
     a.map_type = map_type;
     a.key_size = key_size;
@@ -82,6 +84,7 @@ pub fn map_create_struct_ops(
     btf: BorrowedFd<'_>,
 ) -> io::Result<OwnedFd> {
     let mut attr = zeroed();
+    // SAFETY: as in `map_create`: the zeroed union's map-create member, all integers.
     let a = unsafe { &mut attr.__bindgen_anon_1 };
     a.map_type = aya_obj::generated::bpf_map_type::BPF_MAP_TYPE_STRUCT_OPS as u32;
     a.key_size = 4;
@@ -117,6 +120,8 @@ pub fn btf_load() -> io::Result<OwnedFd> {
     }
     let blob = btf_blob(&int, b"\0int\0");
     let mut attr = zeroed();
+    // SAFETY: the BTF-load member of a zeroed union of integers (any bytes are a valid value);
+    // `blob` outlives the bpf() call that reads through the pointer stored here.
     let a = unsafe { &mut attr.__bindgen_anon_7 };
     a.btf = blob.as_ptr() as u64;
     a.btf_size = blob.len() as u32;
@@ -193,6 +198,9 @@ fn prog_load(
 ) -> Result<OwnedFd, LoadError> {
     let mut log = vec![0u8; 256 * 1024];
     let mut attr = zeroed();
+    // SAFETY: the prog-load member of a zeroed union of integers (any bytes are a valid value);
+    // `insns`, `license` and `log` outlive the bpf() call that uses the pointers stored here,
+    // and `log_size` is `log`'s length, so the kernel writes inside it.
     let a = unsafe { &mut attr.__bindgen_anon_3 };
     a.prog_type = prog_type as u32;
     if let Some((attach, id)) = attach {
@@ -304,6 +312,8 @@ pub fn kprobe_open(prog: BorrowedFd<'_>, func: &CStr, ret: bool) -> io::Result<K
     let fd = fd_of(fd);
     let link = {
         let mut attr = zeroed();
+        // SAFETY: the link-create member of a zeroed union of integers: any bytes are a valid
+        // value of it.
         let a = unsafe { &mut attr.link_create };
         a.__bindgen_anon_1.prog_fd = prog.as_raw_fd() as u32;
         a.__bindgen_anon_2.target_fd = fd.as_raw_fd() as u32;
@@ -322,7 +332,9 @@ pub fn kprobe_open(prog: BorrowedFd<'_>, func: &CStr, ret: bool) -> io::Result<K
             Err(e) => return Err(e),
         }
     };
-    // SAFETY: plain ioctls on the perf event fd just made, with an int argument.
+    // SAFETY: PERF_EVENT_IOC_SET_BPF and PERF_EVENT_IOC_ENABLE take an int by value (a program
+    // fd, and an ignored 0), so the kernel dereferences nothing of ours; `fd` is the perf event
+    // just opened and `prog` is borrowed for the call.
     unsafe {
         if (link.is_none()
             && libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd()) < 0)
@@ -355,6 +367,8 @@ pub fn kprobe_link_missed(link: BorrowedFd<'_>) -> io::Result<Option<u64>> {
         k.name_len = name.len() as u32;
     }
     let mut attr = zeroed();
+    // SAFETY: the info member of a zeroed union of integers (any bytes are a valid value); `info`
+    // and `name` outlive the bpf() call, and `info_len` and `name_len` are their sizes.
     let a = unsafe { &mut attr.info };
     a.bpf_fd = link.as_raw_fd() as u32;
     a.info_len = mem::size_of::<bpf_link_info>() as u32;
@@ -378,6 +392,8 @@ pub fn prog_recursion_misses(prog: BorrowedFd<'_>) -> io::Result<u64> {
 /// its attach_btf_id says, and returns the link.
 pub fn tracing_attach(prog: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     let mut attr = zeroed();
+    // SAFETY: the raw-tracepoint member of a zeroed union of integers: any bytes are a valid
+    // value of it (a name of 0 is no pointer).
     let a = unsafe { &mut attr.raw_tracepoint };
     a.name = 0;
     a.prog_fd = prog.as_raw_fd() as u32;
@@ -387,6 +403,8 @@ pub fn tracing_attach(prog: BorrowedFd<'_>) -> io::Result<OwnedFd> {
 /// BPF_OBJ_PIN: `fd` (a map or link) stays alive at `path` on bpffs until the file is removed.
 pub fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> io::Result<()> {
     let mut attr = zeroed();
+    // SAFETY: the pin member of a zeroed union of integers (any bytes are a valid value); `path`
+    // is NUL-terminated and outlives the bpf() call.
     let a = unsafe { &mut attr.__bindgen_anon_4 };
     a.bpf_fd = fd.as_raw_fd() as u32;
     a.pathname = path.as_ptr() as u64;
@@ -396,6 +414,8 @@ pub fn obj_pin(fd: BorrowedFd<'_>, path: &CStr) -> io::Result<()> {
 /// BPF_OBJ_GET: opens what is pinned at `path`.
 pub fn obj_get(path: &CStr) -> io::Result<OwnedFd> {
     let mut attr = zeroed();
+    // SAFETY: as in `obj_pin`: the zeroed union's pin member, all integers; `path` is
+    // NUL-terminated and outlives the call.
     let a = unsafe { &mut attr.__bindgen_anon_4 };
     a.pathname = path.as_ptr() as u64;
     bpf(bpf_cmd::BPF_OBJ_GET, &mut attr).map(fd_of)
@@ -409,6 +429,9 @@ fn elem(
     flags: u64,
 ) -> io::Result<bool> {
     let mut attr = zeroed();
+    // SAFETY: the map-element member of a zeroed union of integers: any bytes are a valid value
+    // of it. The public callers pass `key` and `value` from slices that outlive the call (and a
+    // value of the map's value size, as their documentation asks).
     let a = unsafe { &mut attr.__bindgen_anon_2 };
     a.map_fd = map.as_raw_fd() as u32;
     a.key = key as u64;
@@ -598,6 +621,8 @@ pub fn obj_info<T: ObjInfo>(fd: BorrowedFd<'_>) -> io::Result<T> {
     // SAFETY: T is one of the kernel's plain info structs (integers and arrays only).
     let mut info: T = unsafe { mem::zeroed() };
     let mut attr = zeroed();
+    // SAFETY: the info member of a zeroed union of integers (any bytes are a valid value);
+    // `info` outlives the bpf() call and `info_len` is its size, so the kernel writes inside it.
     let a = unsafe { &mut attr.info };
     a.bpf_fd = fd.as_raw_fd() as u32;
     a.info_len = mem::size_of::<T>() as u32;
@@ -610,10 +635,14 @@ pub fn obj_info<T: ObjInfo>(fd: BorrowedFd<'_>) -> io::Result<T> {
 pub fn prog_map_ids(prog: BorrowedFd<'_>) -> io::Result<Vec<u32>> {
     let n = obj_info::<bpf_prog_info>(prog)?.nr_map_ids;
     let mut ids = vec![0u32; n as usize];
+    // SAFETY: bpf_prog_info is plain integers and arrays of them: all zero bytes is a valid value.
     let mut info: bpf_prog_info = unsafe { mem::zeroed() };
     info.nr_map_ids = n;
     info.map_ids = ids.as_mut_ptr() as u64;
     let mut attr = zeroed();
+    // SAFETY: the info member of a zeroed union of integers (any bytes are a valid value);
+    // `info` and `ids` outlive the bpf() call, `info_len` is `info`'s size and `nr_map_ids` is
+    // `ids`'s length, so the kernel writes inside both.
     let a = unsafe { &mut attr.info };
     a.bpf_fd = prog.as_raw_fd() as u32;
     a.info_len = mem::size_of::<bpf_prog_info>() as u32;
@@ -642,9 +671,11 @@ pub fn next_id(kind: Kind, start: u32) -> io::Result<Option<u32>> {
         Kind::Link => bpf_cmd::BPF_LINK_GET_NEXT_ID,
     };
     let mut attr = zeroed();
+    // SAFETY: the get-id member of a zeroed union of integers: any bytes are a valid value of it.
     let a = unsafe { &mut attr.__bindgen_anon_6 };
     a.__bindgen_anon_1.start_id = start;
     match bpf(cmd, &mut attr) {
+        // SAFETY: the same member, an integer the kernel wrote (any bytes are a valid u32).
         Ok(_) => Ok(Some(unsafe { attr.__bindgen_anon_6.next_id })),
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
         Err(e) => Err(e),
@@ -659,6 +690,7 @@ pub fn fd_by_id(kind: Kind, id: u32) -> io::Result<OwnedFd> {
         Kind::Link => bpf_cmd::BPF_LINK_GET_FD_BY_ID,
     };
     let mut attr = zeroed();
+    // SAFETY: the get-id member of a zeroed union of integers: any bytes are a valid value of it.
     let a = unsafe { &mut attr.__bindgen_anon_6 };
     a.__bindgen_anon_1.start_id = id;
     bpf(cmd, &mut attr).map(fd_of)

@@ -28,6 +28,8 @@
 //! file (the launcher merges them; this crate only reads the file, so that it can be tested and
 //! fuzzed on its own).
 
+#![forbid(unsafe_code)]
+
 use smcrun_policy::Policy;
 use smcrun_settings::{self as settings, Fallback, Mode, Setting};
 use std::borrow::Cow;

@@ -10,8 +10,6 @@
 //! help); [`features`] which Linux version brought each interface; [`error`] the one error type.
 //! Every parser takes the raw reply bytes, so captured replies can be replayed in tests.
 
-#![warn(missing_docs)]
-
 mod abi;
 pub mod attr;
 pub mod error;

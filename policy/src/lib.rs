@@ -21,6 +21,8 @@
 //! one program (also once), so that [`ProgramPolicy::decide`], which runs on every connect and
 //! bind of someone else's process, neither globs nor allocates.
 
+#![forbid(unsafe_code)]
+
 mod addr;
 mod error;
 mod glob;

@@ -16,14 +16,20 @@ thread_local! {
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        System.alloc(layout)
+        // SAFETY: the caller's contract for `alloc` (a non-zero-sized layout) is the system
+        // allocator's too; the layout is passed on unchanged.
+        unsafe { System.alloc(layout) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout)
+        // SAFETY: every block this allocator hands out came from `System`, so `ptr` and
+        // `layout` are one of the system allocator's blocks, as `dealloc` requires.
+        unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        System.realloc(ptr, layout, new_size)
+        // SAFETY: as for `dealloc`, `ptr` is a block of the system allocator's with this
+        // layout; `new_size` meets the caller's contract, which is the same.
+        unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
 

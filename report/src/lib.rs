@@ -7,7 +7,7 @@
 //! half way: `seq` opens the document and `seq_end` closes it with the same number, and [`parse`]
 //! tells a torn read from a whole one.
 
-#![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 use serde::{Deserialize, Serialize};
 

@@ -26,9 +26,6 @@
 //! [`refusal`] says why a process has no report; [`pidns`] and [`process`] are what a reader needs
 //! to tell whether a report's process still runs (its pid namespace, its start time).
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs)]
-
 pub mod layout;
 pub mod open;
 pub mod pidns;

@@ -6,6 +6,7 @@
 //! processes, possibly before `main`.
 
 #![no_std]
+#![forbid(unsafe_code)]
 
 /// How the shim makes an SMC socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

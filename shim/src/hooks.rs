@@ -213,11 +213,12 @@ pub unsafe extern "C" fn accept(
         // SAFETY: the caller's arguments, passed on unchanged.
         || unsafe { real::accept(fd, addr, len) },
         |out| {
-            // SAFETY: the caller's arguments, passed on unchanged.
             let entry = errno();
+            // SAFETY: the caller's arguments, passed on unchanged: C calls this hook exactly as
+            // accept(2), so `addr` and `len` meet the real accept's contract.
             let ret = out.record(unsafe { real::accept(fd, addr, len) });
-            // SAFETY: as above.
             let ret = again_with_our_fds(ret, entry, || {
+                // SAFETY: as above: the same arguments, tried again.
                 out.record(unsafe { real::accept(fd, addr, len) })
             });
             accepted(fd, ret);
@@ -241,11 +242,12 @@ pub unsafe extern "C" fn accept4(
         // SAFETY: the caller's arguments, passed on unchanged.
         || unsafe { real::accept4_real(fd, addr, len, flags) },
         |out| {
-            // SAFETY: the caller's arguments, passed on unchanged.
             let entry = errno();
+            // SAFETY: the caller's arguments, passed on unchanged: C calls this hook exactly as
+            // accept4(2), so `addr` and `len` meet the real accept4's contract.
             let ret = out.record(unsafe { real::accept4_real(fd, addr, len, flags) });
             let ret = again_with_our_fds(ret, entry, || {
-                // SAFETY: as above.
+                // SAFETY: as above: the same arguments, tried again.
                 out.record(unsafe { real::accept4_real(fd, addr, len, flags) })
             });
             accepted(fd, ret);

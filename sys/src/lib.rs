@@ -8,8 +8,6 @@
 //! thread's errno as it found it: a failure comes back as an [`Errno`] in the `Result`.
 
 #![no_std]
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs)]
 
 pub mod errno;
 #[cfg(feature = "std")]

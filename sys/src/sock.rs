@@ -296,7 +296,7 @@ mod tests {
                 assert_eq!(unsafe { to_std(p, short) }, None, "{a} with {short} bytes");
             }
         }
-        // SAFETY: null is allowed.
+        // SAFETY: `to_std` checks for null before reading, so a null address reads nothing.
         assert_eq!(unsafe { to_std(core::ptr::null(), 16) }, None);
     }
 

@@ -109,7 +109,8 @@ fn machine(load_before: [f64; 3]) -> Machine {
                 .ok()
         })
         .unwrap_or(0.0);
-    // SAFETY: a plain socket call; the fd is closed at once.
+    // SAFETY: socket(2) takes integers only; close is given the fd it returned, which nothing
+    // else has seen.
     let smc = unsafe {
         let fd = libc::socket(smcrun_sys::smc::AF_SMC, libc::SOCK_STREAM, 0);
         if fd >= 0 {

@@ -20,9 +20,9 @@ pub struct Cost {
 pub fn reap(child: Child, t0: Instant) -> Result<(Cost, i32), String> {
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it for our own child.
+    // SAFETY: rusage is plain integers: all zero bytes is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waiting for our own child.
+    // SAFETY: wait4 writes only `status` and `ru`, ours and alive for the call.
     if unsafe { libc::wait4(pid, &mut status, 0, &mut ru) } != pid {
         return Err(format!("wait4: {}", std::io::Error::last_os_error()));
     }
@@ -112,7 +112,8 @@ pub fn wait_listening(port: u16, secs: u64) -> Result<(), String> {
 
 /// Stops a server child: SIGTERM, then reaped.
 pub fn stop(mut child: Child) {
-    // SAFETY: signalling our own child.
+    // SAFETY: kill(2) takes integers only; the pid is our child's, not yet reaped, so it names
+    // no other process.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
     let _ = child.wait();
 }

@@ -195,9 +195,9 @@ fn serve(ctx: &Ctx, shim: bool, n: u32) -> Result<Option<f64>, String> {
 
 /// Children's CPU so far (user + system ms).
 fn children_cpu() -> f64 {
-    // SAFETY: rusage is plain data.
+    // SAFETY: rusage is plain integers: all zero bytes is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid out pointer.
+    // SAFETY: getrusage writes one rusage into `ru`, ours and alive for the call.
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
     smcrun_bench::cpu::rusage_ms(&ru)
 }

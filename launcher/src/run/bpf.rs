@@ -166,8 +166,9 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
 fn spawn_holder(hold: impl FnOnce()) -> Result<(), String> {
     use nix::sys::wait::waitpid;
     use nix::unistd::{fork, setsid, ForkResult};
-    // SAFETY: smcrun is single-threaded here; the children only call async-signal-safe
-    // functions before _exit, apart from the holder, which owns the process from then on.
+    // SAFETY: smcrun is single-threaded here, so the child is a whole copy of it (no lock held by
+    // a thread that did not come along); the intermediate child only calls setsid, fork and
+    // _exit, which are async-signal-safe, and the holder owns its process from then on.
     match unsafe { fork() }.map_err(|e| format!("fork: {e}"))? {
         ForkResult::Parent { child } => {
             waitpid(child, None).map_err(|e| format!("waitpid: {e}"))?;
@@ -175,13 +176,18 @@ fn spawn_holder(hold: impl FnOnce()) -> Result<(), String> {
         }
         ForkResult::Child => {
             let _ = setsid();
+            // SAFETY: the intermediate child is a fork of a single-threaded process, so it has
+            // one thread too: the holder it forks may run any code (see above).
             match unsafe { fork() } {
                 Ok(ForkResult::Child) => {
                     detach_stdio();
                     hold();
-                    // SAFETY: leaving the holder without running the parent's atexit handlers.
+                    // SAFETY: _exit(2) takes an integer and ends the process without running the
+                    // parent's atexit handlers (as wanted) or any destructor, which leaks at
+                    // worst. (Neither nix nor rustix's safe API has it.)
                     unsafe { libc::_exit(0) }
                 }
+                // SAFETY: as above, for the intermediate child.
                 _ => unsafe { libc::_exit(0) },
             }
         }
@@ -197,8 +203,7 @@ fn detach_stdio() {
         .open("/dev/null")
     {
         for fd in 0..3 {
-            // SAFETY: dup2 onto the standard descriptors.
-            unsafe { libc::dup2(null.as_raw_fd(), fd) };
+            let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
         }
     }
     let _ = std::env::set_current_dir("/");
@@ -207,7 +212,10 @@ fn detach_stdio() {
 /// Closes every descriptor above stderr: close_range(2) (Linux 5.9+), else one by one from
 /// /proc/self/fd (whose own descriptor is closed last, by the iterator's drop).
 fn close_inherited() {
-    // SAFETY: close_range on descriptors 3 and up; nothing in this process uses them any more.
+    // SAFETY: close_range(2) takes integers only; the descriptors from 3 up that it closes
+    // belong to nothing in this process any more (the holder has just started, and opens its
+    // own afterwards), so no owner is left holding a closed number. No safe wrapper has it
+    // (nix 0.29 and rustix lack close_range).
     if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } == 0 {
         return;
     }
@@ -219,8 +227,8 @@ fn close_inherited() {
         .filter(|&fd| fd > 2)
         .collect();
     for fd in fds {
-        // SAFETY: as above (the listing's own descriptor is gone by now: EBADF, ignored).
-        unsafe { libc::close(fd) };
+        // The listing's own descriptor is gone by now: EBADF, ignored.
+        let _ = nix::unistd::close(fd);
     }
 }
 
@@ -256,8 +264,7 @@ fn hold_cgroups() {
     else {
         return;
     };
-    // SAFETY: flock(2) on an fd we own.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+    if rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
         return; // another holder runs
     }
     let Ok(_smc) = smcrun_bpf::smc::open() else {

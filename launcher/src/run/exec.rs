@@ -276,20 +276,18 @@ pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> ExitCode {
 
 /// Whether `socket(AF_SMC, SOCK_STREAM, 0)` works: the kernel has SMC.
 fn af_smc_works() -> bool {
-    // SAFETY: socket(2) with constant arguments; the fd, if any, is closed at once.
-    let fd = unsafe {
-        libc::socket(
-            smcrun_sys::smc::AF_SMC,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
-    if fd < 0 {
-        return false;
+    use smcrun_sys::sock;
+    match sock::socket(
+        smcrun_sys::smc::AF_SMC,
+        libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+        0,
+    ) {
+        Ok(fd) => {
+            let _ = sock::close(fd);
+            true
+        }
+        Err(_) => false,
     }
-    // SAFETY: fd is ours.
-    unsafe { libc::close(fd) };
-    true
 }
 
 /// `--mode inet` (or SMCRUN_MODE=inet) on a kernel that refuses IPPROTO_SMC because it predates

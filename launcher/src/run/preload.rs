@@ -185,19 +185,9 @@ pub fn find_program(program: &OsStr) -> Result<PathBuf, NotFound> {
 /// Whether the file has capabilities (`security.capability`): the loader then runs it in secure
 /// mode and ignores LD_PRELOAD, unless the user is root.
 pub fn has_file_capabilities(path: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: a size query (NULL buffer, 0 bytes) on a NUL-terminated path.
-    let n = unsafe {
-        libc::getxattr(
-            c.as_ptr(),
-            c"security.capability".as_ptr(),
-            std::ptr::null_mut(),
-            0,
-        )
-    };
-    n > 0
+    // A size query: an empty buffer, 0 bytes. A path with a NUL byte is an error, so no.
+    let empty: &mut [u8] = &mut [];
+    rustix::fs::getxattr(path, c"security.capability", empty).is_ok_and(|n| n > 0)
 }
 
 /// Why LD_PRELOAD will not reach this program, if it will not: statically linked, setuid or

@@ -9,12 +9,15 @@ static SIGPIPE_WAS_IGNORED: AtomicBool = AtomicBool::new(false);
 
 #[ctor::ctor]
 fn record_inherited() {
-    // SAFETY: querying (not changing) a disposition with a zeroed sigaction to write into.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) == 0 {
-            SIGPIPE_WAS_IGNORED.store(old.sa_sigaction == libc::SIG_IGN, Ordering::Relaxed);
-        }
+    // SAFETY: libc::sigaction is a handler stored as an integer, a sigset of integers, flags and
+    // an optional function pointer: all zero bytes is a valid value (SIG_DFL, an empty mask, no
+    // flags, no restorer).
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: with a null new action sigaction(2) only queries: it changes no disposition, and
+    // writes the current one into `old`, ours and alive for the call. (nix's sigaction cannot
+    // query without installing.)
+    if unsafe { libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) } == 0 {
+        SIGPIPE_WAS_IGNORED.store(old.sa_sigaction == libc::SIG_IGN, Ordering::Relaxed);
     }
 }
 
@@ -25,7 +28,8 @@ pub fn restore_inherited() {
     } else {
         libc::SIG_DFL
     };
-    // SAFETY: installing SIG_IGN or SIG_DFL is always valid.
+    // SAFETY: SIG_IGN and SIG_DFL are no handler of ours, so no code of ours can run in signal
+    // context and nothing else needs to hold (nix's `signal` is unsafe just the same).
     unsafe {
         libc::signal(libc::SIGPIPE, handler);
     }

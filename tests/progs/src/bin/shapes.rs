@@ -200,7 +200,7 @@ fn prefork(args: &[String]) {
     say("ready=1".into());
     for p in pids {
         let mut status = 0;
-        // SAFETY: waiting for our own child.
+        // SAFETY: waitpid writes only `status`, an int of ours alive for the call.
         unsafe { libc::waitpid(p, &mut status, 0) };
     }
     say("done=1".into());
@@ -214,9 +214,9 @@ fn drop_root(args: &[String]) {
     let uid: libc::uid_t = arg(args, 1, "a uid");
     let n: u32 = arg(args, 2, "a count");
     let l = TcpListener::bind(("127.0.0.1", port)).unwrap();
-    // SAFETY: plain credential calls.
+    // SAFETY: setgid and setresuid take integers only and touch no memory of ours.
     let r = unsafe { libc::setgid(uid) + libc::setresuid(uid, uid, uid) };
-    // SAFETY: as above.
+    // SAFETY: geteuid takes nothing and cannot fail.
     say(format!("setuid={r} uid={}", unsafe { libc::geteuid() }));
     say(format!("listening={}", l.local_addr().unwrap()));
     for _ in 0..n {
@@ -271,7 +271,7 @@ fn accept_short() {
                 }
             };
             assert!(a >= 0, "accept failed");
-            // SAFETY: closing the accepted fd.
+            // SAFETY: `a` is the connection just accepted, a number nothing else holds.
             unsafe { libc::close(a) };
             drop(c);
             say(format!(
@@ -325,7 +325,7 @@ fn accept_null(args: &[String]) {
             }
         };
         let e = errno();
-        // SAFETY: closing the accepted fd.
+        // SAFETY: `a` is the connection just accepted (or -1, EBADF), a number nothing else holds.
         unsafe { libc::close(a) };
         say(format!(
             "accept4={use_accept4} addrlen_null={} accepted={} errno={} client={}",
@@ -380,7 +380,7 @@ fn half_close() {
     let mut c = TcpStream::connect(addr).unwrap();
     c.write_all(&vec![7u8; 1 << 20]).unwrap();
     let fd = std::os::fd::AsRawFd::as_raw_fd(&c);
-    // SAFETY: shutdown of a socket owned here.
+    // SAFETY: shutdown(2) takes integers only; `fd` is the client's socket, open for the call.
     let (r, e) = unsafe { (libc::shutdown(fd, libc::SHUT_WR), errno()) };
     let mut reply = String::new();
     c.read_to_string(&mut reply).unwrap();
@@ -467,7 +467,8 @@ fn signal_storm(args: &[String]) {
         let s = format!("{sink:>12}");
         sink = sink.wrapping_add(s.len());
     }
-    // SAFETY: stopping the timer.
+    // SAFETY: an all-zero itimerval (plain integers) disarms the timer; setitimer reads it and,
+    // with a null old value, writes nothing.
     unsafe {
         let t: libc::itimerval = std::mem::zeroed();
         libc::setitimer(libc::ITIMER_REAL, &t, std::ptr::null_mut());
@@ -679,7 +680,8 @@ fn churn(args: &[String]) {
         }
     });
     let accepted = stop_sink(sink, acceptor);
-    // SAFETY: closing our own bound socket.
+    // SAFETY: `refuser` is the bound socket `refusing_port` gave us, which no thread uses any
+    // more (all were joined).
     unsafe { libc::close(refuser) };
     say(format!(
         "cycles={} connected={} refused={} other_errno={:?}",
@@ -781,7 +783,7 @@ fn fork_many(args: &[String]) {
     let mut bad = Vec::new();
     let reap = |good: &mut u32, bad: &mut Vec<i32>| {
         let mut status = 0;
-        // SAFETY: waiting for any child of ours.
+        // SAFETY: wait writes only `status`, an int of ours alive for the call.
         let pid = unsafe { libc::wait(&mut status) };
         if pid > 0 {
             if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
@@ -870,7 +872,7 @@ fn exec_listener(args: &[String]) {
         // SAFETY: accept on the inherited listener, with no address buffer; the fd is closed.
         let a = unsafe { libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut()) };
         say(format!("worker accepted={}", a >= 0));
-        // SAFETY: closing the accepted fd.
+        // SAFETY: `a` is the connection just accepted (or -1, EBADF), a number nothing else holds.
         unsafe { libc::close(a) };
         return;
     }
@@ -917,7 +919,7 @@ fn fd_limit(args: &[String]) {
     };
     say(format!("sockets={} errno={e}", fds.len()));
     for fd in fds {
-        // SAFETY: closing our own fds.
+        // SAFETY: each number is a socket this loop made, held by nothing else.
         unsafe { libc::close(fd) };
     }
 }
@@ -1017,7 +1019,8 @@ fn spawn_storm(args: &[String]) {
         }
         stop.store(true, Ordering::Relaxed);
     });
-    // SAFETY: closing our bound socket.
+    // SAFETY: `refuser` is the bound socket `refusing_port` gave us, which no thread uses any
+    // more (all were joined).
     unsafe { libc::close(refuser) };
     say(format!(
         "posix_spawn_ok={spawned_ok} vfork_ok={vforked_ok} of={n} socket_threads_other_errno={}",

@@ -148,7 +148,7 @@ fn untouched() {
         ("mptcp", libc::AF_INET, libc::SOCK_STREAM, 262),
     ];
     for (name, d, t, p) in cases {
-        // SAFETY: socket/close on fds owned here.
+        // SAFETY: socket(2) takes integers only.
         let fd = unsafe { libc::socket(d, t, p) };
         if fd < 0 {
             println!("{name}=error:{}", errno_name(errno()));
@@ -156,6 +156,7 @@ fn untouched() {
         }
         let same = raw_opt(fd, libc::SO_DOMAIN) == d && raw_opt(fd, libc::SO_TYPE) == t;
         println!("{name}={}", if same { "untouched" } else { "CHANGED" });
+        // SAFETY: `fd` is the socket made above, used by nothing after this.
         unsafe { libc::close(fd) };
     }
     let mut sv = [0 as c_int; 2];
@@ -174,29 +175,37 @@ fn untouched() {
 fn errno_check() {
     // socket() that succeeds must leave errno as it was, even if the shim failed internally first.
     set_errno(libc::ERANGE);
-    // SAFETY: plain socket calls on fds owned here.
+    // SAFETY: socket(2) takes integers only.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
     println!("socket_ok={}", fd >= 0);
     println!("errno_after_socket={}", errno_name(errno()));
+    // SAFETY: F_GETFD takes no argument and dereferences nothing.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
     println!("cloexec_kept={}", flags & libc::FD_CLOEXEC != 0);
+    // SAFETY: socket(2) takes integers only.
     let fd2 = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0) };
+    // SAFETY: F_GETFL takes no argument and dereferences nothing.
     let fl = unsafe { libc::fcntl(fd2, libc::F_GETFL) };
     println!("nonblock_kept={}", fl & libc::O_NONBLOCK != 0);
     // A failing connect must report the kernel's errno.
     let (sa, len) = loopback(libc::AF_INET, 1);
     set_errno(0);
+    // SAFETY: `sa` is a sockaddr_storage of ours holding `len` bytes of address, alive for the
+    // call.
     let r = unsafe { libc::connect(fd, &sa as *const _ as *const libc::sockaddr, len) };
     println!("connect_closed_port={} errno={}", r, errno_name(errno()));
     // A failing bind (port in use) too.
     let (l, _c, _a) = tcp_pair(libc::AF_INET);
+    // SAFETY: socket(2) takes integers only.
     let fd3 = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
     let (sa, len) = loopback(libc::AF_INET, port_of(l));
+    // SAFETY: as for connect: `sa` holds `len` bytes of address and outlives the call.
     let r = unsafe { libc::bind(fd3, &sa as *const _ as *const libc::sockaddr, len) };
     println!("bind_in_use={} errno={}", r, errno_name(errno()));
     // getsockopt on a non-socket.
     let mut v: c_int = 0;
     let mut vl = std::mem::size_of::<c_int>() as socklen_t;
+    // SAFETY: `v` is an int of ours and `vl` says so; a bad fd writes nothing anyway.
     let r = unsafe {
         libc::getsockopt(
             0x7fff,
@@ -215,9 +224,10 @@ fn errno_check() {
 
 fn strict() {
     set_errno(0);
-    // SAFETY: plain socket call.
+    // SAFETY: socket(2) takes integers only.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
     println!("fd_ok={} errno={}", fd >= 0, errno_name(errno()));
+    // SAFETY: as above.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
     println!("udp_ok={}", fd >= 0);
 }
@@ -230,7 +240,7 @@ fn threads(args: &[String]) {
             let b = barrier.clone();
             std::thread::spawn(move || {
                 b.wait();
-                // SAFETY: plain socket calls on fds owned here.
+                // SAFETY: socket(2) takes integers only.
                 let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
                 fd >= 0 && hooked_opt(fd, libc::SO_DOMAIN) == libc::AF_INET
             })
@@ -311,6 +321,7 @@ fn conns(args: &[String]) {
                 std::process::exit(0);
             }
             let mut status = 0;
+            // SAFETY: waitpid writes only `status`, an int of ours alive for the call.
             unsafe { libc::waitpid(pid, &mut status, 0) };
             println!(
                 "parent pid={} child={pid} status={}",
