@@ -10,6 +10,8 @@
 //! help); [`features`] which Linux version brought each interface; [`error`] the one error type.
 //! Every parser takes the raw reply bytes, so captured replies can be replayed in tests.
 
+#![forbid(unsafe_code)]
+
 mod abi;
 pub mod attr;
 pub mod error;

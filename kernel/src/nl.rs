@@ -118,20 +118,17 @@ fn open(protocol: Protocol, what: &str) -> Result<Socket, Error> {
 }
 
 fn set_receive_timeout(socket: &Socket, timeout: Duration) {
-    let tv = libc::timeval {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_usec: 0,
-    };
-    // SAFETY: setsockopt reads `size_of::<timeval>()` bytes from a live timeval on our stack.
-    unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        );
-    }
+    // a struct timeval: seconds, then microseconds (0), each a native long (as on every 64-bit
+    // Linux smcrun builds for; checked below)
+    const _: () =
+        assert!(std::mem::size_of::<libc::timeval>() == 2 * std::mem::size_of::<libc::c_long>());
+    let secs = libc::c_long::try_from(timeout.as_secs()).unwrap_or(libc::c_long::MAX);
+    let mut tv = [0u8; std::mem::size_of::<libc::timeval>()];
+    let (s, us) = tv.split_at_mut(std::mem::size_of::<libc::c_long>());
+    s.copy_from_slice(&secs.to_ne_bytes());
+    us.copy_from_slice(&(0 as libc::c_long).to_ne_bytes());
+    let _ =
+        smcrun_sys::sock::set_bytes(socket.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVTIMEO, &tv);
 }
 
 fn os_error(what: &str, e: std::io::Error) -> Error {

@@ -123,8 +123,8 @@ pub fn limits(ibdev: &str) -> Result<Limits, Error> {
     // The context comes with an event fd of its own; it is not needed here.
     let async_fd = i32::from_ne_bytes([ctx[0], ctx[1], ctx[2], ctx[3]]);
     if async_fd >= 0 && async_fd != file.as_raw_fd() {
-        // SAFETY: the kernel just installed this fd for this process; nothing else uses it.
-        unsafe { libc::close(async_fd) };
+        // the kernel just installed this fd for this process; nothing else uses it
+        let _ = smcrun_sys::sock::close(async_fd);
     }
     let mut resp = [0u8; QUERY_DEVICE_RESP_LEN];
     command(&mut file, CMD_QUERY_DEVICE, &mut resp, &what)?;
