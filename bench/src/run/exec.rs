@@ -104,6 +104,8 @@ fn stripped_shim(ctx: &Ctx) -> Option<PathBuf> {
 /// What the shim may cost an exec beyond the C preload (issue 23): CPU time, page faults; and the
 /// relative relocations of the whole process with the shim loaded.
 const CPU_OVER_C_GOAL_MS: f64 = 0.02;
+/// The side of bench/floor: the C preload's hook in Rust with std, built as the shim is.
+const FLOOR: &str = "the same hook in Rust with std (bench/floor: a std preload's floor)";
 const FAULTS_OVER_C_GOAL: f64 = 5.0;
 const RELATIVE_RELOCS_GOAL: f64 = 100.0;
 
@@ -119,6 +121,10 @@ pub fn preload(ctx: &Ctx) -> Result<Vec<Row>, String> {
     }
     if let Some(p) = c_preload(ctx) {
         sides.push(("a C preload of socket() alone".into(), Some(p)));
+    }
+    let floor = ctx.bin.join("libsmcrun_floor_preload.so");
+    if floor.exists() {
+        sides.push((FLOOR.into(), Some(floor)));
     }
     let mut wall = vec![Vec::new(); sides.len()];
     let mut cpu = vec![Vec::new(); sides.len()];
@@ -191,21 +197,30 @@ pub fn preload(ctx: &Ctx) -> Result<Vec<Row>, String> {
         }
     }
     // issue 23's goals: the shim against the C preload of socket() alone, in the same run
-    if let Some(c) = sides.iter().position(|s| s.0.starts_with("a C preload")) {
-        for (what, unit, v, goal) in [
-            ("CPU time per exec", "ms", &cpu, CPU_OVER_C_GOAL_MS),
-            ("page faults per exec", "faults", &flt, FAULTS_OVER_C_GOAL),
-        ] {
-            rows.push(
-                Row::paired(
-                    "preload",
-                    what,
-                    unit,
-                    (sides[c].0.as_str(), &v[c]),
-                    (sides[1].0.as_str(), &v[1]),
-                )
-                .goal(Goal::AddedAtMost(goal)),
-            );
+    // and std's own share: the floor against the C preload, the shim against the floor
+    let c = sides.iter().position(|s| s.0.starts_with("a C preload"));
+    let f = sides.iter().position(|s| s.0 == FLOOR);
+    for (what, unit, v, goal) in [
+        ("CPU time per exec", "ms", &cpu, CPU_OVER_C_GOAL_MS),
+        ("page faults per exec", "faults", &flt, FAULTS_OVER_C_GOAL),
+    ] {
+        let pair = |a: usize, b: usize| {
+            Row::paired(
+                "preload",
+                what,
+                unit,
+                (sides[a].0.as_str(), &v[a]),
+                (sides[b].0.as_str(), &v[b]),
+            )
+        };
+        if let Some(c) = c {
+            rows.push(pair(c, 1).goal(Goal::AddedAtMost(goal)));
+        }
+        if let (Some(c), Some(f)) = (c, f) {
+            rows.push(pair(c, f));
+        }
+        if let Some(f) = f {
+            rows.push(pair(f, 1));
         }
     }
     Ok(rows)
