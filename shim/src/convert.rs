@@ -5,7 +5,7 @@ use crate::config::{self, Config};
 use crate::debug::{errno_name, line};
 use crate::guard::{errno, set_errno, Outcome};
 use crate::real;
-use libc::{c_int, c_void, socklen_t};
+use libc::c_int;
 use smcrun_policy::{Action, Family};
 use smcrun_runtime::fdtable::{self, Kind};
 use smcrun_runtime::track;
@@ -245,7 +245,7 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
 }
 
 /// Whether `value`, read with getsockopt(SOL_SOCKET, `name`), may be an SMC socket's identity
-/// that [`mask_identity`] would change: the hook's test before it does any more work.
+/// that [`identity_as_tcp`] would change: the hook's test before it does any more work.
 #[inline]
 pub fn may_be_smc_identity(name: c_int, value: c_int) -> bool {
     match name {
@@ -257,37 +257,24 @@ pub fn may_be_smc_identity(name: c_int, value: c_int) -> bool {
     }
 }
 
-/// After a successful `getsockopt(SOL_SOCKET, SO_DOMAIN | SO_PROTOCOL)`: reports what a TCP socket
-/// would, for sockets the kernel knows as SMC. Decided from the socket itself, not from a table of
-/// fds, so it also covers sockets accepted from a converted listener and survives dup() and
-/// fork(); the price is that a program that made an AF_SMC socket on purpose sees it as TCP too.
-///
-/// # Safety
-/// `val`/`len` are the caller's getsockopt arguments after a successful call.
-pub unsafe fn mask_identity(fd: c_int, name: c_int, val: *mut c_void, len: *mut socklen_t) {
-    // SAFETY: the caller's pointers, as getsockopt just used them: `len` readable, `val` holding
-    // at least `*len` bytes.
-    if val.is_null() || len.is_null() || (unsafe { *len } as usize) < std::mem::size_of::<c_int>() {
-        return;
+/// After a successful `getsockopt(SOL_SOCKET, SO_DOMAIN | SO_PROTOCOL)` that answered `got`:
+/// what a TCP socket would report instead, for sockets the kernel knows as SMC (None: keep `got`).
+/// Decided from the socket itself, not from a table of fds, so it also covers sockets accepted
+/// from a converted listener and survives dup() and fork(); the price is that a program that made
+/// an AF_SMC socket on purpose sees it as TCP too.
+pub fn identity_as_tcp(fd: c_int, name: c_int, got: c_int) -> Option<c_int> {
+    if !may_be_smc_identity(name, got) {
+        return None;
     }
-    let slot = val.cast::<c_int>();
-    // SAFETY: at least an int is there (checked above).
-    let got = unsafe { slot.read_unaligned() };
     let other = |opt: c_int| sock::get_int(fd, libc::SOL_SOCKET, opt).ok();
-    let fixed = match name {
-        libc::SO_DOMAIN if got == AF_SMC => match other(libc::SO_PROTOCOL) {
-            Some(SMCPROTO_SMC6) => Some(libc::AF_INET6),
-            Some(_) => Some(libc::AF_INET),
-            None => None,
+    match name {
+        // AF_SMC: the family its protocol says
+        libc::SO_DOMAIN => match other(libc::SO_PROTOCOL)? {
+            SMCPROTO_SMC6 => Some(libc::AF_INET6),
+            _ => Some(libc::AF_INET),
         },
         libc::SO_PROTOCOL if got == IPPROTO_SMC => Some(libc::IPPROTO_TCP),
-        libc::SO_PROTOCOL if got == SMCPROTO_SMC || got == SMCPROTO_SMC6 => {
-            (other(libc::SO_DOMAIN) == Some(AF_SMC)).then_some(libc::IPPROTO_TCP)
-        }
-        _ => None,
-    };
-    if let Some(v) = fixed {
-        // SAFETY: as above.
-        unsafe { slot.write_unaligned(v) };
+        // SMCPROTO_SMC(6) are 0 and 1: TCP only if the socket really is AF_SMC
+        _ => (other(libc::SO_DOMAIN) == Some(AF_SMC)).then_some(libc::IPPROTO_TCP),
     }
 }

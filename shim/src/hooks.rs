@@ -296,9 +296,10 @@ pub unsafe extern "C" fn getsockopt(
             let e = errno();
             if name == libc::SO_ERROR {
                 track::so_error_read(fd, value);
-            } else {
-                // SAFETY: the caller's pointers after a successful call.
-                unsafe { convert::mask_identity(fd, name, val, len) };
+            } else if let Some(v) = convert::identity_as_tcp(fd, name, value) {
+                // SAFETY: the kernel's answer is there: `*len` covers an int at `val` (checked
+                // above, before it was read).
+                unsafe { val.cast::<c_int>().write_unaligned(v) };
             }
             set_errno(e);
             ret
