@@ -7,13 +7,12 @@
 //! `modprobe` that does; or the refusal), 2 bad usage, 125 the kernel's version predates the
 //! interface (one line names it and the Linux version that added it).
 
-use crate::status::Exit;
+use crate::status::{Exit, Failure, Outcome};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
-use smcrun_kernel::Error;
 pub use smcrun_report::text::safe;
 
 /// Whether the command asked for JSON (`-j`/`--json`), set once by `main` from the parsed line.
@@ -46,34 +45,24 @@ pub fn fail(exit: Exit, line: &str) -> ExitCode {
 
 /// The error object alone (for a line already printed, as clap prints its usage errors).
 pub fn print_error_object(exit: Exit, line: &str) {
+    // Best effort: stdout may be what failed.
     let _ = print_json(&ErrorView {
         error: line,
         exit_code: exit.code(),
     });
 }
 
-/// Print the one-line refusal for `e` and return its status: 125 ([`Exit::Unavailable`]) when
-/// the kernel's version predates the interface, else 1.
-pub fn refused(e: &Error) -> ExitCode {
-    let exit = if e.is_kernel_lacking() {
-        Exit::Unavailable
-    } else {
-        Exit::Failed
-    };
-    fail(exit, &format!("smcrun: {e}"))
-}
-
 /// The end of writing a view to stdout: a reader that went away (`| head`) ends the output
 /// quietly with success; any other failure (a full disk, /dev/full) is one line on stderr and
 /// exit 1.
-pub fn stdout_result(written: std::io::Result<()>) -> ExitCode {
+pub fn stdout_result(written: std::io::Result<()>) -> Outcome {
     match written {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("smcrun: cannot write to stdout: {e}");
-            Exit::Failed.into()
-        }
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(Failure::new(
+            Exit::Failed,
+            format!("cannot write to stdout: {e}"),
+        )),
     }
 }
 
@@ -96,13 +85,13 @@ pub fn install_stdout_guard() {
 }
 
 /// Write `bytes` to stdout in one go (see [`stdout_result`]).
-pub fn write_stdout(bytes: &[u8]) -> ExitCode {
+pub fn write_stdout(bytes: &[u8]) -> Outcome {
     let mut out = std::io::stdout().lock();
     stdout_result(out.write_all(bytes).and_then(|()| out.flush()))
 }
 
 /// Print `v` as pretty JSON on stdout (through one buffer; see [`stdout_result`]).
-pub fn print_json(v: &impl Serialize) -> ExitCode {
+pub fn print_json(v: &impl Serialize) -> Outcome {
     let mut out = BufWriter::new(std::io::stdout().lock());
     let written = serde_json::to_writer_pretty(&mut out, v)
         .map_err(std::io::Error::from)
@@ -113,7 +102,7 @@ pub fn print_json(v: &impl Serialize) -> ExitCode {
 
 /// Print lines on stdout through one buffer (thousands of sockets cost one write, not one per
 /// line; see [`stdout_result`]).
-pub fn print_lines<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> ExitCode {
+pub fn print_lines<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> Outcome {
     let mut out = BufWriter::new(std::io::stdout().lock());
     let written = lines
         .into_iter()
@@ -283,7 +272,7 @@ impl Table {
     }
 
     /// Print the table on stdout.
-    pub fn print(&self) -> ExitCode {
+    pub fn print(&self) -> Outcome {
         print_lines(self.render())
     }
 }

@@ -5,8 +5,6 @@
 //! The kernel's SMC-R link group list is global; the views keep the groups of this network
 //! namespace (by its cookie) as smc-tools does not.
 
-use std::process::ExitCode;
-
 use clap::Args;
 use smcrun_kernel::reasons;
 use smcrun_kernel::smc_genl::{
@@ -17,6 +15,7 @@ use smcrun_views::json::linkgroup::{port_state, DevicesView, InfoView, LinkGroup
 use smcrun_views::netns;
 
 use crate::cmd::format::{self, ifname, Align, Table};
+use crate::status::{Failure, Outcome};
 
 /// `smcrun linkgroup` arguments.
 #[derive(Args, Debug)]
@@ -146,7 +145,7 @@ fn smcd_table(groups: &[LinkGroupSmcd]) -> Table {
 }
 
 /// Run `smcrun linkgroup`.
-pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
+pub fn linkgroup(a: &LinkGroupArgs) -> Outcome {
     let read = || -> Result<(Vec<LinkGroup>, Vec<LinkGroupSmcd>), Error> {
         let c = open()?;
         Ok((
@@ -156,7 +155,7 @@ pub fn linkgroup(a: &LinkGroupArgs) -> ExitCode {
     };
     let (groups, smcd) = match read() {
         Ok(v) => v,
-        Err(e) => return format::refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     if a.json {
         return format::print_json(&LinkGroupsView::new(&groups, &smcd));
@@ -223,10 +222,10 @@ pub fn links_table(groups: &[LinkGroup]) -> Table {
 }
 
 /// Run `smcrun link`.
-pub fn link(a: &JsonArgs) -> ExitCode {
+pub fn link(a: &JsonArgs) -> Outcome {
     let groups = match open().and_then(|c| c.link_groups()) {
         Ok(g) => netns::local_groups(g, netns::cookie()),
-        Err(e) => return format::refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     if a.json {
         return format::print_json(&LinksView::new(&groups));
@@ -341,10 +340,10 @@ fn read_devices(c: &SmcGenl) -> Result<(Devices, smc_genl::SysInfo), Error> {
 }
 
 /// Run `smcrun device`.
-pub fn device(a: &JsonArgs) -> ExitCode {
+pub fn device(a: &JsonArgs) -> Outcome {
     let d = match open().and_then(|c| read_devices(&c)) {
         Ok((d, _)) => d,
-        Err(e) => return format::refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     if a.json {
         return format::print_json(&DevicesView::new(&d.smcr, &d.smcd, d.loopback.as_ref()));
@@ -374,7 +373,7 @@ fn devices_text(d: &Devices) -> Vec<String> {
 }
 
 /// Run `smcrun info`.
-pub fn info(a: &JsonArgs) -> ExitCode {
+pub fn info(a: &JsonArgs) -> Outcome {
     let read = || -> Result<InfoView, Error> {
         let c = open()?;
         let (d, s) = read_devices(&c)?;
@@ -391,7 +390,7 @@ pub fn info(a: &JsonArgs) -> ExitCode {
     };
     let v = match read() {
         Ok(v) => v,
-        Err(e) => return format::refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     if a.json {
         return format::print_json(&v);

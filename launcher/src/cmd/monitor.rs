@@ -11,7 +11,7 @@
 //!
 //! `--json` prints one JSON object per line (its rules in docs/src/guide/tools.md, "JSON of the views").
 
-use crate::status::Exit;
+use crate::status::{Exit, Failure, Outcome};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -399,18 +399,19 @@ fn take(client: &SmcGenl, needs: &Needs) -> Result<Sample, Error> {
 }
 
 /// Run `smcrun monitor`.
-pub fn monitor(a: &MonitorArgs) -> ExitCode {
+pub fn monitor(a: &MonitorArgs) -> Outcome {
     let mode = match (a.view, a.mode) {
         (View::Connection, m) => m.unwrap_or(MonMode::All),
         (_, None) => MonMode::Smc,
         (_, Some(m @ (MonMode::Fallback | MonMode::All))) => {
-            return crate::cmd::format::fail(
+            return Err(Failure::of(
+                "smcrun monitor",
                 Exit::Usage,
-                &format!(
-                    "smcrun monitor: -m {} counts connections only; speed, memory and base take smc, smcr or smcd",
+                format!(
+                    "-m {} counts connections only; speed, memory and base take smc, smcr or smcd",
                     m.name()
                 ),
-            );
+            ));
         }
         (_, Some(m)) => m,
     };
@@ -421,11 +422,11 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
     };
     let client = match SmcGenl::open() {
         Ok(c) => c,
-        Err(e) => return format::refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     let mut prev = match take(&client, &needs) {
         Ok(s) => s,
-        Err(e) => return format::refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     if !a.json {
         if let Err(e) = format::emit_line(&header(a.view)) {
@@ -437,7 +438,7 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         std::thread::sleep(Duration::from_secs_f64(a.interval));
         let next = match take(&client, &needs) {
             Ok(s) => s,
-            Err(e) => return format::refused(&e),
+            Err(e) => return Err(Failure::refused(&e)),
         };
         let dt = match (prev.at, next.at) {
             (Some(p), Some(n)) => n.duration_since(p).as_secs_f64(),
@@ -456,7 +457,7 @@ pub fn monitor(a: &MonitorArgs) -> ExitCode {
         prev = next;
         printed += 1;
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

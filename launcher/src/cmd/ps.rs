@@ -6,7 +6,8 @@
 //! whom it runs as now. Reports of processes that are gone are shown once, marked, and removed
 //! (only those that were shown).
 
-use crate::status::Exit;
+use crate::cmd::format;
+use crate::status::{Exit, Failure, Outcome};
 use clap::Args;
 use serde::Serialize;
 use smcrun_report::text::safe;
@@ -220,18 +221,6 @@ fn top_reason(r: &ProcessReport) -> String {
     format!("{}…{count}", cut.trim_end())
 }
 
-/// Ends a view whose output went away: a closed pipe (`| head`) quietly, anything else with one
-/// line.
-fn output_error(e: io::Error) -> ExitCode {
-    if e.kind() == io::ErrorKind::BrokenPipe {
-        return ExitCode::SUCCESS;
-    }
-    crate::cmd::format::fail(
-        Exit::Failed,
-        &format!("smcrun: cannot write the output: {e}"),
-    )
-}
-
 fn entries(dir: &RunDir) -> Vec<PsEntry> {
     let mut out = Vec::new();
     let mut locator = Locator::new();
@@ -290,11 +279,11 @@ fn entries(dir: &RunDir) -> Vec<PsEntry> {
 
 /// Lists the reports; those of processes that are gone are shown once, marked, and removed.
 /// With `--all`, also every process that holds SMC sockets; BPF mode's scopes when there are any.
-pub fn ps(a: &PsArgs) -> ExitCode {
+pub fn ps(a: &PsArgs) -> Outcome {
     let dir = match RunDir::open() {
         Ok(d) => d,
         Err(e) => {
-            return crate::cmd::format::fail(Exit::Failed, &format!("smcrun ps: {e}"));
+            return Err(Failure::of("smcrun ps", Exit::Failed, e.to_string()));
         }
     };
     let path = match &dir {
@@ -346,14 +335,14 @@ pub fn ps(a: &PsArgs) -> ExitCode {
         }
         .unwrap_or_default();
         if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush()) {
-            return output_error(e);
+            return format::stdout_result(Err(e));
         }
         remove_gone(&entries);
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     if entries.is_empty() {
         if let Err(e) = writeln!(out, "no programs under smcrun (reports are kept in {path})") {
-            return output_error(e);
+            return format::stdout_result(Err(e));
         }
     } else {
         let header = format!(
@@ -373,7 +362,7 @@ pub fn ps(a: &PsArgs) -> ExitCode {
             "POLICY"
         );
         if let Err(e) = writeln!(out, "{header}") {
-            return output_error(e);
+            return format::stdout_result(Err(e));
         }
         for (i, e) in entries.iter().enumerate() {
             let c = e
@@ -414,7 +403,7 @@ pub fn ps(a: &PsArgs) -> ExitCode {
             if let Err(err) = writeln!(out, "{line}").and_then(|()| out.flush()) {
                 // Only what was shown is removed.
                 remove_gone(&entries[..i]);
-                return output_error(err);
+                return format::stdout_result(Err(err));
             }
         }
         // Shown once: a gone process's report goes now that it was seen.
@@ -435,13 +424,10 @@ pub fn ps(a: &PsArgs) -> ExitCode {
             Err(e) => format!("\n{e}: process and mode from smc_diag and /proc only"),
         };
         if let Err(e) = writeln!(out, "{line}") {
-            return output_error(e);
+            return format::stdout_result(Err(e));
         }
     }
-    match others_text(&mut out, &scopes, others.as_deref()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => output_error(e),
-    }
+    format::stdout_result(others_text(&mut out, &scopes, others.as_deref()))
 }
 
 /// BPF mode's scopes (when there are any) and, with `--all`, every process with SMC sockets.
@@ -512,7 +498,7 @@ struct WhyKernelView<'a> {
 }
 
 /// Explains one process's connections.
-pub fn why(a: &WhyArgs) -> ExitCode {
+pub fn why(a: &WhyArgs) -> Outcome {
     let agent = smcrun_views::agent::read().ok();
     let kernel = agent.as_ref().and_then(|s| s.process(a.pid));
     let report = RunDir::open()
@@ -543,20 +529,18 @@ pub fn why(a: &WhyArgs) -> ExitCode {
             t.push_str(&kernel_text(k));
             t
         };
-        return match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => output_error(e),
-        };
+        return format::stdout_result(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
     }
     let no_report = |why: String| {
-        crate::cmd::format::fail(
+        Err(Failure::of(
+            "smcrun why",
             Exit::Failed,
-            &format!(
-                "smcrun why: no report for pid {} ({why}); is it running under smcrun, started by this user? \
+            format!(
+                "no report for pid {} ({why}); is it running under smcrun, started by this user? \
                  (a process that switched uid reports to the user who started it)",
                 a.pid
             ),
-        )
+        ))
     };
     let dir = match RunDir::open() {
         Ok(Some(d)) => d,
@@ -571,7 +555,7 @@ pub fn why(a: &WhyArgs) -> ExitCode {
                 a.pid,
                 state_of(a.pid, None)
             );
-            return ExitCode::SUCCESS;
+            return Ok(ExitCode::SUCCESS);
         }
         Err(e) => return no_report(e),
     };
@@ -585,10 +569,7 @@ pub fn why(a: &WhyArgs) -> ExitCode {
             &user_name(uid_of(a.pid, Some(&r))),
         )
     };
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => output_error(e),
-    }
+    format::stdout_result(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
 }
 
 /// The report of this reader's process `pid`: the file of its pid in its own pid namespace when

@@ -9,8 +9,7 @@
 //! CM ids and contexts, which have no device limit) the maximum is shown as unknown, `?`.
 //! Without RDMA devices the view says "no RDMA devices" in one line and exits 1.
 
-use crate::status::Exit;
-use std::process::ExitCode;
+use crate::status::{Exit, Failure, Outcome};
 
 use clap::Args;
 use smcrun_kernel::rdma::{self, Device, ResourceKind, ResourceSummary};
@@ -145,30 +144,28 @@ fn port_text(d: &Device) -> String {
         .join(", ")
 }
 
-fn no_devices(e: Option<&Error>) -> ExitCode {
+fn no_devices(e: Option<&Error>) -> Outcome {
     let line = match e {
-        Some(e) => format!("smcrun: no RDMA devices ({e})"),
-        None => {
-            "smcrun: no RDMA devices (without RDMA hardware: smcrun setup soft-roce --netdev IF)"
-                .to_string()
-        }
+        Some(e) => format!("no RDMA devices ({e})"),
+        None => "no RDMA devices (without RDMA hardware: smcrun setup soft-roce --netdev IF)"
+            .to_string(),
     };
-    format::fail(Exit::Failed, &line)
+    Err(Failure::new(Exit::Failed, line))
 }
 
 /// Run `smcrun rdma`.
-pub fn rdma(a: &RdmaArgs) -> ExitCode {
+pub fn rdma(a: &RdmaArgs) -> Outcome {
     let sel = match select(&a.words) {
         Ok(s) => s,
         Err(e) => {
-            return format::fail(Exit::Usage, &format!("smcrun rdma: {e}"));
+            return Err(Failure::of("smcrun rdma", Exit::Usage, e.to_string()));
         }
     };
     let devices = match rdma::devices() {
         Ok(d) if d.is_empty() => return no_devices(None),
         Ok(d) => d,
         Err(e) if e.is_module_missing() => return no_devices(Some(&e)),
-        Err(e) => return format::refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     let devices: Vec<Device> = match &sel.device {
         None => devices,
@@ -176,13 +173,14 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
             let names: Vec<String> = devices.iter().map(|d| d.name.clone()).collect();
             let found: Vec<Device> = devices.into_iter().filter(|d| &d.name == name).collect();
             if found.is_empty() {
-                return format::fail(
+                return Err(Failure::of(
+                    "smcrun rdma",
                     Exit::Failed,
-                    &format!(
-                        "smcrun rdma: no RDMA device named \"{name}\"; the devices are: {}",
+                    format!(
+                        "no RDMA device named \"{name}\"; the devices are: {}",
                         names.join(", ")
                     ),
-                );
+                ));
             }
             found
         }
@@ -191,7 +189,7 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
         .and_then(|raw| rdma::parse_resource_summary(&raw))
     {
         Ok(s) => s,
-        Err(e) => return format::refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     let limits: Vec<Option<Limits>> = devices
         .iter()
@@ -217,7 +215,7 @@ pub fn rdma(a: &RdmaArgs) -> ExitCode {
                             .map(|r| Object::new(r, comm))
                             .filter(|o| keep(o, a.pid, a.state.as_deref())),
                     ),
-                    Err(e) => return format::refused(&e),
+                    Err(e) => return Err(Failure::refused(&e)),
                 }
             }
         }

@@ -7,14 +7,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
-use std::process::ExitCode;
 
 use clap::Args;
 use smcrun_kernel::reasons::{self, state};
 use smcrun_kernel::sock_diag::{self, Mode, SmcSocket};
 
-use crate::cmd::format::{print_json, print_lines, refused};
+use crate::cmd::format::{print_json, print_lines};
 use crate::cmd::owners::{self, Owner};
+use crate::status::{Failure, Outcome};
 use smcrun_views::json::ss::{DmbView, SocketView, SsView};
 
 /// `smcrun ss` arguments.
@@ -197,7 +197,7 @@ fn write_row(out: &mut String, s: &SmcSocket, wide: bool) {
 }
 
 /// Run `smcrun ss`.
-pub fn ss(a: &SsArgs) -> ExitCode {
+pub fn ss(a: &SsArgs) -> Outcome {
     let mut ext = 0;
     if a.debug {
         ext |= sock_diag::EXT_CONNINFO;
@@ -210,7 +210,7 @@ pub fn ss(a: &SsArgs) -> ExitCode {
     }
     let sockets = match sock_diag::dump(ext) {
         Ok(s) => s,
-        Err(e) => return refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     let sockets: Vec<&SmcSocket> = sockets.iter().filter(|s| shown(s, a)).collect();
     let owned: HashMap<u64, Vec<Owner>> = if a.processes {

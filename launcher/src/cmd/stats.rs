@@ -5,13 +5,13 @@
 //! The kernel's counters cannot be reset. smc-tools emulates a reset with a cache file in /tmp;
 //! here `--interval SEC` takes two samples SEC apart and shows what happened between them.
 
-use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use smcrun_kernel::smc_genl::{FallbackStats, SmcGenl, TechStats};
 
 use crate::cmd::format::{self, short, Align, Table};
+use crate::status::{Failure, Outcome};
 use smcrun_views::counters::{delta, sample, summary, Sample, HIST_LABELS};
 use smcrun_views::json::reason::most_frequent_first;
 use smcrun_views::json::stats::{Direction, Histogram, StatsView};
@@ -186,14 +186,14 @@ pub fn reasons_text(f: &FallbackStats) -> Vec<String> {
 }
 
 /// Run `smcrun stats`.
-pub fn stats(a: &StatsArgs) -> ExitCode {
+pub fn stats(a: &StatsArgs) -> Outcome {
     let client = match SmcGenl::open() {
         Ok(c) => c,
-        Err(e) => return format::refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     let first = match sample(&client) {
         Ok(s) => s,
-        Err(e) => return format::refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     let shown = match a.interval {
         None => first,
@@ -201,7 +201,7 @@ pub fn stats(a: &StatsArgs) -> ExitCode {
             std::thread::sleep(Duration::from_secs_f64(sec));
             match sample(&client) {
                 Ok(second) => delta(&first, &second),
-                Err(e) => return format::refused(&e),
+                Err(e) => return Err(Failure::refused(&e)),
             }
         }
     };
