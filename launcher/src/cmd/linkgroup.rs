@@ -234,7 +234,7 @@ pub fn link(a: &JsonArgs) -> Outcome {
     if t.is_empty() {
         format::print_lines(["no SMC-R links"])
     } else {
-        t.print()
+        format::print_table(&t)
     }
 }
 

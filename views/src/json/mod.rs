@@ -1,8 +1,8 @@
 //! The JSON the operator's views print, as typed structs: `stats`, `ss`, `linkgroup`, `link`,
-//! `device`, `info`, `rdma`, `monitor`, `doctor`, BPF mode's `attach`/`detach`/`attach
+//! `device`, `info`, `monitor`, `doctor`, BPF mode's `attach`/`detach`/`attach
 //! --list`/`policy check --bpf`, and `ps --all`'s `bpf_scopes` print one of these, built from
 //! the kernel crate's types (`StatsView::new(&sample, interval)`, ...) and serialized with serde.
-//! (`ps --json`'s process entries are the launcher's `PsEntry`, from the runtime's reports.) The
+//! (`rdma`'s is [`crate::rdma::json`], next to its data and text; `ps --json`'s process entries are the launcher's `PsEntry`, from the runtime's reports.) The
 //! keys are the manual's (docs/src/guide/tools.md, "JSON of the views"; every key in
 //! docs/src/reference/json.md, made from the golden files): snake_case and stable (new ones may be added, none renamed), and a
 //! value the kernel does not report is `null`.
@@ -20,7 +20,6 @@ pub mod doctor;
 pub mod linkgroup;
 pub mod monitor;
 pub mod procs;
-pub mod rdma;
 pub mod reason;
 pub mod ss;
 pub mod stats;
