@@ -9,7 +9,8 @@
 //! - [`json`] holds each view's `--json` output as typed structs;
 //! - [`advice`] holds the thresholds and what to do per fallback reason (seed 000's guidance);
 //! - [`text`] holds what every view's text shares (smc-tools' short counters, units, tables);
-//! - a view moved next to its data has one folder with its data, `json` and `text` ([`rdma`]);
+//! - a view moved next to its data has one folder with its data, `json` and `text` ([`rdma`],
+//!   [`stats`]);
 //! - [`netns`] and [`processes`] are the small pieces the launcher's views share.
 //!
 //! The launcher (`smcrun exporter`, `smcrun metrics`, `smcrun doctor`) only wires these to the
@@ -27,6 +28,7 @@ pub mod netns;
 pub mod processes;
 pub mod rdma;
 pub mod snapshot;
+pub mod stats;
 pub mod text;
 
 /// `part` as a percentage of `whole` (0 when `whole` is 0).

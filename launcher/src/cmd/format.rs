@@ -118,7 +118,7 @@ pub fn emit_line(line: &str) -> std::io::Result<()> {
     writeln!(out, "{line}").and_then(|()| out.flush())
 }
 
-pub use smcrun_views::text::{bytes, rate, short, Align, Table};
+pub use smcrun_views::text::{bytes, rate, Align, Table};
 
 /// Print a table on stdout.
 pub fn print_table(t: &Table) -> Outcome {

@@ -1,8 +1,9 @@
-//! The JSON the operator's views print, as typed structs: `stats`, `ss`, `linkgroup`, `link`,
+//! The JSON the operator's views print, as typed structs: `ss`, `linkgroup`, `link`,
 //! `device`, `info`, `monitor`, `doctor`, BPF mode's `attach`/`detach`/`attach
 //! --list`/`policy check --bpf`, and `ps --all`'s `bpf_scopes` print one of these, built from
-//! the kernel crate's types (`StatsView::new(&sample, interval)`, ...) and serialized with serde.
-//! (`rdma`'s is [`crate::rdma::json`], next to its data and text; `ps --json`'s process entries are the launcher's `PsEntry`, from the runtime's reports.) The
+//! the kernel crate's types (`LinksView::new(&groups)`, ...) and serialized with serde.
+//! (`rdma`'s and `stats`' are [`crate::rdma::json`] and [`crate::stats::json`], next to their data
+//! and text; `ps --json`'s process entries are the launcher's `PsEntry`, from the runtime's reports.) The
 //! keys are the manual's (docs/src/guide/tools.md, "JSON of the views"; every key in
 //! docs/src/reference/json.md, made from the golden files): snake_case and stable (new ones may be added, none renamed), and a
 //! value the kernel does not report is `null`.
@@ -22,7 +23,6 @@ pub mod monitor;
 pub mod procs;
 pub mod reason;
 pub mod ss;
-pub mod stats;
 
 #[cfg(test)]
 pub(crate) mod golden {
