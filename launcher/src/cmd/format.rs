@@ -118,16 +118,12 @@ pub fn emit_line(line: &str) -> std::io::Result<()> {
     writeln!(out, "{line}").and_then(|()| out.flush())
 }
 
-pub use smcrun_views::text::{bytes, rate, Align, Table};
+pub use smcrun_views::text::{bytes, rate, Table};
 
 /// Print a table on stdout.
 pub fn print_table(t: &Table) -> Outcome {
     print_lines(t.render())
 }
-
-/// The name of network interface `index` ("lo"), the index in brackets when it has none here,
-/// "-" for no interface.
-pub use smcrun_views::json::linkgroup::ifname;
 
 /// Parse a positive number of seconds ("1", "0.5") for `--interval` / `-i`.
 pub fn seconds(s: &str) -> Result<f64, String> {
@@ -160,11 +156,5 @@ mod tests {
         assert!(seconds("0").is_err());
         assert!(seconds("-1").is_err());
         assert!(seconds("soon").unwrap_err().contains("\"soon\""));
-    }
-
-    #[test]
-    fn loopback_has_a_name() {
-        assert_eq!(ifname(1), "lo");
-        assert_eq!(ifname(0), "-");
     }
 }

@@ -268,8 +268,8 @@ pub fn ss(a: &SsArgs) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cmd::linkgroup::lgr_id;
     use smcrun_kernel::sock_diag::AF_SMC;
+    use smcrun_views::linkgroup::json::lgr_id;
 
     fn sock(state: u8, mode: Mode, fallback: Option<(u32, u32)>) -> SmcSocket {
         let local = "127.0.0.1:6379".parse().unwrap();

@@ -207,7 +207,7 @@ impl Kernel {
                 let group = self.smcd_groups.iter().find(|g| g.id == d.link_id);
                 (
                     group.map(|g| g.device()),
-                    Some(crate::cmd::linkgroup::lgr_id(d.link_id)),
+                    Some(smcrun_views::linkgroup::json::lgr_id(d.link_id)),
                 )
             }
             None => (None, None),

@@ -447,6 +447,12 @@ impl InfoView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_has_a_name() {
+        assert_eq!(ifname(1), "lo");
+        assert_eq!(ifname(0), "-");
+    }
     use crate::fixtures::raw;
     use crate::json::golden::{assert_same, value};
     use smcrun_kernel::smc_genl::*;
