@@ -10,7 +10,7 @@
 //! - [`advice`] holds the thresholds and what to do per fallback reason (seed 000's guidance);
 //! - [`text`] holds what every view's text shares (smc-tools' short counters, units, tables);
 //! - a view moved next to its data has one folder with its data, `json` and `text` ([`rdma`],
-//!   [`stats`], [`linkgroup`]);
+//!   [`stats`], [`linkgroup`], [`ss`]);
 //! - [`netns`] and [`processes`] are the small pieces the launcher's views share.
 //!
 //! The launcher (`smcrun exporter`, `smcrun metrics`, `smcrun doctor`) only wires these to the
@@ -29,6 +29,7 @@ pub mod netns;
 pub mod processes;
 pub mod rdma;
 pub mod snapshot;
+pub mod ss;
 pub mod stats;
 pub mod text;
 

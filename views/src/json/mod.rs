@@ -22,7 +22,6 @@ pub mod doctor;
 pub mod monitor;
 pub mod procs;
 pub mod reason;
-pub mod ss;
 
 #[cfg(test)]
 pub(crate) mod golden {

@@ -10,8 +10,8 @@ use smcrun_kernel::smc_genl::{
     SysInfo,
 };
 
-use crate::json::ss::hex16;
 use crate::netns;
+use crate::ss::json::hex16;
 
 /// A link group's id as the views print it (`00000100`), in `linkgroup`'s LG-ID column and
 /// `ss -D`'s Linkid column alike.
