@@ -10,7 +10,8 @@
 //! - [`advice`] holds the thresholds and what to do per fallback reason (seed 000's guidance);
 //! - [`text`] holds what every view's text shares (smc-tools' short counters, units, tables);
 //! - a view moved next to its data has one folder with its data, `json` and `text` ([`rdma`],
-//!   [`stats`], [`linkgroup`], [`ss`]);
+//!   [`stats`], [`linkgroup`], [`ss`],
+//!   [`monitor`]);
 //! - [`netns`] and [`processes`] are the small pieces the launcher's views share.
 //!
 //! The launcher (`smcrun exporter`, `smcrun metrics`, `smcrun doctor`) only wires these to the
@@ -25,6 +26,7 @@ pub mod doctor;
 pub mod json;
 pub mod linkgroup;
 pub mod metrics;
+pub mod monitor;
 pub mod netns;
 pub mod processes;
 pub mod rdma;

@@ -1,11 +1,8 @@
-//! What every operator view shares: the one-line refusal and its exit status, JSON printing, unit
-//! scaling (smc-tools' "200.7M" counters, smc_monitor_ex's "1.81 GB/s" rates), percentages, aligned
-//! text tables and interface names.
-//!
-//! Exit status of the views: 0 the kernel answered (possibly with nothing), 1 the kernel interface
-//! is missing or refused (one line names the module and, where the kernel can load it, the
-//! `modprobe` that does; or the refusal), 2 bad usage, 125 the kernel's version predates the
-//! interface (one line names it and the Linux version that added it).
+//! What printing every operator view shares: a refusal's line and, for a JSON command, its
+//! error object (behind [`crate::status::Failure::report`]), JSON, lines and tables on stdout (a
+//! closed pipe ends quietly, any other write failure is a refusal), and the `--interval` parser.
+//! The text itself (units, tables) is `smcrun_views::text`'s; the exit statuses are
+//! [`crate::status`]'s.
 
 use crate::status::{Exit, Failure, Outcome};
 use std::io::{BufWriter, Write};
@@ -33,8 +30,9 @@ struct ErrorView<'a> {
     exit_code: u8,
 }
 
-/// A failure: its one line on stderr and, when the command asked for JSON, `{"error": LINE,
-/// "exit_code": N}` on stdout; returns the status. `line` is the whole line (`smcrun ps: ...`).
+/// A failure (only [`crate::status::Failure::report`] calls it): its one line on stderr and,
+/// when the command asked for JSON, `{"error": LINE, "exit_code": N}` on stdout; returns the
+/// status. `line` is the whole line (`smcrun ps: ...`).
 pub fn fail(exit: Exit, line: &str) -> ExitCode {
     eprintln!("{line}");
     if JSON.load(Ordering::Relaxed) {
@@ -118,7 +116,7 @@ pub fn emit_line(line: &str) -> std::io::Result<()> {
     writeln!(out, "{line}").and_then(|()| out.flush())
 }
 
-pub use smcrun_views::text::{bytes, rate, Table};
+pub use smcrun_views::text::Table;
 
 /// Print a table on stdout.
 pub fn print_table(t: &Table) -> Outcome {
@@ -133,17 +131,6 @@ pub fn seconds(s: &str) -> Result<f64, String> {
             "\"{s}\" is not an interval; expected seconds greater than 0 and at most 86400, e.g. 1 or 0.5"
         )),
     }
-}
-
-/// A reply captured from the real kernel in the VM test bed
-/// (`kernel/tests/fixtures/PHASE/NAME.bin`), for the views' tests.
-#[cfg(test)]
-pub fn fixture(phase: &str, name: &str) -> Vec<u8> {
-    let p = format!(
-        "{}/../kernel/tests/fixtures/{phase}/{name}.bin",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
 }
 
 #[cfg(test)]

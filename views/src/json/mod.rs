@@ -1,12 +1,12 @@
-//! The JSON the operator's views print, as typed structs: `ss`, `monitor`, `doctor`, BPF mode's
+//! The JSON the operator's views print, as typed structs: `doctor`, BPF mode's
 //! `attach`/`detach`/`attach --list`/`policy check --bpf`, and `ps --all`'s `bpf_scopes` print
-//! one of these, built from the kernel crate's types and serialized with serde. (`rdma`'s,
-//! `stats`' and `linkgroup`/`link`/`device`/`info`'s are [`crate::rdma::json`],
-//! [`crate::stats::json`] and [`crate::linkgroup::json`], next to their data and text; `ps
-//! --json`'s process entries are the launcher's `PsEntry`, from the runtime's reports.) The keys
-//! are the manual's (docs/src/guide/tools.md, "JSON of the views"; every key in
-//! docs/src/reference/json.md, made from the golden files): snake_case and stable (new ones may
-//! be added, none renamed), and a
+//! one of these, built from the kernel crate's types and serialized with serde. The views moved
+//! next to their data and text keep theirs in their folder: [`crate::rdma::json`],
+//! [`crate::stats::json`], [`crate::linkgroup::json`] (`linkgroup`, `link`, `device`, `info`),
+//! [`crate::ss::json`] and [`crate::monitor::json`]. (`ps --json`'s process entries are the
+//! launcher's `PsEntry`, from the runtime's reports.) The keys are the manual's
+//! (docs/src/guide/tools.md, "JSON of the views"; every key in docs/src/reference/json.md, made
+//! from the golden files): snake_case and stable (new ones may be added, none renamed), and a
 //! value the kernel does not report is `null`.
 //!
 //! Where the text form of a view shows the same figure (a ratio, a summary, a decoded reason),
@@ -19,7 +19,6 @@
 
 pub mod bpf;
 pub mod doctor;
-pub mod monitor;
 pub mod procs;
 pub mod reason;
 
