@@ -11,7 +11,7 @@
 //! - [`text`] holds what every view's text shares (smc-tools' short counters, units, tables);
 //! - a view moved next to its data has one folder with its data, `json` and `text` ([`rdma`],
 //!   [`stats`], [`linkgroup`], [`ss`],
-//!   [`monitor`]);
+//!   [`monitor`], [`ps`] (its text));
 //! - [`netns`] and [`processes`] are the small pieces the launcher's views share.
 //!
 //! The launcher (`smcrun exporter`, `smcrun metrics`, `smcrun doctor`) only wires these to the
@@ -29,6 +29,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod netns;
 pub mod processes;
+pub mod ps;
 pub mod rdma;
 pub mod snapshot;
 pub mod ss;
