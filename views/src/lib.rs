@@ -11,7 +11,7 @@
 //! - [`text`] holds what every view's text shares (smc-tools' short counters, units, tables);
 //! - a view moved next to its data has one folder with its data, `json` and `text` ([`rdma`],
 //!   [`stats`], [`linkgroup`], [`ss`],
-//!   [`monitor`], [`ps`] (its text));
+//!   [`monitor`], [`ps`]);
 //! - [`netns`] and [`processes`] are the small pieces the launcher's views share.
 //!
 //! The launcher (`smcrun exporter`, `smcrun metrics`, `smcrun doctor`) only wires these to the

@@ -9,12 +9,12 @@
 use crate::cmd::format;
 use crate::status::{Exit, Failure, Outcome};
 use clap::Args;
-use serde::Serialize;
 use smcrun_report::text::safe;
 use smcrun_report::ProcessReport;
 use smcrun_rundir::pidns::{Locator, Seen};
 use smcrun_rundir::process::start_ticks;
 use smcrun_rundir::read::RunDir;
+use smcrun_views::ps::json::{AgentView, BpfScopesView, PsAllView, PsEntry, WhyKernelView};
 use smcrun_views::ps::text::{
     kernel_counts, kernel_text, overflow_text, policy_text, settings_text, top_reason, why_text,
 };
@@ -86,42 +86,6 @@ fn user_name(uid: Option<u32>) -> String {
         .flatten()
         .map(|u| u.name)
         .unwrap_or_else(|| uid.to_string())
-}
-
-/// `ps --all --json`: the processes under smcrun, the other processes with SMC sockets (null
-/// when they could not be listed), the agent (null when none runs) and BPF mode's scopes.
-#[derive(Serialize)]
-struct PsAllView<'a, O: Serialize> {
-    processes: &'a [PsEntry],
-    smc_processes: &'a Option<O>,
-    agent: Option<AgentView<'a>>,
-    bpf_scopes: smcrun_views::json::procs::BpfScopesView<'a>,
-}
-
-/// The agent as `ps --all --json` shows it.
-#[derive(Serialize)]
-struct AgentView<'a> {
-    pid: u32,
-    attached: bool,
-    error: Option<&'a str>,
-    overflow: &'a smcrun_views::agent::Overflow,
-}
-
-#[derive(Serialize)]
-struct PsEntry {
-    /// The pid in this reader's pid namespace (the report's own pid when it is the same one).
-    pid: u32,
-    /// The pid in the process's own pid namespace, when that is another one (a container's
-    /// process seen from the host); the report file is named by it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ns_pid: Option<u32>,
-    program: String,
-    exe: String,
-    user: String,
-    uid: Option<u32>,
-    state: &'static str,
-    /// null: the process registered (at fork, or before a uid switch) but wrote no numbers yet.
-    report: Option<ProcessReport>,
 }
 
 fn entries(dir: &RunDir) -> Vec<PsEntry> {
@@ -231,7 +195,7 @@ pub fn ps(a: &PsArgs) -> Outcome {
                     error: s.summary.error.as_deref(),
                     overflow: &s.summary.overflow,
                 }),
-                bpf_scopes: smcrun_views::json::procs::BpfScopesView::new(&scopes),
+                bpf_scopes: BpfScopesView::new(&scopes),
             })
         } else {
             serde_json::to_string_pretty(&entries)
@@ -389,15 +353,6 @@ fn others_text(
         }
     }
     out.flush()
-}
-
-/// `why --json` of a process the agent counted: its report (null when it runs without smcrun)
-/// and the kernel's counts.
-#[derive(Serialize)]
-struct WhyKernelView<'a> {
-    pid: u32,
-    report: Option<&'a ProcessReport>,
-    kernel: &'a smcrun_views::agent::Process,
 }
 
 /// Explains one process's connections.

@@ -1,10 +1,9 @@
-//! The JSON the operator's views print, as typed structs: `doctor`, BPF mode's
-//! `attach`/`detach`/`attach --list`/`policy check --bpf`, and `ps --all`'s `bpf_scopes` print
-//! one of these, built from the kernel crate's types and serialized with serde. The views moved
-//! next to their data and text keep theirs in their folder: [`crate::rdma::json`],
-//! [`crate::stats::json`], [`crate::linkgroup::json`] (`linkgroup`, `link`, `device`, `info`),
-//! [`crate::ss::json`] and [`crate::monitor::json`]. (`ps --json`'s process entries are the
-//! launcher's `PsEntry`, from the runtime's reports.) The keys are the manual's
+//! The JSON the operator's views print, as typed structs: `doctor` and BPF mode's
+//! `attach`/`detach`/`attach --list`/`policy check --bpf` print one of these, built from the
+//! kernel crate's types and serialized with serde. The views moved next to their data and text
+//! keep theirs in their folder: [`crate::rdma::json`], [`crate::stats::json`],
+//! [`crate::linkgroup::json`] (`linkgroup`, `link`, `device`, `info`), [`crate::ss::json`],
+//! [`crate::monitor::json`] and [`crate::ps::json`] (`ps`, `why`). The keys are the manual's
 //! (docs/src/guide/tools.md, "JSON of the views"; every key in docs/src/reference/json.md, made
 //! from the golden files): snake_case and stable (new ones may be added, none renamed), and a
 //! value the kernel does not report is `null`.
@@ -19,7 +18,6 @@
 
 pub mod bpf;
 pub mod doctor;
-pub mod procs;
 pub mod reason;
 
 #[cfg(test)]
