@@ -15,7 +15,7 @@ mod reference;
 mod run;
 mod status;
 
-use crate::status::Exit;
+use crate::status::{Exit, Failure, Outcome};
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -202,18 +202,10 @@ fn main() -> ExitCode {
     if let Some(line) = RunLine::for_program(&head, forced.is_some()) {
         // `smcrun -- NAME` is the way to say NAME is meant: no "did you mean".
         let cmd = match forced {
-            Some(cmd) => cmd,
-            None => {
-                if let Some(code) = run::suggest::before_run(&line.command, SUBCOMMANDS) {
-                    return code;
-                }
-                line.command
-            }
+            Some(cmd) => Ok(cmd),
+            None => run::suggest::before_run(&line.command, SUBCOMMANDS).map(|()| line.command),
         };
-        return match run::config::resolve(&line.run) {
-            Ok(opts) => run_program(&opts, cmd),
-            Err(f) => not_started(f),
-        };
+        return status::finish(cmd.and_then(|cmd| run_program(&line.run, cmd)));
     }
     let asked_json = head.iter().skip(1).any(|a| a == "-j" || a == "--json");
     let parsed = Cli::command().try_get_matches_from(&head).and_then(|m| {
@@ -241,46 +233,41 @@ fn main() -> ExitCode {
             return ExitCode::from(Exit::Usage);
         }
         // --help, --version: their text is the output, and failing to write it is an error.
-        Err(e) => return cmd::format::stdout_result(e.print()),
+        Err(e) => return status::finish(cmd::format::stdout_result(e.print())),
     };
+    status::finish(dispatch(cli, forced))
+}
+
+/// Runs what the parsed line asks for; the refusal, if any, is printed by `main`, once.
+fn dispatch(cli: Cli, forced: Option<Vec<OsString>>) -> Outcome {
     match (cli.command, forced) {
-        (None, Some(cmd)) => match run::config::resolve(&cli.run) {
-            Ok(opts) => run_program(&opts, cmd),
-            Err(f) => not_started(f),
-        },
+        (None, Some(cmd)) => run_program(&cli.run, cmd),
         (Some(Command::Run(cmd)), None) => {
-            if let Some(code) = run::suggest::before_run(&cmd, SUBCOMMANDS) {
-                return code;
-            }
-            match run::config::resolve(&cli.run) {
-                Ok(opts) => run_program(&opts, cmd),
-                Err(f) => not_started(f),
-            }
+            run::suggest::before_run(&cmd, SUBCOMMANDS)?;
+            run_program(&cli.run, cmd)
         }
-        (Some(_), Some(_)) => {
-            eprintln!("smcrun: a subcommand and `-- COMMAND` cannot be combined");
-            ExitCode::from(Exit::Usage)
-        }
-        (None, None) => {
-            eprintln!(
-                "smcrun: no command given\n\n{}",
-                Cli::command().render_help()
-            );
-            ExitCode::from(Exit::Usage)
-        }
+        (Some(_), Some(_)) => Err(Failure::new(
+            Exit::Usage,
+            "a subcommand and `-- COMMAND` cannot be combined",
+        )),
+        (None, None) => Err(Failure::new(
+            Exit::Usage,
+            format!("no command given\n\n{}", Cli::command().render_help()),
+        )),
         (Some(Command::Completions { shell }), None) => {
             cmd::format::write_stdout(&completions::script(shell, &Cli::command()))
         }
         (Some(Command::Man { dir }), None) => match man::write_pages(&Cli::command(), &dir) {
-            Ok(_) => ExitCode::SUCCESS,
-            Err(e) => {
-                cmd::format::fail(Exit::Failed, &format!("smcrun man: {}: {e}", dir.display()))
-            }
+            Ok(_) => Ok(ExitCode::SUCCESS),
+            Err(e) => Err(Failure::of(
+                "smcrun man",
+                Exit::Failed,
+                format!("{}: {e}", dir.display()),
+            )),
         },
-        (Some(Command::Demo(a)), None) => match run::config::resolve(&cli.run) {
-            Ok(opts) => run::demo::run(&opts, &a),
-            Err(f) => not_started(f),
-        },
+        (Some(Command::Demo(a)), None) => {
+            run::demo::run(&run::config::resolve(&cli.run).map_err(not_started)?, &a)
+        }
         (Some(Command::DemoWorker(a)), None) => run::demo::worker(&a),
         (Some(Command::Setup(c)), None) => admin::smc::setup(c),
         (Some(Command::Ueid(c)), None) => admin::smc::ueid(c),
@@ -316,21 +303,22 @@ fn json_asked(m: &ArgMatches) -> bool {
     here || m.subcommand().is_some_and(|(_, s)| json_asked(s))
 }
 
-/// Runs a program under smcrun: through the kernel's socket() hook with `--bpf`, else preloaded.
-fn run_program(opts: &run::exec::RunOptions, cmd: Vec<OsString>) -> ExitCode {
+/// Runs a program under smcrun (its options resolved with the config file's): through the
+/// kernel's socket() hook with `--bpf`, else preloaded.
+fn run_program(line: &run::exec::RunOptions, cmd: Vec<OsString>) -> Outcome {
+    let opts = run::config::resolve(line).map_err(not_started)?;
     match opts.bpf {
-        Some(mode) => run::bpf::run(opts, mode, cmd),
-        None => run::exec::run(opts, cmd),
+        Some(mode) => run::bpf::run(&opts, mode, cmd),
+        None => run::exec::run(&opts, cmd),
     }
 }
 
 /// A refusal before anything ran.
-fn not_started(f: status::Failure) -> ExitCode {
-    status::Failure {
+fn not_started(f: Failure) -> Failure {
+    Failure {
         message: f.message + " (nothing was started)",
         ..f
     }
-    .report()
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ impl Exit {
             Exit::Ok => 0,
             Exit::Failed => 1,
             Exit::Usage => 2,
-            Exit::ChecksFailed => smcrun_views::doctor::EXIT_FAILURES,
+            Exit::ChecksFailed => 3,
             Exit::Unavailable => 125,
             Exit::NotExecutable => 126,
             Exit::NotFound => 127,
@@ -71,27 +71,67 @@ impl From<Exit> for ExitCode {
     }
 }
 
+/// What a subcommand ends with: the status of what it printed, or the refusal `main` prints
+/// once ([`finish`]).
+pub type Outcome = Result<ExitCode, Failure>;
+
 /// A refusal: one line for stderr and the status it ends with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     /// How smcrun exits.
     pub exit: Exit,
+    /// Who says it, in front of the line: `smcrun`, or `smcrun ps` for a subcommand's own words.
+    pub who: &'static str,
     /// The line, without the `smcrun: ` that [`Failure::report`] puts in front.
     pub message: String,
 }
 
 impl Failure {
-    /// A failure with its status.
+    /// A failure with its status, said by `smcrun`.
     pub fn new(exit: Exit, message: impl Into<String>) -> Failure {
+        Failure::of("smcrun", exit, message)
+    }
+
+    /// A failure said by `who` (`smcrun ps`).
+    pub fn of(who: &'static str, exit: Exit, message: impl Into<String>) -> Failure {
         Failure {
             exit,
+            who,
             message: message.into(),
         }
+    }
+
+    /// The kernel's refusal `e`: [`Exit::Unavailable`] when the kernel's version predates the
+    /// interface, else [`Exit::Failed`].
+    pub fn refused(e: &smcrun_kernel::Error) -> Failure {
+        let exit = if e.is_kernel_lacking() {
+            Exit::Unavailable
+        } else {
+            Exit::Failed
+        };
+        Failure::new(exit, e.to_string())
     }
 
     /// Prints the line (and, for a JSON command, the error object) and gives the status to exit
     /// with.
     pub fn report(self) -> ExitCode {
-        crate::cmd::format::fail(self.exit, &format!("smcrun: {}", self.message))
+        crate::cmd::format::fail(self.exit, &format!("{}: {}", self.who, self.message))
+    }
+}
+
+/// The status a subcommand's outcome ends smcrun with, its refusal printed here, once.
+pub fn finish(outcome: Outcome) -> ExitCode {
+    outcome.unwrap_or_else(Failure::report)
+}
+
+/// `smcrun doctor`'s status for the worst of its checks: 0 all passed (or skipped), 1 a warning,
+/// 3 a failure (not 2, bad usage, so that a script can tell "SMC cannot work here" from "doctor
+/// was called wrong").
+pub const fn doctor(worst: smcrun_views::doctor::Verdict) -> Exit {
+    use smcrun_views::doctor::Verdict;
+    match worst {
+        Verdict::Passed => Exit::Ok,
+        Verdict::Warnings => Exit::Failed,
+        Verdict::Failed => Exit::ChecksFailed,
     }
 }

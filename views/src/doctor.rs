@@ -73,19 +73,24 @@ impl Check {
     }
 }
 
-/// doctor's exit status when a check warns.
-pub const EXIT_WARNINGS: u8 = 1;
-/// doctor's exit status when a check failed: not 2, which is bad usage for every smcrun command,
-/// so that a script can tell "SMC cannot work here" from "doctor was called wrong".
-pub const EXIT_FAILURES: u8 = 3;
+/// The worst of a table's checks, which decides doctor's exit status (the launcher's
+/// `status::doctor` gives each its number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    /// Every check passed or was skipped.
+    Passed,
+    /// A check warns, none failed.
+    Warnings,
+    /// A check failed.
+    Failed,
+}
 
-/// The exit status of a table: 0 all passed (or skipped), [`EXIT_WARNINGS`] warnings,
-/// [`EXIT_FAILURES`] failures.
-pub fn exit_code(checks: &[Check]) -> u8 {
+/// The verdict of a table.
+pub fn verdict(checks: &[Check]) -> Verdict {
     match checks.iter().map(|c| c.status).max() {
-        Some(Status::Fail) => EXIT_FAILURES,
-        Some(Status::Warn) => EXIT_WARNINGS,
-        _ => 0,
+        Some(Status::Fail) => Verdict::Failed,
+        Some(Status::Warn) => Verdict::Warnings,
+        _ => Verdict::Passed,
     }
 }
 
@@ -865,7 +870,7 @@ pub(crate) mod tests {
         let j = by_id(&c, "ipv6-java");
         assert_eq!(j.status, Status::Warn);
         assert!(j.advice.contains("-Djava.net.preferIPv4Stack=true"));
-        assert_eq!(exit_code(&c), 1);
+        assert_eq!(verdict(&c), Verdict::Warnings);
         assert!(
             c.iter().all(|x| x.id != "rx-buffer-full:smcd"),
             "no SMC-D traffic, no SMC-D rows"
@@ -978,7 +983,7 @@ pub(crate) mod tests {
         }
         assert_eq!(by_id(&c, "rdma").status, Status::Fail);
         assert_eq!(by_id(&c, "smc-rv2").status, Status::Skip);
-        assert_eq!(exit_code(&c), EXIT_FAILURES);
+        assert_eq!(verdict(&c), Verdict::Failed);
         assert!(by_id(&c, "memlock")
             .detail
             .contains("8 MiB (hard unlimited)"));
@@ -1022,6 +1027,6 @@ pub(crate) mod tests {
         assert_eq!(version("6.12.117+deb12-amd64"), Some((6, 12)));
         assert_eq!(version("5.10.0"), Some((5, 10)));
         assert_eq!(version("garbage"), None);
-        assert!(exit_code(&[]) == 0);
+        assert_eq!(verdict(&[]), Verdict::Passed);
     }
 }

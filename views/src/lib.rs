@@ -8,7 +8,11 @@
 //! - [`doctor`] turns host facts and live counters into checks with one line of advice each;
 //! - [`json`] holds each view's `--json` output as typed structs;
 //! - [`advice`] holds the thresholds and what to do per fallback reason (seed 000's guidance);
-//! - [`netns`], [`rdma`] and [`processes`] are the small pieces the launcher's views share.
+//! - [`text`] holds what every view's text shares (smc-tools' short counters, units, tables);
+//! - a view moved next to its data has one folder with its data, `json` and `text` ([`rdma`],
+//!   [`stats`], [`linkgroup`], [`ss`],
+//!   [`monitor`], [`ps`]);
+//! - [`netns`] and [`processes`] are the small pieces the launcher's views share.
 //!
 //! The launcher (`smcrun exporter`, `smcrun metrics`, `smcrun doctor`) only wires these to the
 //! command line, HTTP and files.
@@ -20,11 +24,17 @@ pub mod agent;
 pub mod counters;
 pub mod doctor;
 pub mod json;
+pub mod linkgroup;
 pub mod metrics;
+pub mod monitor;
 pub mod netns;
 pub mod processes;
+pub mod ps;
 pub mod rdma;
 pub mod snapshot;
+pub mod ss;
+pub mod stats;
+pub mod text;
 
 /// `part` as a percentage of `whole` (0 when `whole` is 0).
 pub fn percent(part: u64, whole: u64) -> f64 {

@@ -1297,7 +1297,7 @@ mod tests {
     #[test]
     fn size_buckets_agree_with_stats_json() {
         use crate::counters::Sample;
-        use crate::json::stats::StatsView;
+        use crate::stats::json::StatsView;
         for phase in ["smcr", "smcd", "fallback"] {
             let s = captured(phase);
             let text = text_of(&s);

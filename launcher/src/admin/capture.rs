@@ -3,7 +3,7 @@
 //! on what a real SMC kernel sends. A dump the kernel refuses is skipped with a line on stderr;
 //! the exit code is 1 only if DIR cannot be written or nothing at all could be captured.
 
-use crate::status::Exit;
+use crate::status::{Exit, Failure, Outcome};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -74,10 +74,13 @@ impl Capture<'_> {
 }
 
 /// Run `smcrun __capture DIR`.
-pub fn run(a: &CaptureArgs) -> ExitCode {
+pub fn run(a: &CaptureArgs) -> Outcome {
     if let Err(e) = std::fs::create_dir_all(&a.dir) {
-        eprintln!("smcrun __capture: cannot create {}: {e}", a.dir.display());
-        return ExitCode::from(Exit::Failed);
+        return Err(Failure::of(
+            "smcrun __capture",
+            Exit::Failed,
+            format!("cannot create {}: {e}", a.dir.display()),
+        ));
     }
     let mut c = Capture {
         dir: &a.dir,
@@ -131,12 +134,11 @@ pub fn run(a: &CaptureArgs) -> ExitCode {
         Err(e) => eprintln!("smcrun __capture: skipped per-device RDMA dumps: {e}"),
     }
     if c.failed_write || c.written == 0 {
-        eprintln!(
-            "smcrun __capture: {} files written to {}",
-            c.written,
-            a.dir.display()
-        );
-        return ExitCode::from(Exit::Failed);
+        return Err(Failure::of(
+            "smcrun __capture",
+            Exit::Failed,
+            format!("{} files written to {}", c.written, a.dir.display()),
+        ));
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }

@@ -8,7 +8,7 @@
 //! a PNET entry) and removing what is not there say so on stderr and exit 0, so set-up scripts can
 //! run these commands unconditionally.
 
-use crate::status::Exit;
+use crate::status::{Exit, Failure, Outcome};
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Subcommand};
@@ -90,20 +90,18 @@ pub struct PnetAddArgs {
     port: Option<u8>,
 }
 
-use crate::cmd::format::refused;
-
-fn usage(message: &str) -> ExitCode {
-    crate::cmd::format::fail(Exit::Usage, &format!("smcrun: {message}"))
+fn usage(message: &str) -> Outcome {
+    Err(Failure::new(Exit::Usage, message))
 }
 
-/// How to report one kernel errno of a change: its exit code and sentence.
+/// How to report one kernel errno of a change: its exit status and sentence.
 struct Known {
     errno: i32,
-    exit: u8,
+    exit: Exit,
     message: String,
 }
 
-fn known(errno: i32, exit: u8, message: String) -> Known {
+fn known(errno: i32, exit: Exit, message: String) -> Known {
     Known {
         errno,
         exit,
@@ -112,28 +110,27 @@ fn known(errno: i32, exit: u8, message: String) -> Known {
 }
 
 /// Report a change: `done` on stdout when it worked; an errno listed in `known` with its own
-/// sentence and exit code (0 for "already so"); anything else as the kernel's refusal.
-fn report(result: Result<(), Error>, done: &str, known: &[Known]) -> ExitCode {
+/// sentence and exit status ([`Exit::Ok`] for "already so"); anything else as the kernel's
+/// refusal.
+fn report(result: Result<(), Error>, done: &str, known: &[Known]) -> Outcome {
     match result {
         Ok(()) => {
             println!("{done}");
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
         }
         Err(e) => match known.iter().find(|k| e.errno() == Some(k.errno)) {
-            Some(k) if !e.is_not_permitted() && k.exit == 0 => {
+            Some(k) if !e.is_not_permitted() && k.exit == Exit::Ok => {
                 eprintln!("smcrun: {}", k.message);
-                ExitCode::SUCCESS
+                Ok(ExitCode::SUCCESS)
             }
-            Some(k) if !e.is_not_permitted() => {
-                crate::cmd::format::fail(Exit::Failed, &format!("smcrun: {}", k.message))
-            }
-            _ => refused(&e),
+            Some(k) if !e.is_not_permitted() => Err(Failure::new(k.exit, k.message.clone())),
+            _ => Err(Failure::refused(&e)),
         },
     }
 }
 
 /// Run `smcrun setup`.
-pub fn setup(c: SetupCommand) -> ExitCode {
+pub fn setup(c: SetupCommand) -> Outcome {
     match c {
         SetupCommand::SoftRoce(a) => soft_roce(&a),
     }
@@ -147,7 +144,7 @@ fn valid_ifname(name: &str) -> bool {
         && name != ".."
 }
 
-fn soft_roce(a: &SoftRoceArgs) -> ExitCode {
+fn soft_roce(a: &SoftRoceArgs) -> Outcome {
     let name = a
         .name
         .clone()
@@ -167,7 +164,7 @@ fn soft_roce(a: &SoftRoceArgs) -> ExitCode {
         Ok(d) => d,
         // No ib_core yet: nothing to remove; creating will load it through the rxe link type.
         Err(e) if e.is_module_missing() => Vec::new(),
-        Err(e) => return refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     let on_netdev = |d: &rdma::Device| {
         d.ports
@@ -177,7 +174,7 @@ fn soft_roce(a: &SoftRoceArgs) -> ExitCode {
     if a.remove {
         let Some(dev) = devices.iter().find(|d| d.name == name) else {
             eprintln!("smcrun: no RDMA device named {name}; nothing to remove");
-            return ExitCode::SUCCESS;
+            return Ok(ExitCode::SUCCESS);
         };
         return report(
             rdma::del_link(dev.index, &name),
@@ -191,30 +188,28 @@ fn soft_roce(a: &SoftRoceArgs) -> ExitCode {
                 "smcrun: RDMA device {name} already exists on {}; nothing to do",
                 a.netdev
             );
-            return ExitCode::SUCCESS;
+            return Ok(ExitCode::SUCCESS);
         }
         let other: Vec<_> = dev.ports.iter().filter_map(|p| p.netdev.clone()).collect();
-        eprintln!(
-            "smcrun: an RDMA device named {name} already exists on {}, not on {}; pick another --name or remove it first",
-            other.join(","),
-            a.netdev
-        );
-        return ExitCode::from(Exit::Failed);
+        return Err(Failure::new(Exit::Failed, format!("an RDMA device named {name} already exists on {}, not on {}; pick another --name or remove it first", other.join(","),
+            a.netdev)));
     }
     if let Some(dev) = devices.iter().find(|d| on_netdev(d)) {
         eprintln!(
             "smcrun: {} already has RDMA device {}; SMC-R can use it, nothing to do",
             a.netdev, dev.name
         );
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     let result = rdma::add_link(&name, "rxe", &a.netdev);
     if let Err(Error::ModuleMissing { availability, .. }) = &result {
-        eprintln!(
-            "smcrun: the kernel has no RDMA support (ib_core): {}",
-            availability.advice("ib_core")
-        );
-        return ExitCode::from(Exit::Failed);
+        return Err(Failure::new(
+            Exit::Failed,
+            format!(
+                "the kernel has no RDMA support (ib_core): {}",
+                availability.advice("ib_core")
+            ),
+        ));
     }
     let rxe = kmod::availability("rdma_rxe");
     let refused_rxe = |errno| {
@@ -235,7 +230,7 @@ fn soft_roce(a: &SoftRoceArgs) -> ExitCode {
         &[
             known(
                 libc::EEXIST,
-                0,
+                Exit::Ok,
                 format!(
                     "an RDMA device named {name} or on {} already exists; nothing to do",
                     a.netdev
@@ -243,17 +238,21 @@ fn soft_roce(a: &SoftRoceArgs) -> ExitCode {
             ),
             known(
                 libc::ENODEV,
-                1,
+                Exit::Failed,
                 format!("no network interface named {}", a.netdev),
             ),
-            known(libc::EINVAL, 1, refused_rxe(libc::EINVAL)),
-            known(libc::EOPNOTSUPP, 1, refused_rxe(libc::EOPNOTSUPP)),
+            known(libc::EINVAL, Exit::Failed, refused_rxe(libc::EINVAL)),
+            known(
+                libc::EOPNOTSUPP,
+                Exit::Failed,
+                refused_rxe(libc::EOPNOTSUPP),
+            ),
         ],
     )
 }
 
 /// Run `smcrun ueid`.
-pub fn ueid(c: UeidCommand) -> ExitCode {
+pub fn ueid(c: UeidCommand) -> Outcome {
     // Check the value before touching the kernel: bad usage is exit 2 even without smc loaded.
     let checked = match &c {
         UeidCommand::Add { ueid } | UeidCommand::Del { ueid } => {
@@ -272,7 +271,7 @@ pub fn ueid(c: UeidCommand) -> ExitCode {
     };
     let client = match smc_genl::SmcGenl::open() {
         Ok(c) => c,
-        Err(e) => return refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     let value = checked.unwrap_or_default();
     match c {
@@ -285,9 +284,9 @@ pub fn ueid(c: UeidCommand) -> ExitCode {
                 if list.is_empty() {
                     eprintln!("smcrun: no user EIDs set");
                 }
-                ExitCode::SUCCESS
+                Ok(ExitCode::SUCCESS)
             }
-            Err(e) => refused(&e),
+            Err(e) => Err(Failure::refused(&e)),
         },
         UeidCommand::Add { .. } => report(
             client.ueid_add(&value),
@@ -295,12 +294,12 @@ pub fn ueid(c: UeidCommand) -> ExitCode {
             &[
                 known(
                     libc::EEXIST,
-                    0,
+                    Exit::Ok,
                     format!("UEID {value} is already set; nothing to do"),
                 ),
                 known(
                     libc::ERANGE,
-                    1,
+                    Exit::Failed,
                     format!("cannot add UEID {value}: the kernel's table is full (at most 8); remove one first"),
                 ),
             ],
@@ -311,13 +310,13 @@ pub fn ueid(c: UeidCommand) -> ExitCode {
             &[
                 known(
                     libc::ENOENT,
-                    0,
+                    Exit::Ok,
                     format!("UEID {value} is not set; nothing to remove"),
                 ),
                 // s390 kernels report "removed the last UEID, the SEID is offered again" as EAGAIN.
                 known(
                     libc::EAGAIN,
-                    0,
+                    Exit::Ok,
                     format!("removed UEID {value} (the system EID is enabled again)"),
                 ),
             ],
@@ -327,7 +326,7 @@ pub fn ueid(c: UeidCommand) -> ExitCode {
 }
 
 /// Run `smcrun pnet`.
-pub fn pnet(c: PnetCommand) -> ExitCode {
+pub fn pnet(c: PnetCommand) -> Outcome {
     let id = match &c {
         PnetCommand::Add(PnetAddArgs { pnetid, .. }) | PnetCommand::Del { pnetid } => {
             match pnet::normalize_pnetid(pnetid) {
@@ -339,7 +338,7 @@ pub fn pnet(c: PnetCommand) -> ExitCode {
     };
     let client = match pnet::Pnet::open() {
         Ok(c) => c,
-        Err(e) => return refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
     match c {
         PnetCommand::Show(j) => match client.show() {
@@ -357,9 +356,9 @@ pub fn pnet(c: PnetCommand) -> ExitCode {
                         r.ibport.map_or("-".to_string(), |p| p.to_string())
                     );
                 }
-                ExitCode::SUCCESS
+                Ok(ExitCode::SUCCESS)
             }
-            Err(e) => refused(&e),
+            Err(e) => Err(Failure::refused(&e)),
         },
         PnetCommand::Add(a) => {
             let (result, target) = match (&a.netdev, &a.ibdev) {
@@ -376,12 +375,12 @@ pub fn pnet(c: PnetCommand) -> ExitCode {
                 &[
                     known(
                         libc::EEXIST,
-                        0,
+                        Exit::Ok,
                         format!("{target} is already in PNET ID {id}; nothing to do"),
                     ),
                     known(
                         libc::EINVAL,
-                        1,
+                        Exit::Failed,
                         format!("the kernel refused to add {target} to PNET ID {id}: check that the device exists and has no other PNET ID"),
                     ),
                 ],
@@ -392,7 +391,7 @@ pub fn pnet(c: PnetCommand) -> ExitCode {
             &format!("removed PNET ID {id}"),
             &[known(
                 libc::ENOENT,
-                0,
+                Exit::Ok,
                 format!("PNET ID {id} is not in the table; nothing to remove"),
             )],
         ),
@@ -408,22 +407,26 @@ mod tests {
     fn report_maps_known_errnos_and_keeps_refusals() {
         let exists = || Err(Error::from_errno("ADD_UEID", libc::EEXIST));
         let table = [
-            known(libc::EEXIST, 0, "already set".into()),
-            known(libc::ERANGE, 1, "full".into()),
+            known(libc::EEXIST, Exit::Ok, "already set".into()),
+            known(libc::ERANGE, Exit::Failed, "full".into()),
         ];
-        assert_eq!(report(Ok(()), "done", &table), ExitCode::SUCCESS);
-        assert_eq!(report(exists(), "done", &table), ExitCode::SUCCESS);
+        let status = |o: Outcome| o.map_err(|f| f.exit);
+        assert_eq!(
+            status(report(Ok(()), "done", &table)),
+            Ok(ExitCode::SUCCESS)
+        );
+        assert_eq!(
+            status(report(exists(), "done", &table)),
+            Ok(ExitCode::SUCCESS)
+        );
         let full = Err(Error::from_errno("ADD_UEID", libc::ERANGE));
-        assert_eq!(report(full, "done", &table), ExitCode::from(Exit::Failed));
+        assert_eq!(status(report(full, "done", &table)), Err(Exit::Failed));
         let other = Err(Error::from_errno("ADD_UEID", libc::EIO));
-        assert_eq!(report(other, "done", &table), ExitCode::from(Exit::Failed));
+        assert_eq!(status(report(other, "done", &table)), Err(Exit::Failed));
         // EPERM is never "already so", even if a table lists it.
         let eperm = Err(Error::from_errno("ADD_UEID", libc::EPERM));
-        let lenient = [known(libc::EPERM, 0, "fine".into())];
-        assert_eq!(
-            report(eperm, "done", &lenient),
-            ExitCode::from(Exit::Failed)
-        );
+        let lenient = [known(libc::EPERM, Exit::Ok, "fine".into())];
+        assert_eq!(status(report(eperm, "done", &lenient)), Err(Exit::Failed));
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! Prefixes (`-`, `:`, `+`, `!`, `!!`) are kept; `@` (a different argv[0]) cannot be kept and is
 //! refused. Neither command reloads systemd: both say to run `systemctl daemon-reload`.
 
-use crate::status::Exit;
+use crate::status::{Exit, Failure, Outcome};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -272,16 +272,16 @@ fn dropin_text(
     Ok(out)
 }
 
-fn fail(msg: impl std::fmt::Display) -> ExitCode {
-    crate::cmd::format::fail(Exit::Failed, &format!("smcrun: {msg}"))
+fn fail(msg: impl std::fmt::Display) -> Outcome {
+    Err(Failure::new(Exit::Failed, format!("{msg}")))
 }
 
-fn usage(msg: impl std::fmt::Display) -> ExitCode {
-    crate::cmd::format::fail(Exit::Usage, &format!("smcrun: {msg}"))
+fn usage(msg: impl std::fmt::Display) -> Outcome {
+    Err(Failure::new(Exit::Usage, format!("{msg}")))
 }
 
 /// Run `smcrun enable`.
-pub fn enable(a: &EnableArgs) -> ExitCode {
+pub fn enable(a: &EnableArgs) -> Outcome {
     let unit = match unit_name(&a.unit) {
         Ok(u) => u,
         Err(e) => return usage(e),
@@ -299,11 +299,10 @@ pub fn enable(a: &EnableArgs) -> ExitCode {
         return usage("--config needs an absolute path here (systemd starts the unit in /)");
     }
     if let Err(f) = config::resolve(&opts) {
-        return crate::status::Failure {
+        return Err(Failure {
             message: f.message + " (nothing was written)",
             ..f
-        }
-        .report();
+        });
     }
     let words: Vec<String> = match a.options.iter().map(|o| o.to_str().map(quote)).collect() {
         Some(w) => w,
@@ -360,7 +359,7 @@ pub fn enable(a: &EnableArgs) -> ExitCode {
         println!("  {l}");
     }
     println!("now run: {next}");
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `enable --json` and `disable --json`: what was written or removed, and what to run next.
@@ -381,7 +380,7 @@ struct UnitChange<'a> {
 }
 
 /// Run `smcrun disable`.
-pub fn disable(a: &DisableArgs) -> ExitCode {
+pub fn disable(a: &DisableArgs) -> Outcome {
     let unit = match unit_name(&a.unit) {
         Ok(u) => u,
         Err(e) => return usage(e),
@@ -410,7 +409,7 @@ pub fn disable(a: &DisableArgs) -> ExitCode {
                 "{unit} does not run under smcrun ({} does not exist); nothing to do",
                 path.display()
             );
-            return ExitCode::SUCCESS;
+            return Ok(ExitCode::SUCCESS);
         }
         Err(e) => return fail(format!("{}: {e}", path.display())),
     }
@@ -431,7 +430,7 @@ pub fn disable(a: &DisableArgs) -> ExitCode {
     }
     println!("removed {}", path.display());
     println!("now run: {next}");
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! publishes the lot for the views (`smcrun_views::agent`: a root-only file, replaced whole
 //! every interval). smc.ko may come and go: the probes are attached again each time it loads.
 
-use crate::status::Exit;
+use crate::status::{Exit, Failure, Outcome};
 use clap::Args;
 use smcrun_bpf::agent::{self as kernel, Agent, Record};
 use smcrun_kernel::features::{kernel_release, KPROBE_MISSED};
@@ -400,12 +400,15 @@ fn state_dir() -> Result<OwnedFd, String> {
 }
 
 /// `smcrun agent`.
-pub fn agent(a: &AgentArgs) -> ExitCode {
+pub fn agent(a: &AgentArgs) -> Outcome {
     let smc = match kernel::check() {
         Ok(smc) => smc,
         Err(why) => {
-            eprintln!("smcrun agent: this kernel cannot run the agent: {why}");
-            return ExitCode::from(Exit::Unavailable);
+            return Err(Failure::of(
+                "smcrun agent",
+                Exit::Unavailable,
+                format!("this kernel cannot run the agent: {why}"),
+            ));
         }
     };
     if a.check {
@@ -423,18 +426,20 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
             )
         };
         println!("smcrun agent: this kernel can run the agent (kprobes, BTF; {how}; {missed})");
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("smcrun agent: needs root (it loads BPF programs and writes {STATE_DIR})");
-        return ExitCode::from(Exit::Unavailable);
+        return Err(Failure::of(
+            "smcrun agent",
+            Exit::Unavailable,
+            format!("needs root (it loads BPF programs and writes {STATE_DIR})"),
+        ));
     }
     let dir = match state_dir() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("smcrun agent: {e}");
-            return ExitCode::from(Exit::Failed);
+            return Err(Failure::of("smcrun agent", Exit::Failed, e.to_string()));
         }
     };
     // SAFETY: the handler only stores to an atomic.
@@ -552,7 +557,7 @@ pub fn agent(a: &AgentArgs) -> ExitCode {
     for name in [SUMMARY_FILE, STATE_FILE] {
         let _ = std::fs::remove_file(format!("{STATE_DIR}/{name}"));
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Waits an interval: attached, on the ring buffer of ended records (woken early when the

@@ -11,7 +11,6 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use clap::Args;
 use smcrun_views::doctor::{self, Check, Host, Status};
@@ -19,7 +18,7 @@ use smcrun_views::json::doctor::DoctorView;
 
 use crate::cmd::format;
 use crate::run::preload;
-use crate::status::Exit;
+use crate::status::{self, Outcome};
 
 /// `smcrun doctor` arguments.
 #[derive(Args, Debug)]
@@ -265,7 +264,7 @@ fn text(v: &DoctorView) -> Vec<String> {
 }
 
 /// Run `smcrun doctor`.
-pub fn run(a: &DoctorArgs) -> ExitCode {
+pub fn run(a: &DoctorArgs) -> Outcome {
     let host = Host::read();
     let mut checks = doctor::checks(&host);
     if a.bpf {
@@ -276,21 +275,14 @@ pub fn run(a: &DoctorArgs) -> ExitCode {
     if !a.program.is_empty() {
         checks.extend(program_check(&a.program, &host.release));
     }
-    let view = DoctorView::new(&checks);
-    let code = view.exit_code;
-    let printed = if a.json {
-        format::print_json(&view)
+    let exit = status::doctor(doctor::verdict(&checks));
+    let view = DoctorView::new(&checks, exit.code());
+    if a.json {
+        format::print_json(&view)?;
     } else {
-        format::print_lines(text(&view))
-    };
-    if printed != ExitCode::SUCCESS {
-        return printed;
+        format::print_lines(text(&view))?;
     }
-    ExitCode::from(match code {
-        0 => Exit::Ok,
-        doctor::EXIT_WARNINGS => Exit::Failed,
-        _ => Exit::ChecksFailed,
-    })
+    Ok(exit.into())
 }
 
 #[cfg(test)]
@@ -430,7 +422,8 @@ mod tests {
             ),
             Check::new("kernel", Status::Pass, "Linux 6.12", ""),
         ];
-        let t = text(&DoctorView::new(&checks));
+        let exit = status::doctor(doctor::verdict(&checks));
+        let t = text(&DoctorView::new(&checks, exit.code()));
         assert_eq!(t[0], "FAIL  smc     this kernel has no SMC");
         assert_eq!(t[1], "              -> use another kernel");
         assert_eq!(t[2], "pass  kernel  Linux 6.12");

@@ -16,7 +16,7 @@
 //!   so node_exporter never reads half a file and nothing planted there is followed.
 //! - `smcrun metrics` prints one scrape.
 
-use crate::status::Exit;
+use crate::status::{Exit, Failure, Outcome};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::io::Write;
@@ -259,7 +259,7 @@ impl Exporter {
 }
 
 /// Run `smcrun metrics`.
-pub fn metrics(a: &MetricsArgs) -> ExitCode {
+pub fn metrics(a: &MetricsArgs) -> Outcome {
     let e = Exporter::new(a.collectors.0);
     let text = match &a.replay {
         Some(dir) => e.render(&snapshot::replay(dir).only(e.collectors), 0.0),
@@ -267,15 +267,12 @@ pub fn metrics(a: &MetricsArgs) -> ExitCode {
     };
     match text {
         Ok(t) => format::write_stdout(t.as_bytes()),
-        Err(err) => {
-            eprintln!("smcrun metrics: {err}");
-            ExitCode::from(Exit::Failed)
-        }
+        Err(err) => Err(Failure::of("smcrun metrics", Exit::Failed, err.to_string())),
     }
 }
 
 /// Run `smcrun exporter`.
-pub fn exporter(a: &ExporterArgs) -> ExitCode {
+pub fn exporter(a: &ExporterArgs) -> Outcome {
     let exporter = Exporter::new(a.collectors.0);
     match &a.textfile {
         Some(dir) => textfile_loop(exporter, dir, a.interval.unwrap_or(15.0), a.once),
@@ -285,8 +282,7 @@ pub fn exporter(a: &ExporterArgs) -> ExitCode {
                 Some(path) => match WebConfig::read(path) {
                     Ok(w) => w,
                     Err(e) => {
-                        eprintln!("smcrun exporter: {e}");
-                        return ExitCode::from(Exit::Usage);
+                        return Err(Failure::of("smcrun exporter", Exit::Usage, e.to_string()));
                     }
                 },
                 None => WebConfig::none(),
@@ -299,7 +295,7 @@ pub fn exporter(a: &ExporterArgs) -> ExitCode {
     }
 }
 
-fn serve(exporter: Exporter, web: WebConfig, addr: SocketAddr) -> ExitCode {
+fn serve(exporter: Exporter, web: WebConfig, addr: SocketAddr) -> Outcome {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -308,8 +304,11 @@ fn serve(exporter: Exporter, web: WebConfig, addr: SocketAddr) -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("smcrun exporter: cannot start the HTTP server: {e}");
-            return ExitCode::from(Exit::Failed);
+            return Err(Failure::of(
+                "smcrun exporter",
+                Exit::Failed,
+                format!("cannot start the HTTP server: {e}"),
+            ));
         }
     };
     let scheme = if web.tls.is_some() { "https" } else { "http" };
@@ -326,12 +325,16 @@ fn serve(exporter: Exporter, web: WebConfig, addr: SocketAddr) -> ExitCode {
         landing: Bytes::from(landing_page(exporter.collectors)),
         exporter,
     });
-    runtime.block_on(async {
+    // The server runs until the process is stopped: returning at all is a failure.
+    Err(runtime.block_on(async {
         let listener = match listen(addr) {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("smcrun exporter: cannot listen on {addr}: {e}");
-                return;
+                return Failure::of(
+                    "smcrun exporter",
+                    Exit::Failed,
+                    format!("cannot listen on {addr}: {e}"),
+                );
             }
         };
         let scope = if addr.ip().is_loopback() {
@@ -341,8 +344,8 @@ fn serve(exporter: Exporter, web: WebConfig, addr: SocketAddr) -> ExitCode {
         };
         eprintln!("smcrun exporter: serving {scheme}://{addr}/metrics ({scope}{auth})");
         accept_loop(listener, server).await;
-    });
-    ExitCode::from(Exit::Failed)
+        Failure::of("smcrun exporter", Exit::Failed, "stopped serving")
+    }))
 }
 
 /// `--listen`'s value: ADDR:PORT, or `:PORT` for every IPv4 address (as node_exporter takes it).
@@ -651,12 +654,15 @@ where
         .await;
 }
 
-fn textfile_loop(exporter: Exporter, dir: &Path, interval: f64, once: bool) -> ExitCode {
+fn textfile_loop(exporter: Exporter, dir: &Path, interval: f64, once: bool) -> Outcome {
     let dirfd = match open_dir(dir) {
         Ok(fd) => fd,
         Err(e) => {
-            eprintln!("smcrun exporter: --textfile {}: {e}", dir.display());
-            return ExitCode::from(Exit::Failed);
+            return Err(Failure::of(
+                "smcrun exporter",
+                Exit::Failed,
+                format!("--textfile {}: {e}", dir.display()),
+            ));
         }
     };
     if !once {
@@ -671,16 +677,14 @@ fn textfile_loop(exporter: Exporter, dir: &Path, interval: f64, once: bool) -> E
             .and_then(|text| write_atomically(&dirfd, TEXTFILE, text.as_bytes()));
         if let Err(e) = written {
             exporter.errors.fetch_add(1, Ordering::Relaxed);
-            eprintln!(
-                "smcrun exporter: cannot write {}: {e}",
-                dir.join(TEXTFILE).display()
-            );
+            let line = format!("cannot write {}: {e}", dir.join(TEXTFILE).display());
             if once {
-                return ExitCode::from(Exit::Failed);
+                return Err(Failure::of("smcrun exporter", Exit::Failed, line));
             }
+            eprintln!("smcrun exporter: {line}");
         }
         if once {
-            return ExitCode::SUCCESS;
+            return Ok(ExitCode::SUCCESS);
         }
         std::thread::sleep(Duration::from_secs_f64(interval));
     }

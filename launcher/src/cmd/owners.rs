@@ -7,18 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::Path;
 
-use serde::Serialize;
-
-/// One owner of a socket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Owner {
-    /// Process id.
-    pub pid: u32,
-    /// Its command name (`/proc/PID/comm`).
-    pub name: String,
-    /// The file descriptor (`None`: the owner is the smcrun agent's record, not /proc).
-    pub fd: Option<u32>,
-}
+pub use smcrun_views::ss::Owner;
 
 /// Owners of the sockets in `wanted`, by inode, read from the proc file system at `proc_root`.
 pub fn owners_in(proc_root: &Path, wanted: &HashSet<u64>) -> HashMap<u64, Vec<Owner>> {
@@ -101,27 +90,10 @@ pub fn owners_with_agent(
     out
 }
 
-/// smcss-like text of a socket's owners: `users:(("redis-server",pid=42,fd=6))`.
-pub fn owners_text(list: &[Owner]) -> String {
-    if list.is_empty() {
-        return "-".to_string();
-    }
-    let inner: Vec<String> = list
-        .iter()
-        .map(|o| {
-            let name = smcrun_report::text::safe(&o.name);
-            match o.fd {
-                Some(fd) => format!("(\"{name}\",pid={},fd={fd})", o.pid),
-                None => format!("(\"{name}\",pid={},agent)", o.pid),
-            }
-        })
-        .collect();
-    format!("users:({})", inner.join(","))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use smcrun_views::ss::text::owners_text;
     use std::os::fd::AsRawFd;
 
     #[test]

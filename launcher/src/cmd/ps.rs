@@ -6,14 +6,18 @@
 //! whom it runs as now. Reports of processes that are gone are shown once, marked, and removed
 //! (only those that were shown).
 
-use crate::status::Exit;
+use crate::cmd::format;
+use crate::status::{Exit, Failure, Outcome};
 use clap::Args;
-use serde::Serialize;
 use smcrun_report::text::safe;
-use smcrun_report::{count, ProcessReport};
+use smcrun_report::ProcessReport;
 use smcrun_rundir::pidns::{Locator, Seen};
 use smcrun_rundir::process::start_ticks;
 use smcrun_rundir::read::RunDir;
+use smcrun_views::ps::json::{AgentView, BpfScopesView, PsAllView, PsEntry, WhyKernelView};
+use smcrun_views::ps::text::{
+    kernel_counts, kernel_text, overflow_text, policy_text, settings_text, top_reason, why_text,
+};
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -84,154 +88,6 @@ fn user_name(uid: Option<u32>) -> String {
         .unwrap_or_else(|| uid.to_string())
 }
 
-/// `ps --all --json`: the processes under smcrun, the other processes with SMC sockets (null
-/// when they could not be listed), the agent (null when none runs) and BPF mode's scopes.
-#[derive(Serialize)]
-struct PsAllView<'a, O: Serialize> {
-    processes: &'a [PsEntry],
-    smc_processes: &'a Option<O>,
-    agent: Option<AgentView<'a>>,
-    bpf_scopes: smcrun_views::json::procs::BpfScopesView<'a>,
-}
-
-/// The agent as `ps --all --json` shows it.
-#[derive(Serialize)]
-struct AgentView<'a> {
-    pid: u32,
-    attached: bool,
-    error: Option<&'a str>,
-    overflow: &'a smcrun_views::agent::Overflow,
-}
-
-/// What the agent lost, as a clause (empty when nothing).
-fn overflow_text(o: &smcrun_views::agent::Overflow) -> String {
-    let lost = o.live_full + o.done_full;
-    let mut parts = Vec::new();
-    if lost > 0 {
-        parts.push(format!("{lost} sockets not recorded (maps full)"));
-    }
-    if o.inflight_full > 0 {
-        parts.push(format!("{} sends/receives not counted", o.inflight_full));
-    }
-    if let Some(n) = o.probes_missed.filter(|n| *n > 0) {
-        parts.push(format!("{n} probe runs missed (records or bytes)"));
-    }
-    if o.processes_dropped > 0 {
-        parts.push(format!("{} processes' counts dropped", o.processes_dropped));
-    }
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!("; LOST: {}", parts.join(", "))
-    }
-}
-
-/// One side's counts in a column: `N: R/D/T/?` (SMC-R, SMC-D, TCP, mode not seen).
-fn kernel_counts(c: &smcrun_views::agent::Counts) -> String {
-    format!(
-        "{}: {}/{}/{}/{}",
-        c.total(),
-        c.smcr,
-        c.smcd,
-        c.tcp,
-        c.not_seen
-    )
-}
-
-/// The agent's text for one process (`why`).
-fn kernel_text(p: &smcrun_views::agent::Process) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "kernel (smcrun agent), since it started: pid {} {} ({})",
-        p.pid,
-        safe(&p.comm),
-        safe(p.exe.as_deref().unwrap_or("?"))
-    );
-    for (role, c) in [("client", &p.sides.client), ("server", &p.sides.server)] {
-        if c.total() == 0 {
-            continue;
-        }
-        let reasons: Vec<String> = c
-            .reasons
-            .iter()
-            .map(|(code, n)| {
-                let r = code
-                    .strip_prefix("0x")
-                    .and_then(|h| u32::from_str_radix(h, 16).ok())
-                    .map(smcrun_kernel::reasons::describe);
-                format!(
-                    "{code} {} ({n})",
-                    r.map(|r| r.name.into_owned()).unwrap_or_else(|| "?".into())
-                )
-            })
-            .collect();
-        let _ = writeln!(
-            s,
-            "  {role}: {}, {} SMC-R, {} SMC-D, {} TCP, {} mode not seen; {} bytes sent, {} received{}",
-            count(c.total(), "connection"),
-            c.smcr,
-            c.smcd,
-            c.tcp,
-            c.not_seen,
-            c.tx_bytes,
-            c.rx_bytes,
-            if reasons.is_empty() {
-                String::new()
-            } else {
-                format!("; TCP because {}", reasons.join(", "))
-            }
-        );
-    }
-    s
-}
-
-#[derive(Serialize)]
-struct PsEntry {
-    /// The pid in this reader's pid namespace (the report's own pid when it is the same one).
-    pid: u32,
-    /// The pid in the process's own pid namespace, when that is another one (a container's
-    /// process seen from the host); the report file is named by it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    ns_pid: Option<u32>,
-    program: String,
-    exe: String,
-    user: String,
-    uid: Option<u32>,
-    state: &'static str,
-    /// null: the process registered (at fork, or before a uid switch) but wrote no numbers yet.
-    report: Option<ProcessReport>,
-}
-
-/// The most frequent reason for TCP, cut to the column's width (`why` has it whole).
-fn top_reason(r: &ProcessReport) -> String {
-    const WIDTH: usize = 40;
-    let Some(x) = r.reasons.first() else {
-        return "-".into();
-    };
-    let count = format!(" ({})", x.count);
-    let label = safe(&x.label()).into_owned();
-    let room = WIDTH.saturating_sub(count.chars().count());
-    if label.chars().count() <= room {
-        return label + &count;
-    }
-    let cut: String = label.chars().take(room.saturating_sub(1)).collect();
-    format!("{}…{count}", cut.trim_end())
-}
-
-/// Ends a view whose output went away: a closed pipe (`| head`) quietly, anything else with one
-/// line.
-fn output_error(e: io::Error) -> ExitCode {
-    if e.kind() == io::ErrorKind::BrokenPipe {
-        return ExitCode::SUCCESS;
-    }
-    crate::cmd::format::fail(
-        Exit::Failed,
-        &format!("smcrun: cannot write the output: {e}"),
-    )
-}
-
 fn entries(dir: &RunDir) -> Vec<PsEntry> {
     let mut out = Vec::new();
     let mut locator = Locator::new();
@@ -290,11 +146,11 @@ fn entries(dir: &RunDir) -> Vec<PsEntry> {
 
 /// Lists the reports; those of processes that are gone are shown once, marked, and removed.
 /// With `--all`, also every process that holds SMC sockets; BPF mode's scopes when there are any.
-pub fn ps(a: &PsArgs) -> ExitCode {
+pub fn ps(a: &PsArgs) -> Outcome {
     let dir = match RunDir::open() {
         Ok(d) => d,
         Err(e) => {
-            return crate::cmd::format::fail(Exit::Failed, &format!("smcrun ps: {e}"));
+            return Err(Failure::of("smcrun ps", Exit::Failed, e.to_string()));
         }
     };
     let path = match &dir {
@@ -339,21 +195,21 @@ pub fn ps(a: &PsArgs) -> ExitCode {
                     error: s.summary.error.as_deref(),
                     overflow: &s.summary.overflow,
                 }),
-                bpf_scopes: smcrun_views::json::procs::BpfScopesView::new(&scopes),
+                bpf_scopes: BpfScopesView::new(&scopes),
             })
         } else {
             serde_json::to_string_pretty(&entries)
         }
         .unwrap_or_default();
         if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush()) {
-            return output_error(e);
+            return format::stdout_result(Err(e));
         }
         remove_gone(&entries);
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     if entries.is_empty() {
         if let Err(e) = writeln!(out, "no programs under smcrun (reports are kept in {path})") {
-            return output_error(e);
+            return format::stdout_result(Err(e));
         }
     } else {
         let header = format!(
@@ -373,7 +229,7 @@ pub fn ps(a: &PsArgs) -> ExitCode {
             "POLICY"
         );
         if let Err(e) = writeln!(out, "{header}") {
-            return output_error(e);
+            return format::stdout_result(Err(e));
         }
         for (i, e) in entries.iter().enumerate() {
             let c = e
@@ -414,7 +270,7 @@ pub fn ps(a: &PsArgs) -> ExitCode {
             if let Err(err) = writeln!(out, "{line}").and_then(|()| out.flush()) {
                 // Only what was shown is removed.
                 remove_gone(&entries[..i]);
-                return output_error(err);
+                return format::stdout_result(Err(err));
             }
         }
         // Shown once: a gone process's report goes now that it was seen.
@@ -435,13 +291,10 @@ pub fn ps(a: &PsArgs) -> ExitCode {
             Err(e) => format!("\n{e}: process and mode from smc_diag and /proc only"),
         };
         if let Err(e) = writeln!(out, "{line}") {
-            return output_error(e);
+            return format::stdout_result(Err(e));
         }
     }
-    match others_text(&mut out, &scopes, others.as_deref()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => output_error(e),
-    }
+    format::stdout_result(others_text(&mut out, &scopes, others.as_deref()))
 }
 
 /// BPF mode's scopes (when there are any) and, with `--all`, every process with SMC sockets.
@@ -502,17 +355,8 @@ fn others_text(
     out.flush()
 }
 
-/// `why --json` of a process the agent counted: its report (null when it runs without smcrun)
-/// and the kernel's counts.
-#[derive(Serialize)]
-struct WhyKernelView<'a> {
-    pid: u32,
-    report: Option<&'a ProcessReport>,
-    kernel: &'a smcrun_views::agent::Process,
-}
-
 /// Explains one process's connections.
-pub fn why(a: &WhyArgs) -> ExitCode {
+pub fn why(a: &WhyArgs) -> Outcome {
     let agent = smcrun_views::agent::read().ok();
     let kernel = agent.as_ref().and_then(|s| s.process(a.pid));
     let report = RunDir::open()
@@ -543,20 +387,18 @@ pub fn why(a: &WhyArgs) -> ExitCode {
             t.push_str(&kernel_text(k));
             t
         };
-        return match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => output_error(e),
-        };
+        return format::stdout_result(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
     }
     let no_report = |why: String| {
-        crate::cmd::format::fail(
+        Err(Failure::of(
+            "smcrun why",
             Exit::Failed,
-            &format!(
-                "smcrun why: no report for pid {} ({why}); is it running under smcrun, started by this user? \
+            format!(
+                "no report for pid {} ({why}); is it running under smcrun, started by this user? \
                  (a process that switched uid reports to the user who started it)",
                 a.pid
             ),
-        )
+        ))
     };
     let dir = match RunDir::open() {
         Ok(Some(d)) => d,
@@ -571,7 +413,7 @@ pub fn why(a: &WhyArgs) -> ExitCode {
                 a.pid,
                 state_of(a.pid, None)
             );
-            return ExitCode::SUCCESS;
+            return Ok(ExitCode::SUCCESS);
         }
         Err(e) => return no_report(e),
     };
@@ -585,10 +427,7 @@ pub fn why(a: &WhyArgs) -> ExitCode {
             &user_name(uid_of(a.pid, Some(&r))),
         )
     };
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => output_error(e),
-    }
+    format::stdout_result(out.write_all(text.as_bytes()).and_then(|()| out.flush()))
 }
 
 /// The report of this reader's process `pid`: the file of its pid in its own pid namespace when
@@ -611,167 +450,5 @@ fn report_of(dir: &RunDir, pid: u32) -> Result<Option<ProcessReport>, String> {
             Ok(Some(r))
         }
         None => Ok(None),
-    }
-}
-
-/// `smcrun why`'s text for one report.
-/// The mode and fallback a program runs with, `auto/tcp` (`--mode`/`--fallback`); an older
-/// smcrun's report has the mode alone.
-fn settings_text(r: &ProcessReport) -> String {
-    match r.fallback.as_str() {
-        "" => safe(&r.mode).into_owned(),
-        f => format!("{}/{}", safe(&r.mode), safe(f)),
-    }
-}
-
-/// The policy a program runs with, `-` for none (every TCP socket is made SMC).
-fn policy_text(r: &ProcessReport) -> String {
-    if r.policy.is_empty() {
-        "-".into()
-    } else {
-        safe(&r.policy).into_owned()
-    }
-}
-
-fn why_text(r: &ProcessReport, state: &str, user: &str) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{} ({state}, user {}, {})",
-        r.summary_line().trim_start_matches("smcrun: "),
-        safe(user),
-        safe(&r.exe)
-    );
-    let _ = writeln!(
-        s,
-        "sockets: {} converted to SMC, {} TCP at socket(), {} untouched",
-        r.sockets.converted, r.sockets.tcp_at_creation, r.sockets.untouched,
-    );
-    let _ = writeln!(
-        s,
-        "runs with: mode {}, fallback {}, policy {}",
-        safe(&r.mode),
-        if r.fallback.is_empty() {
-            "(not reported)".into()
-        } else {
-            safe(&r.fallback)
-        },
-        if r.policy.is_empty() {
-            "none (every TCP socket is made SMC)".to_string()
-        } else {
-            format!("\"{}\"", safe(&r.policy))
-        }
-    );
-    if r.detail_dropped > 0 || r.errors > 0 {
-        let _ = writeln!(
-            s,
-            "missing: {} without details below (counted above), {}{}",
-            count(r.detail_dropped, "connection"),
-            count(r.errors, "error"),
-            r.last_error
-                .as_deref()
-                .map(|e| format!(" (last: {})", safe(e)))
-                .unwrap_or_default()
-        );
-    }
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "{:<7} {:<22} {:<22} {:<6} why",
-        "role", "local", "remote", "mode"
-    );
-    for c in &r.recent {
-        let why = match &c.reason {
-            Some(x) => {
-                let peer = c
-                    .peer_diagnosis
-                    .as_deref()
-                    .map(|p| format!(" (peer: {p})"))
-                    .unwrap_or_default();
-                safe(&format!("{}{peer}", x.label())).into_owned()
-            }
-            None => "-".into(),
-        };
-        let _ = writeln!(
-            s,
-            "{:<7} {:<22} {:<22} {:<6} {}",
-            safe(&c.role),
-            safe(c.local.as_deref().unwrap_or("-")),
-            safe(c.remote.as_deref().unwrap_or("-")),
-            safe(&c.mode),
-            why
-        );
-    }
-    if r.recent_dropped > 0 {
-        let _ = writeln!(
-            s,
-            "(and {} older, counted above but not listed)",
-            count(r.recent_dropped, "connection")
-        );
-    }
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "{:<40} {:<7} {:>6} {:>6} {:>6} {:>6}",
-        "endpoint", "role", "SMC-R", "SMC-D", "SMC-?", "TCP"
-    );
-    for e in &r.endpoints {
-        let _ = writeln!(
-            s,
-            "{:<40} {:<7} {:>6} {:>6} {:>6} {:>6}",
-            safe(&e.remote),
-            safe(&e.role),
-            e.smc_r,
-            e.smc_d,
-            e.smc_unknown,
-            e.tcp
-        );
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use smcrun_report::{Connection, ConnectionCounts, ReasonCount};
-
-    #[test]
-    fn why_text_has_no_stray_space_and_names_unknown_addresses() {
-        let r = ProcessReport {
-            pid: 7,
-            program: "redis-server".into(),
-            exe: "/usr/bin/redis-check-rdb".into(),
-            connections: ConnectionCounts {
-                total: 1,
-                tcp: 1,
-                ..Default::default()
-            },
-            recent: vec![Connection {
-                role: "server".into(),
-                local: Some("127.0.0.1:6379".into()),
-                remote: None,
-                mode: "TCP".into(),
-                reason: Some(ReasonCount {
-                    code: None,
-                    errno: None,
-                    text: "TCP by policy".into(),
-                    count: 1,
-                }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        let t = why_text(&r, "running", "nobody");
-        assert!(
-            t.starts_with("pid 7 redis-server: 1 connection, 0 SMC-R, 1 TCP (running, user nobody, /usr/bin/redis-check-rdb)"),
-            "{t}"
-        );
-        let row = t.lines().find(|l| l.starts_with("server ")).unwrap();
-        assert!(row.ends_with(" TCP    TCP by policy"), "{row:?}");
-        assert!(
-            row.contains("127.0.0.1:6379") && row.contains(" - "),
-            "{row:?}"
-        );
     }
 }

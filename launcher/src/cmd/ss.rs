@@ -1,21 +1,21 @@
 //! `smcrun ss` (like smcss, plus `-p`: the owning processes), as text or as JSON with stable
-//! snake_case keys for scripts and the VM tests. (`smcrun stats` is in stats_view.rs.)
+//! snake_case keys for scripts and the VM tests; the text and JSON are `smcrun_views::ss`.
 //!
 //! Without SMC in the kernel it prints one line naming the missing module and, where the kernel
 //! can load it, the `modprobe` that does (`smcrun_kernel::kmod` decides), and exits 1 ([`crate::cmd::format`]). Exit 0 means the kernel answered (possibly
 //! with nothing).
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
-use std::process::ExitCode;
 
 use clap::Args;
-use smcrun_kernel::reasons::{self, state};
-use smcrun_kernel::sock_diag::{self, Mode, SmcSocket};
+use smcrun_kernel::sock_diag::{self, SmcSocket};
 
-use crate::cmd::format::{print_json, print_lines, refused};
+use crate::cmd::format::{print_json, print_lines};
 use crate::cmd::owners::{self, Owner};
-use smcrun_views::json::ss::{DmbView, SocketView, SsView};
+use crate::status::{Failure, Outcome};
+use smcrun_views::ss::json::{SocketView, SsView};
+use smcrun_views::ss::text::listing_text;
+use smcrun_views::ss::{shown, Listing};
 
 /// `smcrun ss` arguments.
 #[derive(Args, Debug)]
@@ -46,158 +46,23 @@ pub struct SsArgs {
     json: bool,
 }
 
-/// Which sockets a listing shows (smcss: default hides LISTEN and INIT; -R/-D keep one mode).
-fn shown(s: &SmcSocket, a: &SsArgs) -> bool {
-    if (a.smcr && s.mode != Mode::SmcR) || (a.smcd && s.mode != Mode::SmcD) {
-        return false;
-    }
-    if a.listening {
-        s.state == state::LISTEN
-    } else {
-        a.all || (s.state != state::LISTEN && s.state != state::INIT)
-    }
-}
-
-fn cursor(c: &sock_diag::Cursor) -> String {
-    format!("{:04x}:{:08x}", c.wrap, c.count)
-}
-
-/// The detail columns smcss prints with -d, -R and -D ("-" where the kernel sent nothing).
-fn detail_columns(s: &SmcSocket, a: &SsArgs) -> String {
-    let mut out = String::new();
-    if a.debug {
-        out.push_str(&format!(" {:<5}", reasons::shutdown(s.shutdown)));
-        match &s.conninfo {
-            Some(c) => out.push_str(&format!(
-                " {:08x} {:>8} {:>8} {:>8} {} {} {:02x}:{:02x} {} {} {:02x}:{:02x} {} {} {}",
-                c.token,
-                c.sndbuf_size,
-                c.rmbe_size,
-                c.peer_rmbe_size,
-                cursor(&c.rx_prod),
-                cursor(&c.rx_cons),
-                c.rx_prod_flags,
-                c.rx_conn_state_flags,
-                cursor(&c.tx_prod),
-                cursor(&c.tx_cons),
-                c.tx_prod_flags,
-                c.tx_conn_state_flags,
-                cursor(&c.tx_prep),
-                cursor(&c.tx_sent),
-                cursor(&c.tx_fin),
-            )),
-            None => out.push_str(" -"),
+impl SsArgs {
+    /// Which sockets and columns these options show.
+    fn listing(&self) -> Listing {
+        Listing {
+            all: self.all,
+            listening: self.listening,
+            debug: self.debug,
+            smcr: self.smcr,
+            smcd: self.smcd,
+            wide: self.wide,
+            processes: self.processes,
         }
     }
-    if a.smcr {
-        match &s.lgrinfo {
-            Some(l) => out.push_str(&format!(
-                " {} {} {} {} {} {}",
-                reasons::role(l.role),
-                crate::cmd::format::safe(&l.ibdev),
-                l.ibport,
-                l.link_id,
-                l.gid,
-                l.peer_gid
-            )),
-            None => out.push_str(" -"),
-        }
-    }
-    if a.smcd {
-        match s.dmbinfo.as_ref().map(DmbView::new) {
-            Some(d) => out.push_str(&format!(
-                " {} {} {} {} {}",
-                d.my_gid, d.token, d.peer_gid, d.peer_token, d.lgr_id
-            )),
-            None => out.push_str(" -"),
-        }
-    }
-    out
-}
-
-/// smcss's Mode column, and for a fallback the reason's name after the codes (and the peer's,
-/// when it sent one): `TCP 0x05000000/0x03030000 PEERDECL/NOSMCDEV`.
-fn mode_column(s: &SmcSocket) -> String {
-    match (s.mode, s.fallback) {
-        (Mode::Fallback, Some((r, 0))) => {
-            format!("TCP 0x{r:08x}/0x00000000 {}", reasons::describe(r).name)
-        }
-        (Mode::Fallback, Some((r, p))) => format!(
-            "TCP 0x{r:08x}/0x{p:08x} {}/{}",
-            reasons::describe(r).name,
-            reasons::describe(p).name
-        ),
-        (Mode::Fallback, None) => "TCP".to_string(),
-        (Mode::Unknown(m), _) => format!("mode {m}"),
-        (m, _) => m.label().to_string(),
-    }
-}
-
-fn shorten(addr: String, wide: bool) -> String {
-    if wide || addr.chars().count() <= 23 {
-        addr
-    } else {
-        let tail: String = addr
-            .chars()
-            .rev()
-            .take(21)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        format!("..{tail}")
-    }
-}
-
-/// One smcss-style row; INIT rows stop after Inode, LISTEN after Local Address, CLOSED after Intf.
-#[cfg(test)]
-fn socket_row(s: &SmcSocket, wide: bool) -> String {
-    let mut row = String::new();
-    write_row(&mut row, s, wide);
-    row
-}
-
-/// An address in its column: IPv4 ones always fit (21 characters at most) and are written
-/// straight into the row; longer IPv6 ones are shortened unless `wide`.
-fn write_addr(out: &mut String, a: &std::net::SocketAddr, wide: bool) {
-    if wide || a.is_ipv4() {
-        let _ = write!(out, " {a:<23}");
-    } else {
-        let _ = write!(out, " {:<23}", shorten(a.to_string(), wide));
-    }
-}
-
-/// Append one smcss-style row to `out` (no newline). Written in place: `ss -a` formats
-/// thousands of rows.
-fn write_row(out: &mut String, s: &SmcSocket, wide: bool) {
-    let start = out.len();
-    let _ = write!(
-        out,
-        "{:<14} {:>5} {:>8}",
-        reasons::socket_state(s.state),
-        s.uid,
-        s.inode
-    );
-    if s.state == state::INIT {
-        return;
-    }
-    write_addr(out, &s.local, wide);
-    if s.state == state::LISTEN {
-        let kept = out[start..].trim_end().len();
-        out.truncate(start + kept);
-        return;
-    }
-    write_addr(out, &s.peer, wide);
-    let _ = write!(out, " {:>4}", s.interface);
-    if s.state == state::CLOSED {
-        return;
-    }
-    out.push(' ');
-    out.push_str(&mode_column(s));
 }
 
 /// Run `smcrun ss`.
-pub fn ss(a: &SsArgs) -> ExitCode {
+pub fn ss(a: &SsArgs) -> Outcome {
     let mut ext = 0;
     if a.debug {
         ext |= sock_diag::EXT_CONNINFO;
@@ -210,9 +75,10 @@ pub fn ss(a: &SsArgs) -> ExitCode {
     }
     let sockets = match sock_diag::dump(ext) {
         Ok(s) => s,
-        Err(e) => return refused(&e),
+        Err(e) => return Err(Failure::refused(&e)),
     };
-    let sockets: Vec<&SmcSocket> = sockets.iter().filter(|s| shown(s, a)).collect();
+    let listing = a.listing();
+    let sockets: Vec<&SmcSocket> = sockets.iter().filter(|s| shown(s, &listing)).collect();
     let owned: HashMap<u64, Vec<Owner>> = if a.processes {
         let agent = smcrun_views::agent::read().ok();
         owners::owners_with_agent(
@@ -232,217 +98,5 @@ pub fn ss(a: &SsArgs) -> ExitCode {
         };
         return print_json(&view);
     }
-    let mut header = format!(
-        "{:<14} {:>5} {:>8} {:<23} {:<23} {:>4} Mode",
-        "State", "UID", "Inode", "Local Address", "Peer Address", "Intf"
-    );
-    if a.debug {
-        header.push_str(" Shutd Token Sndbuf Rcvbuf Peerbuf rxprod-Cursor rxcons-Cursor rxFlags txprod-Cursor txcons-Cursor txFlags txprep-Cursor txsent-Cursor txfin-Cursor");
-    }
-    if a.smcr {
-        header.push_str(" Role IB-device Port Linkid GID Peer-GID");
-    }
-    if a.smcd {
-        header.push_str(" GID Token Peer-GID Peer-Token Linkid");
-    }
-    if a.processes {
-        header.push_str("  Process");
-    }
-    let mut text = String::with_capacity((sockets.len() + 1) * 100);
-    text.push_str(&header);
-    for s in sockets {
-        text.push('\n');
-        write_row(&mut text, s, a.wide);
-        // Detail columns only make sense on rows that reach the Mode column.
-        if !matches!(s.state, state::INIT | state::LISTEN | state::CLOSED) {
-            text.push_str(&detail_columns(s, a));
-        }
-        if a.processes {
-            text.push_str("  ");
-            text.push_str(&owners::owners_text(owners_of(s)));
-        }
-    }
-    print_lines([text])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cmd::linkgroup::lgr_id;
-    use smcrun_kernel::sock_diag::AF_SMC;
-
-    fn sock(state: u8, mode: Mode, fallback: Option<(u32, u32)>) -> SmcSocket {
-        let local = "127.0.0.1:6379".parse().unwrap();
-        let peer = "127.0.0.1:40000".parse().unwrap();
-        SmcSocket {
-            fallback,
-            ..SmcSocket::new(AF_SMC, state, mode, local, peer, 42)
-        }
-    }
-
-    #[test]
-    fn fallback_row_and_json() {
-        let s = sock(1, Mode::Fallback, Some((0x0303_0000, 0)));
-        let row = socket_row(&s, false);
-        assert!(row.ends_with("TCP 0x03030000/0x00000000 NOSMCDEV"), "{row}");
-        let declined = sock(1, Mode::Fallback, Some((0x0500_0000, 0x0303_0000)));
-        let row = socket_row(&declined, false);
-        assert!(
-            row.ends_with("TCP 0x05000000/0x03030000 PEERDECL/NOSMCDEV"),
-            "{row}"
-        );
-        let j = serde_json::to_value(SocketView::new(&s)).unwrap();
-        assert_eq!(j["mode"], "TCP");
-        assert_eq!(j["fallback"]["reason"], "0x03030000");
-        assert_eq!(j["fallback"]["reason_decoded"]["name"], "NOSMCDEV");
-        assert_eq!(j["local"], "127.0.0.1:6379");
-        assert_eq!(j["state"], "ACTIVE");
-    }
-
-    #[test]
-    fn listen_and_init_rows_are_short() {
-        let l = socket_row(&sock(10, Mode::SmcR, None), false);
-        assert!(
-            l.starts_with("LISTEN") && l.ends_with("127.0.0.1:6379"),
-            "{l}"
-        );
-        let i = socket_row(&sock(2, Mode::SmcR, None), false);
-        assert!(i.ends_with("42"), "{i}");
-        assert!(socket_row(&sock(1, Mode::SmcR, None), false).ends_with("SMCR"));
-    }
-
-    #[test]
-    fn default_filter_hides_listen_and_init() {
-        let args = |all, listening| SsArgs {
-            all,
-            listening,
-            debug: false,
-            smcr: false,
-            smcd: false,
-            wide: false,
-            processes: false,
-            json: true,
-        };
-        let l = sock(10, Mode::SmcR, None);
-        let a = sock(1, Mode::SmcR, None);
-        assert!(!shown(&l, &args(false, false)) && shown(&a, &args(false, false)));
-        assert!(shown(&l, &args(true, false)) && shown(&l, &args(false, true)));
-        assert!(!shown(&a, &args(false, true)));
-        let only_d = SsArgs {
-            smcd: true,
-            ..args(true, false)
-        };
-        assert!(!shown(&a, &only_d));
-        assert!(shown(&sock(1, Mode::SmcD, None), &only_d));
-    }
-
-    #[test]
-    fn detail_columns_show_link_and_cursors() {
-        use sock_diag::{ConnInfo, Cursor, LgrInfo};
-        let mut s = sock(1, Mode::SmcR, None);
-        let cur = Cursor {
-            wrap: 1,
-            count: 0x20,
-        };
-        s.conninfo = Some(ConnInfo {
-            token: 0xab,
-            sndbuf_size: 65536,
-            rmbe_size: 65536,
-            peer_rmbe_size: 65536,
-            rx_prod: cur,
-            rx_cons: cur,
-            tx_prod: cur,
-            tx_cons: cur,
-            rx_prod_flags: 0,
-            rx_conn_state_flags: 0,
-            tx_prod_flags: 0,
-            tx_conn_state_flags: 0,
-            tx_prep: cur,
-            tx_sent: cur,
-            tx_fin: cur,
-        });
-        s.lgrinfo = Some(LgrInfo {
-            link_id: 1,
-            ibdev: "rxe_lo".into(),
-            ibport: 1,
-            gid: "fe80::1".into(),
-            peer_gid: "fe80::2".into(),
-            role: 1,
-        });
-        let a = SsArgs {
-            all: false,
-            listening: false,
-            debug: true,
-            smcr: true,
-            smcd: false,
-            wide: false,
-            processes: false,
-            json: false,
-        };
-        let cols = detail_columns(&s, &a);
-        assert!(cols.contains("000000ab    65536"), "{cols}");
-        assert!(cols.contains("0001:00000020"), "{cols}");
-        assert!(cols.ends_with("SERV rxe_lo 1 1 fe80::1 fe80::2"), "{cols}");
-        let j = serde_json::to_value(SocketView::new(&s)).unwrap();
-        assert_eq!(j["lgrinfo"]["ibdev"], "rxe_lo");
-        assert_eq!(j["conninfo"]["sndbuf_size"], 65536);
-        assert!(j.get("dmbinfo").is_none());
-    }
-
-    #[test]
-    fn captured_smcd_sockets_show_their_dmb() {
-        // the SMC-D kernel's reply with 2 idle redis connections open (kernel/tests/fixtures/smcd)
-        let socks =
-            sock_diag::parse(&crate::cmd::format::fixture("smcd", "sock_diag_ext8")).unwrap();
-        let a = SsArgs {
-            all: false,
-            listening: false,
-            debug: false,
-            smcr: false,
-            smcd: true,
-            wide: false,
-            processes: false,
-            json: false,
-        };
-        let active: Vec<&SmcSocket> = socks.iter().filter(|s| shown(s, &a)).collect();
-        assert_eq!(active.len(), 4, "{socks:?}");
-        for s in &active {
-            let d = s.dmbinfo.as_ref().unwrap();
-            // GID Token Peer-GID Peer-Token Linkid, the link group as `smcrun linkgroup` shows it
-            let cols = detail_columns(s, &a);
-            let c: Vec<&str> = cols.split_whitespace().collect();
-            let hex = |i: usize| u64::from_str_radix(c[i], 16).unwrap();
-            assert_eq!(c.len(), 5, "{cols}");
-            assert!(c[..4].iter().all(|x| x.len() == 16), "{cols}");
-            assert_eq!(
-                (hex(0), hex(1), hex(2), hex(3)),
-                (d.my_gid, d.token, d.peer_gid, d.peer_token)
-            );
-            assert_eq!(c[4], lgr_id(d.link_id), "{cols}");
-            let j = serde_json::to_value(SocketView::new(s)).unwrap();
-            assert_eq!(j["mode"], "SMCD");
-            assert_eq!(j["dmbinfo"]["token"], format!("{:016x}", d.token));
-            assert_eq!(j["dmbinfo"]["lgr_id"], lgr_id(d.link_id));
-            assert_eq!(j["dmbinfo"]["my_gid"], j["dmbinfo"]["peer_gid"]);
-            assert!(j["dmbinfo"]["my_gid_ext"].is_string());
-            assert!(socket_row(s, false).ends_with(" SMCD"));
-        }
-        // each end writes into the other's DMB: tokens cross
-        for s in &active {
-            let t = s.dmbinfo.as_ref().unwrap().token;
-            let peers = active
-                .iter()
-                .filter(|o| o.dmbinfo.as_ref().unwrap().peer_token == t)
-                .count();
-            assert_eq!(peers, 1);
-        }
-    }
-
-    #[test]
-    fn long_addresses_are_shortened_unless_wide() {
-        let long = "[fd00:1234:5678::abcd]:65535".to_string();
-        assert_eq!(shorten(long.clone(), false).chars().count(), 23);
-        assert!(shorten(long.clone(), false).starts_with(".."));
-        assert_eq!(shorten(long.clone(), true), long);
-    }
+    print_lines([listing_text(&sockets, &listing, owners_of)])
 }

@@ -9,7 +9,7 @@
 //! the program keeps smcrun's PID, argv, exit status and signals, as without `--bpf`.
 
 use crate::run::exec::{self, RunOptions};
-use crate::status::Exit;
+use crate::status::{Exit, Failure, Outcome};
 use clap::{Args, ValueEnum};
 use smcrun_bpf::pinned::{self, Attached, Detached, Kind};
 use smcrun_bpf::prereq::{self, Scope};
@@ -76,7 +76,7 @@ fn preload_only_options(opts: &RunOptions) -> Vec<&'static str> {
 }
 
 /// `smcrun --bpf[=auto] [OPTIONS] -- COMMAND`.
-pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
+pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> Outcome {
     let fall_back = |why: &str| {
         if opts.debug > 0 {
             eprintln!("smcrun: --bpf=auto: {why}; using the preload");
@@ -86,19 +86,17 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
     let policy = match policy_of(opts) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("smcrun: {e} (nothing was started)");
-            return ExitCode::from(Exit::Usage);
+            return Err(Failure::new(
+                Exit::Usage,
+                format!("{e} (nothing was started)"),
+            ));
         }
     };
     let preload_only = preload_only_options(opts);
     if mode == BpfMode::On && !preload_only.is_empty() {
-        eprintln!(
-            "smcrun: --bpf: {} {} of the preload, which BPF mode does not use; drop {} or use --bpf=auto (nothing was started)",
-            preload_only.join(", "),
+        return Err(Failure::new(Exit::Usage, format!("--bpf: {} {} of the preload, which BPF mode does not use; drop {} or use --bpf=auto (nothing was started)", preload_only.join(", "),
             if preload_only.len() == 1 { "is a setting" } else { "are settings" },
-            if preload_only.len() == 1 { "it" } else { "them" }
-        );
-        return ExitCode::from(Exit::Usage);
+            if preload_only.len() == 1 { "it" } else { "them" })));
     }
     let analysis = rules::analyse(&policy);
     let Some(kernel_policy) = analysis.kernel.clone() else {
@@ -106,32 +104,27 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
         if mode == BpfMode::Auto {
             return fall_back(&format!("the policy's {why}"));
         }
-        eprintln!("smcrun: --bpf: the policy's {why}; BPF mode cannot honour it (nothing was attached or started; see smcrun policy check --bpf)");
-        return ExitCode::from(Exit::Usage);
+        return Err(Failure::new(Exit::Usage, format!("--bpf: the policy's {why}; BPF mode cannot honour it (nothing was attached or started; see smcrun policy check --bpf)")));
     };
     if !preload_only.is_empty() {
         // --bpf=auto with preload settings: they apply only if the preload is used.
         return fall_back(&format!("{} ask for the preload", preload_only.join(", ")));
     }
     let Some(program) = cmd.first() else {
-        eprintln!("smcrun: no command given");
-        return ExitCode::from(Exit::Usage);
+        return Err(Failure::new(Exit::Usage, "no command given"));
     };
-    let resolved = match exec::resolve_command(program) {
-        Ok(p) => p,
-        Err(f) => return f.report(),
-    };
+    let resolved = exec::resolve_command(program)?;
     let report = prereq::check_before_attach();
     if let Some(why) = report.refusal(Scope::Tree) {
         if mode == BpfMode::Auto {
             return fall_back(&format!("BPF mode is unavailable: {why}"));
         }
-        eprintln!("smcrun: --bpf: {why} (nothing was attached or started)");
-        return Exit::Unavailable.into();
+        return Err(Failure::new(
+            Exit::Unavailable,
+            format!("--bpf: {why} (nothing was attached or started)"),
+        ));
     }
-    if let Err(code) = exec::apply_sysctls(opts) {
-        return code;
-    }
+    exec::apply_sysctls(opts)?;
     let me = std::process::id();
     let scope = match TreeScope::attach(me, &kernel_policy) {
         Ok(s) => s,
@@ -139,15 +132,17 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
             if mode == BpfMode::Auto {
                 return fall_back(&format!("BPF mode is unavailable: {e}"));
             }
-            eprintln!("smcrun: --bpf: {e} (nothing was started)");
-            return Exit::Unavailable.into();
+            return Err(Failure::new(
+                Exit::Unavailable,
+                format!("--bpf: {e} (nothing was started)"),
+            ));
         }
     };
     if let Err(e) = spawn_holder(|| hold_tree(scope)) {
-        eprintln!(
-            "smcrun: --bpf: cannot start the holder of the attachment: {e} (nothing was started)"
-        );
-        return ExitCode::from(Exit::Failed);
+        return Err(Failure::new(
+            Exit::Failed,
+            format!("--bpf: cannot start the holder of the attachment: {e} (nothing was started)"),
+        ));
     }
     if opts.debug > 0 {
         eprintln!(
@@ -157,7 +152,7 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> ExitCode {
     }
     // The parent's copies of the scope's fds were dropped with `scope` (moved into the holder's
     // closure and freed here when spawn_holder returned); the holder keeps its own.
-    exec::exec(&resolved, &cmd)
+    Err(exec::exec(&resolved, &cmd))
 }
 
 /// Forks a holder that runs `hold` in its own session with stdio on /dev/null, through an
@@ -404,33 +399,28 @@ impl Resolved {
 }
 
 /// `smcrun attach ...`.
-pub fn attach(args: &AttachArgs) -> ExitCode {
+pub fn attach(args: &AttachArgs) -> Outcome {
     if args.list {
         return list(args.json);
     }
     let fail_usage = |e: String| {
-        crate::cmd::format::fail(
+        Err(Failure::new(
             Exit::Usage,
-            &format!("smcrun: attach: {e} (nothing was attached)"),
-        )
+            format!("attach: {e} (nothing was attached)"),
+        ))
     };
     let policy = match attach_policy(args) {
         Ok(p) => p,
         Err(e) => {
-            return crate::cmd::format::fail(
+            return Err(Failure::new(
                 Exit::Usage,
-                &format!("smcrun: {e} (nothing was attached)"),
-            );
+                format!("{e} (nothing was attached)"),
+            ));
         }
     };
     let analysis = rules::analyse(&policy);
     let Some(kernel_policy) = analysis.kernel.clone() else {
-        return crate::cmd::format::fail(
-            Exit::Usage,
-            &format!(
-                "smcrun: attach: the policy's {}; BPF mode cannot honour it (nothing was attached; see smcrun policy check --bpf)",
-                analysis.refusal().unwrap_or_default()
-            ),
+        return Err(Failure::new(Exit::Usage, format!("attach: the policy's {}; BPF mode cannot honour it (nothing was attached; see smcrun policy check --bpf)", analysis.refusal().unwrap_or_default())),
         );
     };
     let target = match (&args.cgroup, &args.netns) {
@@ -443,10 +433,10 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
             Err(e) => return fail_usage(e.to_string()),
         },
         (None, None) => {
-            return crate::cmd::format::fail(
+            return Err(Failure::new(
                 Exit::Usage,
-                "smcrun: attach needs --cgroup PATH, --netns PATH|PID or --list",
-            );
+                "attach needs --cgroup PATH, --netns PATH|PID or --list",
+            ));
         }
     };
     let scope = match target {
@@ -454,10 +444,10 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
         Resolved::Netns(_) => Scope::Netns,
     };
     if let Some(why) = prereq::check_before_attach().refusal(scope) {
-        return crate::cmd::format::fail(
+        return Err(Failure::new(
             Exit::Unavailable,
-            &format!("smcrun: attach: {why} (nothing was attached)"),
-        );
+            format!("attach: {why} (nothing was attached)"),
+        ));
     }
     let text = policy.to_string();
     let done: Result<Attached, smcrun_bpf::Error> = match &target {
@@ -471,7 +461,7 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
                 eprintln!("smcrun: warning: cannot start the holder of the smc module: {e}");
             }
             if args.json {
-                print_json(&AttachView::new(target.kind(), path, &a, text));
+                crate::cmd::format::print_json(&AttachView::new(target.kind(), path, &a, text))?;
             } else if a.was_attached {
                 println!(
                     "{}: already attached; policy now: {}",
@@ -489,18 +479,18 @@ pub fn attach(args: &AttachArgs) -> ExitCode {
                     policy_label(&text)
                 );
             }
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
         }
-        Err(e) => crate::cmd::format::fail(
+        Err(e) => Err(Failure::new(
             Exit::Failed,
-            &format!("smcrun: attach {}: {e}", path.display()),
-        ),
+            format!("attach {}: {e}", path.display()),
+        )),
     }
 }
 
 /// `smcrun detach ...`.
-pub fn detach(args: &DetachArgs) -> ExitCode {
-    let usage = |e: String| crate::cmd::format::fail(Exit::Usage, &format!("smcrun: detach: {e}"));
+pub fn detach(args: &DetachArgs) -> Outcome {
+    let usage = |e: String| Err(Failure::new(Exit::Usage, format!("detach: {e}")));
     let done: Result<(PathBuf, Detached), smcrun_bpf::Error> = match (&args.cgroup, &args.netns) {
         (Some(arg), _) => match resolve_cgroup(arg) {
             Ok(dir) => cgroup::detach(&dir).map(|d| (dir, d)),
@@ -519,7 +509,7 @@ pub fn detach(args: &DetachArgs) -> ExitCode {
     match done {
         Ok((path, d)) => {
             if args.json {
-                print_json(&DetachView::new(&d));
+                crate::cmd::format::print_json(&DetachView::new(&d))?;
             } else {
                 println!(
                     "{}: detached after {} made SMC, {} kept TCP by the policy{}",
@@ -533,9 +523,9 @@ pub fn detach(args: &DetachArgs) -> ExitCode {
                     }
                 );
             }
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
         }
-        Err(e) => crate::cmd::format::fail(Exit::Failed, &format!("smcrun: detach: {e}")),
+        Err(e) => Err(Failure::new(Exit::Failed, format!("detach: {e}"))),
     }
 }
 
@@ -596,16 +586,12 @@ fn programs_text(p: &[smcrun_bpf::maps::ProgramCount]) -> String {
 }
 
 /// Print `v` as one line of JSON (how BPF mode's commands have always printed it).
-fn print_json(v: &impl serde::Serialize) {
-    crate::cmd::format::print_json(v);
-}
-
 /// `smcrun attach --list`: every scope, since when, and its counts.
-fn list(json_out: bool) -> ExitCode {
+fn list(json_out: bool) -> Outcome {
     let all = match scopes::all() {
         Ok(a) => a,
         Err(e) => {
-            return crate::cmd::format::fail(Exit::Failed, &format!("smcrun: attach --list: {e}"));
+            return Err(Failure::new(Exit::Failed, format!("attach --list: {e}")));
         }
     };
     if json_out {
@@ -620,12 +606,12 @@ fn list(json_out: bool) -> ExitCode {
                     .map(|t| ScopeView::Tree(TreeView::new(t, tree_since(t)))),
             )
             .collect();
-        print_json(&ScopesListView { scopes });
-        return ExitCode::SUCCESS;
+        crate::cmd::format::print_json(&ScopesListView { scopes })?;
+        return Ok(ExitCode::SUCCESS);
     }
     if all.cgroups.is_empty() && all.netns.is_empty() && all.trees.is_empty() {
         println!("nothing is attached");
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     println!(
         "{:<48} {:<21} {:>9} {:>8}  {:<24} PROGRAMS",
@@ -667,16 +653,16 @@ fn list(json_out: bool) -> ExitCode {
             programs_text(&t.programs)
         );
     }
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `smcrun policy check --bpf`: which rules BPF mode honours. Exit 0 when it honours all of
 /// them, 1 when it does not (the reasons are printed).
-pub fn policy_check(policy: &Policy, json_out: bool) -> ExitCode {
+pub fn policy_check(policy: &Policy, json_out: bool) -> Outcome {
     let a: Analysis = rules::analyse(policy);
     let honoured = a.kernel.is_some();
     if json_out {
-        print_json(&PolicyCheckView::new(policy.to_string(), &a));
+        crate::cmd::format::print_json(&PolicyCheckView::new(policy.to_string(), &a))?;
     } else {
         let n = a.verdicts.len();
         for v in &a.verdicts {
@@ -699,11 +685,11 @@ pub fn policy_check(policy: &Policy, json_out: bool) -> ExitCode {
             println!("BPF mode alone cannot honour this policy: its address, port or role rules need the preload (smcrun --policy without --bpf); --bpf and attach refuse it");
         }
     }
-    if honoured {
+    Ok(if honoured {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(Exit::Failed)
-    }
+    })
 }
 
 #[cfg(test)]

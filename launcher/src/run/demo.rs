@@ -8,7 +8,7 @@
 //! TCP socket's reason is found by asking the kernel for an SMC socket the way the shim does.
 
 use crate::run::exec::{self, RunOptions};
-use crate::status::Exit;
+use crate::status::{self, Exit, Failure};
 use clap::Args;
 use serde::Serialize;
 use smcrun_kernel::sock_diag;
@@ -49,17 +49,15 @@ fn bytes_arg(s: &str) -> Result<i32, String> {
 }
 
 /// Starts the worker under the shim: smcrun itself, exec'd with LD_PRELOAD set.
-pub fn run(opts: &RunOptions, args: &DemoArgs) -> ExitCode {
-    if let Err(code) = exec::prepare(opts) {
-        return code;
-    }
+pub fn run(opts: &RunOptions, args: &DemoArgs) -> status::Outcome {
+    exec::prepare(opts)?;
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
-            return crate::cmd::format::fail(
+            return Err(Failure::new(
                 Exit::Failed,
-                &format!("smcrun: cannot find my own executable: {e}"),
-            );
+                format!("cannot find my own executable: {e}"),
+            ));
         }
     };
     let mut argv: Vec<OsString> = vec!["smcrun".into(), "__demo-worker".into()];
@@ -71,7 +69,7 @@ pub fn run(opts: &RunOptions, args: &DemoArgs) -> ExitCode {
     if args.require_smc {
         argv.push("--require-smc".into());
     }
-    exec::exec(&exe, &argv)
+    Err(exec::exec(&exe, &argv))
 }
 
 /// How one socket really ran.
@@ -209,7 +207,7 @@ impl Kernel {
                 let group = self.smcd_groups.iter().find(|g| g.id == d.link_id);
                 (
                     group.map(|g| g.device()),
-                    Some(crate::cmd::linkgroup::lgr_id(d.link_id)),
+                    Some(smcrun_views::linkgroup::json::lgr_id(d.link_id)),
                 )
             }
             None => (None, None),
@@ -337,11 +335,8 @@ fn human(bytes: u64) -> String {
 }
 
 /// The worker: runs inside the preloaded process.
-pub fn worker(args: &DemoArgs) -> ExitCode {
-    match work(args) {
-        Ok(code) => code,
-        Err(e) => crate::cmd::format::fail(Exit::Failed, &format!("smcrun demo: {e}")),
-    }
+pub fn worker(args: &DemoArgs) -> status::Outcome {
+    work(args).map_err(|e| Failure::of("smcrun demo", Exit::Failed, e))
 }
 
 fn work(args: &DemoArgs) -> Result<ExitCode, String> {
@@ -421,7 +416,8 @@ fn work(args: &DemoArgs) -> Result<ExitCode, String> {
         sockets,
     };
     if args.json {
-        crate::cmd::format::print_json(&report);
+        // A report that cannot be written ends the demo with why (exit 1).
+        crate::cmd::format::print_json(&report).map_err(|f| f.message)?;
     } else {
         print_text(&report, server_addr, len);
     }

@@ -5,13 +5,12 @@
 
 use crate::run::preload;
 use crate::run::sysctl;
-use crate::status::{Exit, Failure};
+use crate::status::{Exit, Failure, Outcome};
 use clap::Args;
 use smcrun_settings::{self as settings, Fallback, Mode};
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 /// Options for the program smcrun runs (and for `smcrun demo`, which runs one too).
 #[derive(Args, Debug, Default, Clone)]
@@ -202,14 +201,16 @@ pub fn shim_env(opts: &RunOptions) -> Vec<(&'static str, String)> {
 
 /// The run's `--sysctl`s, before anything starts: one that cannot be set refuses the run, or with
 /// `--sysctl-best-effort` warns.
-pub fn apply_sysctls(opts: &RunOptions) -> Result<(), ExitCode> {
+pub fn apply_sysctls(opts: &RunOptions) -> Result<(), Failure> {
     for a in &opts.sysctl {
         if let Err(e) = sysctl::apply(a) {
             if opts.sysctl_best_effort {
                 eprintln!("smcrun: warning: {e}; going on (--sysctl-best-effort)");
             } else {
-                eprintln!("smcrun: {e}; nothing was started (use --sysctl-best-effort to go on)");
-                return Err(ExitCode::from(Exit::Failed));
+                return Err(Failure::new(
+                    Exit::Failed,
+                    format!("{e}; nothing was started (use --sysctl-best-effort to go on)"),
+                ));
             }
         }
     }
@@ -217,12 +218,9 @@ pub fn apply_sysctls(opts: &RunOptions) -> Result<(), ExitCode> {
 }
 
 /// Everything before the exec: sysctls, buffer limits, LD_PRELOAD and the shim's variables.
-/// Returns the exit code to leave with when the program must not be started.
-pub fn prepare(opts: &RunOptions) -> Result<(), ExitCode> {
-    let shim = preload::find_shim().map_err(|e| {
-        eprintln!("smcrun: {e}");
-        ExitCode::from(Exit::Failed)
-    })?;
+/// Returns the refusal when the program must not be started.
+pub fn prepare(opts: &RunOptions) -> Result<(), Failure> {
+    let shim = preload::find_shim().map_err(|e| Failure::new(Exit::Failed, e.to_string()))?;
     apply_sysctls(opts)?;
     for (size, key) in [
         (opts.rcvbuf, "net.core.rmem_max"),
@@ -243,35 +241,29 @@ pub fn prepare(opts: &RunOptions) -> Result<(), ExitCode> {
 }
 
 /// Runs COMMAND in place of this process. Returns only when that is impossible.
-pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> ExitCode {
+pub fn run(opts: &RunOptions, cmd: Vec<OsString>) -> Outcome {
     let Some(program) = cmd.first() else {
-        eprintln!("smcrun: no command given");
-        return ExitCode::from(Exit::Usage);
+        return Err(Failure::new(Exit::Usage, "no command given"));
     };
-    let resolved = match resolve_command(program) {
-        Ok(p) => p,
-        Err(f) => return f.report(),
-    };
+    let resolved = resolve_command(program)?;
     if let Some(problem) = preload::reach_problem(&resolved) {
         if opts.require_preload {
-            eprintln!(
-                "smcrun: {}: {problem}; not started (--require-preload)",
-                resolved.display()
-            );
-            return ExitCode::from(Exit::NotExecutable);
+            return Err(Failure::new(
+                Exit::NotExecutable,
+                format!(
+                    "{}: {problem}; not started (--require-preload)",
+                    resolved.display()
+                ),
+            ));
         }
         eprintln!(
             "smcrun: warning: {}: {problem}; running it anyway, without SMC (smcrun --bpf reaches it)",
             resolved.display()
         );
     }
-    if let Err(f) = check_mode(opts) {
-        return f.report();
-    }
-    if let Err(code) = prepare(opts) {
-        return code;
-    }
-    exec(&resolved, &cmd)
+    check_mode(opts)?;
+    prepare(opts)?;
+    Err(exec(&resolved, &cmd))
 }
 
 /// Whether `socket(AF_SMC, SOCK_STREAM, 0)` works: the kernel has SMC.
@@ -341,14 +333,17 @@ pub(crate) fn resolve_command(program: &OsStr) -> Result<PathBuf, Failure> {
     })
 }
 
-/// execv() of the resolved path with the caller's argv[0] and arguments, unchanged.
-pub fn exec(path: &Path, argv: &[OsString]) -> ExitCode {
+/// execv() of the resolved path with the caller's argv[0] and arguments, unchanged; returns
+/// only when that is impossible, with why.
+pub fn exec(path: &Path, argv: &[OsString]) -> Failure {
     let to_c = |s: &OsStr| CString::new(s.as_bytes().to_vec());
     let c_path = match to_c(path.as_os_str()) {
         Ok(p) => p,
         Err(_) => {
-            eprintln!("smcrun: {}: the path contains a NUL byte", path.display());
-            return ExitCode::from(Exit::Usage);
+            return Failure::new(
+                Exit::Usage,
+                format!("{}: the path contains a NUL byte", path.display()),
+            );
         }
     };
     let mut c_argv = Vec::with_capacity(argv.len());
@@ -356,8 +351,10 @@ pub fn exec(path: &Path, argv: &[OsString]) -> ExitCode {
         match CString::new(a.clone().into_vec()) {
             Ok(c) => c_argv.push(c),
             Err(_) => {
-                eprintln!("smcrun: an argument contains a NUL byte: {a:?}");
-                return ExitCode::from(Exit::Usage);
+                return Failure::new(
+                    Exit::Usage,
+                    format!("an argument contains a NUL byte: {a:?}"),
+                );
             }
         }
     }
@@ -369,11 +366,10 @@ pub fn exec(path: &Path, argv: &[OsString]) -> ExitCode {
         sh_argv.extend(c_argv.iter().skip(1).cloned());
         err = nix::unistd::execv(c"/bin/sh", &sh_argv).unwrap_err();
     }
-    let code = if err == nix::errno::Errno::ENOENT {
-        127
+    let exit = if err == nix::errno::Errno::ENOENT {
+        Exit::NotFound
     } else {
-        126
+        Exit::NotExecutable
     };
-    eprintln!("smcrun: {}: cannot execute: {err}", path.display());
-    ExitCode::from(code)
+    Failure::new(exit, format!("{}: cannot execute: {err}", path.display()))
 }

@@ -3,15 +3,14 @@
 //! program of a network namespace, preloaded or not. The kernel side lives in
 //! `smcrun_bpf::handshake`; this file reads the policy, refuses, and prints.
 
-use crate::cmd::format::{fail, print_json, print_lines};
-use crate::status::Exit;
+use crate::cmd::format::{print_json, print_lines};
+use crate::status::{Exit, Failure, Outcome};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use smcrun_bpf::handshake::{self, Status};
 use smcrun_bpf::hsrules;
 use smcrun_policy::Policy;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// `smcrun handshake ...`.
 #[derive(Subcommand, Debug)]
@@ -58,7 +57,7 @@ pub struct NetnsArgs {
 }
 
 /// Runs `smcrun handshake ...`.
-pub fn run(cmd: HandshakeCommand) -> ExitCode {
+pub fn run(cmd: HandshakeCommand) -> Outcome {
     match cmd {
         HandshakeCommand::Load(a) => load(&a),
         HandshakeCommand::Unload(a) => unload(&a),
@@ -79,9 +78,8 @@ fn policy_of(args: &LoadArgs) -> Result<Policy, String> {
 }
 
 /// The kernel's support, as the one line and status every command refuses with.
-fn supported() -> Result<(), ExitCode> {
-    handshake::support()
-        .map_err(|why| fail(Exit::Unavailable, &format!("smcrun: handshake: {why}")))
+fn supported() -> Result<(), Failure> {
+    handshake::support().map_err(|why| Failure::new(Exit::Unavailable, format!("handshake: {why}")))
 }
 
 #[derive(Serialize)]
@@ -92,24 +90,22 @@ struct LoadJson {
     replaced: bool,
 }
 
-fn load(args: &LoadArgs) -> ExitCode {
+fn load(args: &LoadArgs) -> Outcome {
     let policy = match policy_of(args) {
         Ok(p) => p,
-        Err(e) => return fail(Exit::Usage, &format!("smcrun: {e} (nothing was loaded)")),
+        Err(e) => {
+            return Err(Failure::new(
+                Exit::Usage,
+                format!("{e} (nothing was loaded)"),
+            ))
+        }
     };
     let a = hsrules::analyse(&policy);
     let Some(table) = a.table else {
-        return fail(
-            Exit::Usage,
-            &format!(
-                "smcrun: handshake load: the policy's {}; the handshake cannot honour it (nothing was loaded; see smcrun policy check)",
-                a.refusal().unwrap_or_default()
-            ),
+        return Err(Failure::new(Exit::Usage, format!("handshake load: the policy's {}; the handshake cannot honour it (nothing was loaded; see smcrun policy check)", a.refusal().unwrap_or_default())),
         );
     };
-    if let Err(code) = supported() {
-        return code;
-    }
+    supported()?;
     let text = policy.to_string();
     match handshake::load(args.ns.netns.as_deref(), &table, &text) {
         Ok(l) if args.ns.json => print_json(&LoadJson {
@@ -129,7 +125,7 @@ fn load(args: &LoadArgs) -> ExitCode {
                 &text
             }
         )]),
-        Err(e) => fail(Exit::Failed, &format!("smcrun: handshake load: {e}")),
+        Err(e) => Err(Failure::new(Exit::Failed, format!("handshake load: {e}"))),
     }
 }
 
@@ -205,21 +201,17 @@ fn status_lines(s: &Status) -> Vec<String> {
     out
 }
 
-fn status(args: &NetnsArgs) -> ExitCode {
-    if let Err(code) = supported() {
-        return code;
-    }
+fn status(args: &NetnsArgs) -> Outcome {
+    supported()?;
     match handshake::status(args.netns.as_deref()) {
         Ok(s) if args.json => print_json(&status_json(&s)),
         Ok(s) => print_lines(status_lines(&s)),
-        Err(e) => fail(Exit::Failed, &format!("smcrun: handshake status: {e}")),
+        Err(e) => Err(Failure::new(Exit::Failed, format!("handshake status: {e}"))),
     }
 }
 
-fn unload(args: &NetnsArgs) -> ExitCode {
-    if let Err(code) = supported() {
-        return code;
-    }
+fn unload(args: &NetnsArgs) -> Outcome {
+    supported()?;
     match handshake::unload(args.netns.as_deref()) {
         Ok(s) if args.json => print_json(&status_json(&s)),
         Ok(s) => {
@@ -230,6 +222,6 @@ fn unload(args: &NetnsArgs) -> ExitCode {
             );
             print_lines(lines)
         }
-        Err(e) => fail(Exit::Failed, &format!("smcrun: handshake unload: {e}")),
+        Err(e) => Err(Failure::new(Exit::Failed, format!("handshake unload: {e}"))),
     }
 }

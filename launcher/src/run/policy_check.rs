@@ -3,7 +3,7 @@
 //! matcher as the shim's, so the answer is the one a run would get.
 
 use crate::run::config;
-use crate::status::Exit;
+use crate::status::{Exit, Failure, Outcome};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use smcrun_policy::{Action, Policy, Role};
@@ -11,7 +11,6 @@ use smcrun_settings::POLICY;
 use std::net::SocketAddr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// `smcrun policy ...`.
 #[derive(Subcommand, Debug)]
@@ -98,17 +97,17 @@ fn policy_of(args: &CheckArgs) -> Result<Policy, String> {
 }
 
 /// Runs `smcrun policy ...`.
-pub fn run(cmd: PolicyCommand) -> ExitCode {
+pub fn run(cmd: PolicyCommand) -> Outcome {
     match cmd {
         PolicyCommand::Check(args) => check(&args),
     }
 }
 
-fn check(args: &CheckArgs) -> ExitCode {
+fn check(args: &CheckArgs) -> Outcome {
     let policy = match policy_of(args) {
         Ok(p) => p,
         Err(e) => {
-            return crate::cmd::format::fail(Exit::Usage, &format!("smcrun: {e}"));
+            return Err(Failure::new(Exit::Usage, e.to_string()));
         }
     };
     if args.bpf {
@@ -118,19 +117,19 @@ fn check(args: &CheckArgs) -> ExitCode {
         return lint(&policy, args.json);
     }
     let Some(program) = &args.program else {
-        return crate::cmd::format::fail(
+        return Err(Failure::new(
             Exit::Usage,
-            "smcrun: policy check needs --program NAME with --connect or --bind",
-        );
+            "policy check needs --program NAME with --connect or --bind",
+        ));
     };
     let (role, local, remote) = match (args.connect, args.bind) {
         (Some(to), _) => (Role::Client, args.local, Some(to)),
         (None, Some(at)) => (Role::Server, Some(at), None),
         (None, None) => {
-            return crate::cmd::format::fail(
+            return Err(Failure::new(
                 Exit::Usage,
-                "smcrun: policy check needs --connect ADDR:PORT or --bind ADDR:PORT",
-            );
+                "policy check needs --connect ADDR:PORT or --bind ADDR:PORT",
+            ));
         }
     };
     let exe = program.as_os_str().as_bytes();
@@ -217,7 +216,7 @@ fn enforcement(policy: &Policy) -> Vec<PointJson> {
     ]
 }
 
-fn lint(policy: &Policy, json: bool) -> ExitCode {
+fn lint(policy: &Policy, json: bool) -> Outcome {
     let rules: Vec<String> = (0..policy.len())
         .filter_map(|i| policy.rule_text(i))
         .collect();

@@ -8,7 +8,7 @@
 //! (`stat` / `stats`, `export` / `exporter`), or the names differ by one edit and have at least
 //! 4 characters (`doctr`, `stast`). Short programs such as `sh` or `ls` never match `ss`.
 
-use crate::status::Exit;
+use crate::status::{Exit, Failure};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
@@ -45,13 +45,17 @@ pub fn close_to<'a>(name: &[u8], subcommands: &[&'a str]) -> Option<&'a str> {
 }
 
 /// Before running `cmd` (not forced with `--`): warn when its name is close to a subcommand, or
-/// stop with exit 127 when it is no program at all. `None`: go on and run it.
-pub fn before_run(cmd: &[OsString], subcommands: &[&str]) -> Option<std::process::ExitCode> {
-    let name = cmd.first()?;
+/// stop with exit 127 when it is no program at all. `Ok`: go on and run it.
+pub fn before_run(cmd: &[OsString], subcommands: &[&str]) -> Result<(), Failure> {
+    let Some(name) = cmd.first() else {
+        return Ok(());
+    };
     if name.as_bytes().contains(&b'/') {
-        return None;
+        return Ok(());
     }
-    let sub = close_to(name.as_bytes(), subcommands)?;
+    let Some(sub) = close_to(name.as_bytes(), subcommands) else {
+        return Ok(());
+    };
     let shown = name.to_string_lossy();
     match crate::run::preload::find_program(name) {
         Ok(path) => {
@@ -59,12 +63,12 @@ pub fn before_run(cmd: &[OsString], subcommands: &[&str]) -> Option<std::process
                 "smcrun: did you mean `smcrun {sub}`? (running {}; `smcrun -- {shown}` to silence)",
                 path.display()
             );
-            None
+            Ok(())
         }
-        Err(_) => {
-            eprintln!("smcrun: {shown}: command not found; did you mean `smcrun {sub}`?");
-            Some(std::process::ExitCode::from(Exit::NotFound))
-        }
+        Err(_) => Err(Failure::new(
+            Exit::NotFound,
+            format!("{shown}: command not found; did you mean `smcrun {sub}`?"),
+        )),
     }
 }
 
@@ -118,7 +122,7 @@ mod tests {
     #[test]
     fn no_program_of_that_name_is_127() {
         let c = before_run(&["doctr".into()], SUBS);
-        assert!(c.is_some());
-        assert!(before_run(&["/usr/bin/stat".into()], SUBS).is_none());
+        assert_eq!(c.map_err(|f| f.exit), Err(Exit::NotFound));
+        assert!(before_run(&["/usr/bin/stat".into()], SUBS).is_ok());
     }
 }

@@ -1,10 +1,11 @@
-//! The JSON the operator's views print, as typed structs: `stats`, `ss`, `linkgroup`, `link`,
-//! `device`, `info`, `rdma`, `monitor`, `doctor`, BPF mode's `attach`/`detach`/`attach
-//! --list`/`policy check --bpf`, and `ps --all`'s `bpf_scopes` print one of these, built from
-//! the kernel crate's types (`StatsView::new(&sample, interval)`, ...) and serialized with serde.
-//! (`ps --json`'s process entries are the launcher's `PsEntry`, from the runtime's reports.) The
-//! keys are the manual's (docs/src/guide/tools.md, "JSON of the views"; every key in
-//! docs/src/reference/json.md, made from the golden files): snake_case and stable (new ones may be added, none renamed), and a
+//! The JSON the operator's views print, as typed structs: `doctor` and BPF mode's
+//! `attach`/`detach`/`attach --list`/`policy check --bpf` print one of these, built from the
+//! kernel crate's types and serialized with serde. The views moved next to their data and text
+//! keep theirs in their folder: [`crate::rdma::json`], [`crate::stats::json`],
+//! [`crate::linkgroup::json`] (`linkgroup`, `link`, `device`, `info`), [`crate::ss::json`],
+//! [`crate::monitor::json`] and [`crate::ps::json`] (`ps`, `why`). The keys are the manual's
+//! (docs/src/guide/tools.md, "JSON of the views"; every key in docs/src/reference/json.md, made
+//! from the golden files): snake_case and stable (new ones may be added, none renamed), and a
 //! value the kernel does not report is `null`.
 //!
 //! Where the text form of a view shows the same figure (a ratio, a summary, a decoded reason),
@@ -17,13 +18,7 @@
 
 pub mod bpf;
 pub mod doctor;
-pub mod linkgroup;
-pub mod monitor;
-pub mod procs;
-pub mod rdma;
 pub mod reason;
-pub mod ss;
-pub mod stats;
 
 #[cfg(test)]
 pub(crate) mod golden {

@@ -7,8 +7,8 @@ use serde::Serialize;
 use smcrun_kernel::reasons;
 use smcrun_kernel::sock_diag::{ConnInfo, DmbInfo, LgrInfo, SmcSocket};
 
-use crate::json::linkgroup::lgr_id;
 use crate::json::reason::ReasonView;
+use crate::linkgroup::json::lgr_id;
 
 /// `smcrun ss --json`: `{"sockets": [...]}`.
 #[derive(Debug, Clone, Serialize)]

@@ -10,8 +10,8 @@ use smcrun_kernel::smc_genl::{
     SysInfo,
 };
 
-use crate::json::ss::hex16;
 use crate::netns;
+use crate::ss::json::hex16;
 
 /// A link group's id as the views print it (`00000100`), in `linkgroup`'s LG-ID column and
 /// `ss -D`'s Linkid column alike.
@@ -447,6 +447,12 @@ impl InfoView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_has_a_name() {
+        assert_eq!(ifname(1), "lo");
+        assert_eq!(ifname(0), "-");
+    }
     use crate::fixtures::raw;
     use crate::json::golden::{assert_same, value};
     use smcrun_kernel::smc_genl::*;

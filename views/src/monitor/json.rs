@@ -4,6 +4,8 @@
 
 use serde::Serialize;
 
+use super::{Line, MonMode};
+
 /// One monitor line.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct MonitorLine<'a> {
@@ -43,6 +45,29 @@ pub struct Buffers {
     /// Where the figures come from: "kernel" (its usage counters) or "sockets" (summed from
     /// sock_diag on kernels without them); null when neither said.
     pub bufs_source: Option<&'static str>,
+}
+
+/// One JSON line.
+pub fn line_json<'a>(mode: MonMode, date: &'a str, interval: f64, l: &Line) -> MonitorLine<'a> {
+    let bufs = match (l.rx_bufs, l.tx_bufs) {
+        (Some(rx), Some(tx)) => Some(Buffers {
+            rx_bufs_bytes: rx,
+            tx_bufs_bytes: tx,
+            bufs_source: l.bufs_source,
+        }),
+        _ => None,
+    };
+    MonitorLine {
+        date,
+        mode: mode.name(),
+        interval_seconds: interval,
+        rx_rate_bytes_per_sec: l.rx_rate,
+        rx_requests_per_sec: l.rx_rps,
+        tx_rate_bytes_per_sec: l.tx_rate,
+        tx_requests_per_sec: l.tx_rps,
+        conns: l.conns,
+        bufs,
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use serde::Serialize;
 use smcrun_kernel::rdma::{self, Device, Port, Resource, ResourceKind, ResourceSummary};
 use smcrun_kernel::uverbs::Limits;
 
-use crate::rdma::{max, used};
+use super::{max, used};
 
 /// `smcrun rdma --json`.
 #[derive(Debug, Clone, Serialize)]

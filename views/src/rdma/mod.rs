@@ -1,5 +1,9 @@
-//! RDMA resources as used/max per device and type: the kernel's resource summary (RDMA netlink)
-//! counts what is used; the device's verbs interface knows the maximums.
+//! `smcrun rdma`'s view: RDMA resources as used/max per device and type (the kernel's resource
+//! summary, RDMA netlink, counts what is used; the device's verbs interface knows the maximums),
+//! and the objects with their owner. [`json`] is its `--json`, [`text`] its table and lines.
+
+pub mod json;
+pub mod text;
 
 use smcrun_kernel::rdma::{ResourceKind, ResourceSummary};
 use smcrun_kernel::uverbs::Limits;
@@ -23,6 +27,13 @@ pub fn max(l: Option<&Limits>, kind: ResourceKind) -> Option<u32> {
         ResourceKind::Srq => Some(l.max_srq),
         ResourceKind::CmId | ResourceKind::Ctx => None,
     }
+}
+
+/// Whether an object passes `--pid` and `--state` (states compare without case).
+pub fn keep(o: &json::Object, pid: Option<u32>, state: Option<&str>) -> bool {
+    let pid_ok = pid.is_none_or(|want| o.pid == Some(want));
+    let state_ok = state.is_none_or(|want| o.state.is_some_and(|s| s.eq_ignore_ascii_case(want)));
+    pid_ok && state_ok
 }
 
 /// used / max, when both are known and the maximum is not 0.

@@ -1,11 +1,13 @@
-//! `smcrun ps --all --json`'s `bpf_scopes`: BPF mode's scopes with their socket counts, as the
-//! processes' view shows them.
+//! `smcrun ps --json` and `smcrun why --json`: the programs under smcrun with their reports, and
+//! with `--all` the agent and `bpf_scopes` (BPF mode's scopes with their socket counts); `why`'s
+//! object for a process the agent counted.
 
 use std::path::Path;
 
 use serde::Serialize;
 use smcrun_bpf::layout::Counters;
 use smcrun_bpf::scopes::Scopes;
+use smcrun_report::ProcessReport;
 
 use crate::json::bpf::ProgramView;
 
@@ -123,6 +125,68 @@ pub struct TreeScopeView<'a> {
     pub sockets: SocketCounts,
     /// Sockets made SMC per program.
     pub programs: Vec<ProgramView>,
+}
+
+/// `ps --all --json`: the processes under smcrun, the other processes with SMC sockets (null
+/// when they could not be listed), the agent (null when none runs) and BPF mode's scopes.
+#[derive(Serialize)]
+pub struct PsAllView<'a, O: Serialize> {
+    /// The programs under smcrun.
+    pub processes: &'a [PsEntry],
+    /// The other processes with SMC sockets (null when they could not be listed).
+    pub smc_processes: &'a Option<O>,
+    /// The agent (null when none runs).
+    pub agent: Option<AgentView<'a>>,
+    /// BPF mode's scopes.
+    pub bpf_scopes: BpfScopesView<'a>,
+}
+
+/// The agent as `ps --all --json` shows it.
+#[derive(Serialize)]
+pub struct AgentView<'a> {
+    /// Process id.
+    pub pid: u32,
+    /// Whether its programs are attached.
+    pub attached: bool,
+    /// Why it is not attached, if it said.
+    pub error: Option<&'a str>,
+    /// What it lost.
+    pub overflow: &'a crate::agent::Overflow,
+}
+
+/// One program under smcrun, as `ps --json` lists it.
+#[derive(Serialize)]
+pub struct PsEntry {
+    /// The pid in this reader's pid namespace (the report's own pid when it is the same one).
+    pub pid: u32,
+    /// The pid in the process's own pid namespace, when that is another one (a container's
+    /// process seen from the host); the report file is named by it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ns_pid: Option<u32>,
+    /// The program's name.
+    pub program: String,
+    /// Its executable.
+    pub exe: String,
+    /// The user it runs as now.
+    pub user: String,
+    /// That user's id.
+    pub uid: Option<u32>,
+    /// running, exited, dead or elsewhere.
+    pub state: &'static str,
+    /// null: the process registered (at fork, or before a uid switch) but wrote no numbers yet.
+    pub report: Option<ProcessReport>,
+}
+
+/// `why --json` of a process the agent counted: its report (null when it runs without smcrun)
+/// and the kernel's counts.
+#[derive(Serialize)]
+pub struct WhyKernelView<'a> {
+    /// Process id.
+    pub pid: u32,
+    /// Its runtime's report.
+    pub report: Option<&'a ProcessReport>,
+    /// The agent's counts for it.
+    pub kernel: &'a crate::agent::Process,
 }
 
 #[cfg(test)]
