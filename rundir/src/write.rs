@@ -164,12 +164,44 @@ impl Held {
     fn move_away(&self, fd: RawFd) {
         // SAFETY: `fd` is ours; borrowed to duplicate it before the program closes the number.
         let b = unsafe { BorrowedFd::borrow_raw(fd) };
-        let moved = rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD)
-            .ok()
-            .map(IntoRawFd::into_raw_fd);
-        let _ =
-            self.fd
-                .compare_exchange(fd, moved.unwrap_or(-1), Ordering::AcqRel, Ordering::Acquire);
+        self.replace(fd, rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD).ok());
+    }
+
+    /// Ours now lives on `moved` instead of `fd` (which the program is closing), or nowhere. A
+    /// duplicate that lost the race to another change is closed, not leaked.
+    fn replace(&self, fd: RawFd, moved: Option<OwnedFd>) {
+        let to = moved.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+        if self
+            .fd
+            .compare_exchange(fd, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // the number is ours to keep now
+            let _ = moved.map(IntoRawFd::into_raw_fd);
+        }
+    }
+
+    /// The program is closing `first..=last`: if ours is there, it moves above the range or, when
+    /// the range ends above [`HIGH_FD`], below its start; true when no such number was free and
+    /// ours is let go.
+    fn leave_range(&self, first: RawFd, last: RawFd) -> bool {
+        let Some(fd) = self.get().filter(|fd| (first..=last).contains(fd)) else {
+            return false;
+        };
+        // SAFETY: `fd` is ours; borrowed to duplicate it before the program closes the number.
+        let b = unsafe { BorrowedFd::borrow_raw(fd) };
+        let above = last
+            .checked_add(1)
+            .and_then(|n| rustix::io::fcntl_dupfd_cloexec(b, n.max(HIGH_FD)).ok());
+        let moved = above.or_else(|| {
+            (first > HIGH_FD)
+                .then(|| rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD).ok())
+                .flatten()
+                .filter(|d| d.as_raw_fd() < first)
+        });
+        let released = moved.is_none();
+        self.replace(fd, moved);
+        released
     }
 }
 
@@ -380,6 +412,18 @@ pub fn give_up_fds(owned: fn() -> bool) -> bool {
 pub fn before_close(fd: RawFd) {
     DIR.step_aside(fd);
     REPORT.step_aside(fd);
+}
+
+/// The program is closing every descriptor from `first` to `last` (close_range, closefrom): ours
+/// in that range move out of it first, to a free number at or above [`HIGH_FD`] that is not in
+/// it. Where there is none (a closefrom(3) takes every number from 3 up), ours are let go, and
+/// registration is tried again (the sidecar's next write, or the next socket): the report is made
+/// again under the same name, and the process goes on reporting.
+pub fn before_close_range(first: RawFd, last: RawFd) {
+    let released = DIR.leave_range(first, last) | REPORT.leave_range(first, last);
+    if released {
+        TRIED.store(0, Ordering::Release);
+    }
 }
 
 /// Whether `fd` is one of the runtime's own files (the run directory, the report): two atomic

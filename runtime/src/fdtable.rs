@@ -248,6 +248,11 @@ pub fn transition(fd: i32, from: Entry, to: Option<Entry>) -> bool {
         .is_ok()
 }
 
+/// One more than the highest fd the table ever held an entry for: no fd from here up has one.
+pub fn end() -> usize {
+    HIGH.load(Ordering::Relaxed).min(LIMIT)
+}
+
 /// Calls `f` for every fd with an entry of this process's epoch in one of `phases`.
 pub fn scan(phases: &[Phase], mut f: impl FnMut(i32, Entry)) {
     let high = HIGH.load(Ordering::Relaxed).min(LIMIT);

@@ -275,6 +275,13 @@ pub fn close_is_untouched(fd: i32) -> bool {
     fdtable::get(fd).is_none() && !rundir::holds(fd)
 }
 
+/// The program is about to close every fd from `first` to `last` (close_range, closefrom): the
+/// runtime's own files leave the range first. The sockets in it are the caller's to close one by
+/// one ([`closing`]), up to [`fdtable::end`].
+pub fn closing_range(first: i32, last: i32) {
+    rundir::before_close_range(first, last);
+}
+
 /// The program is about to close `fd`.
 pub fn closing(fd: i32) {
     rundir::before_close(fd);

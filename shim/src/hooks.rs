@@ -332,14 +332,129 @@ fn closing(fd: c_int) -> c_int {
         || real::close(fd),
         |out| {
             let e = errno();
-            if matches!(fdtable::get(fd), Some(en) if en.kind == Kind::Smc) {
-                crate::drain::before_close(fd);
-            }
-            track::closing(fd);
+            before_close(fd);
             set_errno(e);
             out.record(real::close(fd))
         },
     )
+}
+
+/// What every call that closes a descriptor the runtime knows does first, whichever call it is
+/// (close, or dup2/dup3/close_range/closefrom closing it on the program's behalf): the drain's
+/// SO_LINGER for an SMC socket with unsent bytes, then the runtime's last look. errno is the
+/// caller's to keep.
+fn before_close(fd: c_int) {
+    if matches!(fdtable::get(fd), Some(en) if en.kind == Kind::Smc) {
+        crate::drain::before_close(fd);
+    }
+    track::closing(fd);
+}
+
+/// Whether `fd` is open (fcntl F_GETFD, which touches nothing). errno is the caller's to keep.
+fn is_open(fd: c_int) -> bool {
+    // SAFETY: F_GETFD takes no argument and only reads the descriptor's flags.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+}
+
+/// dup2(2) and dup3(2) close `new` before they put the duplicate there: for a descriptor the
+/// runtime knows, that close is prepared as [`close`]'s (an SMC socket with unsent bytes keeps
+/// them, the connection gets its last look, the runtime's own file steps aside). The JDK closes a
+/// socket that another thread is blocked on this way (its "pre-close" dup2s a dead socket over
+/// the fd first). Nothing is done when `new` is not closed: `old == new`, or `old` is not open
+/// (the call fails with EBADF and leaves `new` as it was).
+fn dup_onto(old: c_int, new: c_int, call: impl Fn() -> c_int) -> c_int {
+    if old == new || catch_unwind(|| track::close_is_untouched(new)).unwrap_or(false) {
+        return call();
+    }
+    replacing(old, new, &call)
+}
+
+/// The slow path of [`dup_onto`], out of line.
+#[inline(never)]
+fn replacing(old: c_int, new: c_int, call: &dyn Fn() -> c_int) -> c_int {
+    hook(call, |out| {
+        let e = errno();
+        if is_open(old) {
+            before_close(new);
+        }
+        set_errno(e);
+        out.record(call())
+    })
+}
+
+/// dup2(2); see [`dup_onto`].
+#[no_mangle]
+pub extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    dup_onto(old, new, || real::dup2(old, new))
+}
+
+/// dup3(2); see [`dup_onto`].
+#[no_mangle]
+pub extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    dup_onto(old, new, || real::dup3(old, new, flags))
+}
+
+/// close_range(2): each descriptor in the range that the runtime knows is prepared as [`close`]
+/// prepares it, then the real call. A range that is only marked close-on-exec
+/// (`CLOSE_RANGE_CLOEXEC`) closes nothing now and is passed through.
+#[no_mangle]
+pub extern "C" fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int) -> c_int {
+    hook(
+        || real::close_range(first, last, flags),
+        |out| {
+            if flags & CLOSE_RANGE_CLOEXEC == 0 && first <= last {
+                let e = errno();
+                before_closing_from(first, last);
+                set_errno(e);
+            }
+            out.record(real::close_range(first, last, flags))
+        },
+    )
+}
+
+/// closefrom(3) (glibc 2.34+, which closes through its own internal close_range, out of the
+/// shim's sight): the descriptors from `first` up are prepared as [`close`] prepares them, then
+/// the real call.
+#[no_mangle]
+pub extern "C" fn closefrom(first: c_int) {
+    let first = libc::c_uint::try_from(first).unwrap_or(0);
+    let _ = hook(
+        || {
+            real::closefrom(first);
+            0
+        },
+        |out| {
+            let e = errno();
+            before_closing_from(first, libc::c_uint::MAX);
+            set_errno(e);
+            real::closefrom(first);
+            out.record(0)
+        },
+    );
+}
+
+/// `CLOSE_RANGE_CLOEXEC` from linux/close_range.h (libc 0.2 has no constant for it).
+const CLOSE_RANGE_CLOEXEC: c_int = 1 << 2;
+
+/// Prepares every descriptor from `first` to `last` that the runtime knows for its close: the
+/// runtime's own files leave the range, then each socket in its table is prepared as [`close`]
+/// prepares it. The table ends at the highest fd it ever held, so a range up to `~0` costs one
+/// atomic load per fd below that.
+fn before_closing_from(first: libc::c_uint, last: libc::c_uint) {
+    let Ok(first) = c_int::try_from(first) else {
+        return;
+    };
+    let last = c_int::try_from(last).unwrap_or(c_int::MAX);
+    track::closing_range(first, last);
+    for fd in first
+        ..c_int::try_from(fdtable::end())
+            .unwrap_or(c_int::MAX)
+            .min(last.saturating_add(1))
+    {
+        if fdtable::get(fd).is_some() {
+            before_close(fd);
+        }
+    }
 }
 
 /// shutdown(2). SHUT_WR or SHUT_RDWR on a socket that runs over SMC with unsent bytes is made once

@@ -53,6 +53,10 @@ static SETREUID: Symbol = Symbol::new(b"setreuid\0");
 static SETRESUID: Symbol = Symbol::new(b"setresuid\0");
 static PTHREAD_SIGMASK: Symbol = Symbol::new(b"pthread_sigmask\0");
 static SIGPROCMASK: Symbol = Symbol::new(b"sigprocmask\0");
+static DUP2: Symbol = Symbol::new(b"dup2\0");
+static DUP3: Symbol = Symbol::new(b"dup3\0");
+static CLOSE_RANGE: Symbol = Symbol::new(b"close_range\0");
+static CLOSEFROM: Symbol = Symbol::new(b"closefrom\0");
 
 /// Resolves every symbol now (called from the library constructor).
 pub fn resolve_all() {
@@ -72,6 +76,10 @@ pub fn resolve_all() {
         &SETRESUID,
         &PTHREAD_SIGMASK,
         &SIGPROCMASK,
+        &DUP2,
+        &DUP3,
+        &CLOSE_RANGE,
+        &CLOSEFROM,
     ] {
         s.get();
     }
@@ -204,6 +212,71 @@ pub fn shutdown(fd: c_int, how: c_int) -> c_int {
     // is the system call.
     unsafe { call_next!(SHUTDOWN(fd: c_int, how: c_int) or syscall SYS_shutdown) }
 }
+
+/// The real `dup2(2)`. The fallback is dup3's system call (the one every architecture has), which
+/// refuses `old == new`: dup2 then only checks that `old` is open.
+pub fn dup2(old: c_int, new: c_int) -> c_int {
+    // SAFETY: a non-null pointer from dlsym("dup2") has dup2's C signature; the fallback's calls
+    // take integers only.
+    unsafe {
+        call_next!(DUP2(old: c_int, new: c_int) else if old == new {
+            if libc::fcntl(old, libc::F_GETFD) < 0 { -1 } else { new }
+        } else {
+            libc::syscall(libc::SYS_dup3, old, new, 0 as c_int) as c_int
+        })
+    }
+}
+
+/// The real `dup3(2)`.
+pub fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    // SAFETY: a non-null pointer from dlsym("dup3") has dup3's C signature; the fallback is the
+    // system call.
+    unsafe { call_next!(DUP3(old: c_int, new: c_int, flags: c_int) or syscall SYS_dup3) }
+}
+
+/// The real `close_range(2)` (glibc 2.34+; before it, the system call).
+pub fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int) -> c_int {
+    // SAFETY: a non-null pointer from dlsym("close_range") has close_range's C signature; the
+    // fallback is the system call.
+    unsafe {
+        call_next!(CLOSE_RANGE(first: libc::c_uint, last: libc::c_uint, flags: c_int)
+            or syscall SYS_close_range)
+    }
+}
+
+/// The real `closefrom(3)` (glibc 2.34+). Without it (a program on an older C library that found
+/// the shim's), the close_range system call, and where the kernel lacks that (before 5.9), a
+/// close of each number up to the fd limit, as glibc's own fallback does.
+pub fn closefrom(first: libc::c_uint) {
+    let p = CLOSEFROM.get();
+    if !p.is_null() {
+        // SAFETY: a non-null pointer from dlsym("closefrom") has closefrom's C signature.
+        let f: unsafe extern "C" fn(c_int) = unsafe { std::mem::transmute(p) };
+        // SAFETY: an integer argument; `first` came from a c_int, so it fits.
+        unsafe { f(first as c_int) };
+        return;
+    }
+    // SAFETY: integer arguments only.
+    if unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0 as c_int) } == 0 {
+        return;
+    }
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid rlimit for the kernel to fill.
+    let end = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+        lim.rlim_cur.min(FD_SCAN_CAP)
+    } else {
+        FD_SCAN_CAP
+    };
+    for fd in u64::from(first)..end {
+        close(fd as c_int);
+    }
+}
+
+/// The highest fd count closefrom's last fallback closes up to (Linux's default `fs.nr_open`).
+const FD_SCAN_CAP: u64 = 1 << 20;
 
 /// The signal-mask calls the shim passes through (and then records what the program set).
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -125,6 +125,8 @@ impl State {
         if !changed || !due || self.report_failed || !COUNTS.touched_tcp() && !now {
             return;
         }
+        // again, if a close_range or closefrom of the program's took the report's descriptor
+        rundir::register(crate::fdtable::epoch(), crate::fdtable::owned);
         if let Some(r) = rundir::take_refusal() {
             self.report_failed = true;
             crate::line!(

@@ -598,3 +598,43 @@ fn a_report_write_into_a_full_fd_table_waits_for_a_number() {
     );
     let _ = std::fs::remove_dir_all(xdg);
 }
+
+/// dup2, dup3, close_range and closefrom close descriptors for the program: under smcrun they
+/// answer as without it, a number the runtime held (its run directory, its report) becomes the
+/// program's without a word (the runtime's files move out of the way, or are let go and made
+/// again), and every connection closed by them is counted, none left unclassified. (Before these
+/// calls were hooked, a dup2 over the report's number stopped the report.)
+#[test]
+fn descriptors_closed_by_dup2_dup3_close_range_and_closefrom_are_the_programs() {
+    let xdg = private_xdg("dup-over");
+    let args = ["dup-over", "closefrom"];
+    let (plain, _, rc) = shapes(false, &xdg, &args);
+    assert_eq!(rc, 0, "{plain}");
+    assert_eq!(
+        plain,
+        "replaced numbers carry the program's pipe: true\n\
+         dup2 over a connection: ret=fd errno=0\n\
+         dup3 over a connection: ret=fd errno=0\n\
+         close_range over a connection: ret=0 errno=0\n\
+         closefrom: the first connection's fd is closed: true\n"
+    );
+    let (under, err, rc) = shapes(true, &xdg, &args);
+    assert_eq!((under.as_str(), rc), (plain.as_str(), 0), "{err}");
+    let held: u32 = value(&err, "runtime_fds").parse().unwrap();
+    assert!(
+        held >= 1,
+        "the runtime held no descriptor to replace: {err}"
+    );
+    assert!(!err.contains("report stopped"), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let sums = summaries(&err);
+    assert_eq!(sums.len(), 1, "{err}");
+    // four connections, both ends each
+    let (pid, n) = summary_of(sums[0]);
+    assert_eq!(n, 8, "{err}");
+    let r = final_report(&xdg, pid);
+    counts_add_up(&r);
+    assert_eq!(r["connections"]["total"], 8, "{r}");
+    assert_eq!(r["connections"]["unclassified"], 0, "{r}");
+    let _ = std::fs::remove_dir_all(xdg);
+}

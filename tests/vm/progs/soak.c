@@ -42,6 +42,9 @@
 // the bytes the client checked, and those the server acked as right). With -v each transfer also prints `soak: ok ...`.
 // -l SECONDS sets SO_LINGER (on, SECONDS) on the client's sockets: SMC's shutdown(SHUT_WR) and
 // close() then wait that long, not 2 s, for the send buffer to drain.
+// SOAK_CLOSE=dup2 or SOAK_CLOSE=close_range (server): each connection is closed by dup2(2)ing
+// /dev/null over its descriptor, or by close_range(2) over it alone, instead of close(2): the
+// other calls that close a socket, which the shim's close preparation must cover too.
 // The server prints "listening" when it accepts, serves each connection in a thread until it is
 // killed, and writes `soak server: FAIL ...` lines to stderr for what it saw go wrong.
 // Exit status: 0 every transfer intact, 1 a failure, 2 bad usage.
@@ -263,6 +266,23 @@ static uint64_t serve_read(int fd, const struct hdr *h, uint64_t n, int to_eof, 
 	}
 	return got;
 }
+// How the server closes a connection: close(2), or the call SOAK_CLOSE names (see the top).
+static const char *close_how;
+static void close_conn(int fd)
+{
+	if (close_how && !strcmp(close_how, "dup2")) {
+		int z = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (z < 0 || dup2(z, fd) < 0)
+			fprintf(stderr, "soak server: dup2 over fd %d: %s\n", fd, strerror(errno));
+		if (z >= 0)
+			close(z);
+	} else if (close_how && !strcmp(close_how, "close_range")) {
+		if (close_range((unsigned)fd, (unsigned)fd, 0) == 0)
+			return;
+		fprintf(stderr, "soak server: close_range of fd %d: %s\n", fd, strerror(errno));
+	}
+	close(fd);
+}
 static void serve_one(int fd)
 {
 	struct hdr h;
@@ -344,7 +364,7 @@ static void serve_one(int fd)
 out:
 	free(buf);
 	free(scratch);
-	close(fd);
+	close_conn(fd);
 }
 static void *serve_thread(void *p)
 {
@@ -353,6 +373,11 @@ static void *serve_thread(void *p)
 }
 static int server(void)
 {
+	close_how = getenv("SOAK_CLOSE");
+	if (close_how && strcmp(close_how, "dup2") && strcmp(close_how, "close_range")) {
+		fprintf(stderr, "soak server: SOAK_CLOSE=%s: expected dup2 or close_range\n", close_how);
+		return 2;
+	}
 	int one = 1, s = new_socket();
 	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(s, (struct sockaddr *)&addr, sizeof(addr)) || listen(s, 128)) {

@@ -26,6 +26,11 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> T {
 /// One short exchange on an accepted connection: a byte in, a byte out, then closed when the
 /// client closes (so the connection lives as long as the client holds it).
 fn answer(mut s: TcpStream) {
+    answer_on(&mut s);
+}
+
+/// [`answer`] on a stream the caller keeps.
+fn answer_on(s: &mut TcpStream) {
     let mut b = [0u8; 1];
     if s.read_exact(&mut b).is_ok() && s.write_all(&b).is_ok() {
         let _ = s.read(&mut b);
@@ -403,6 +408,152 @@ fn half_close() {
         }
         libc::close(never);
     }
+}
+
+extern "C" {
+    /// closefrom(3), glibc 2.34+ (the libc crate does not declare it).
+    fn closefrom(first: c_int);
+}
+
+/// One more descriptor-closing call of [`dup_over`]: what it was, and the call made on `fd`
+/// (dup2/dup3 put `with` there; close_range and closefrom close it).
+fn close_by(how: &str, fd: c_int, with: c_int) -> (c_int, c_int) {
+    // SAFETY: integer arguments only; the numbers are this program's (or, under smcrun, the
+    // runtime's, which the program is entitled to replace: they are not the program's files).
+    unsafe {
+        *libc::__errno_location() = 0;
+        let r = match how {
+            "dup2" => libc::dup2(with, fd),
+            "dup3" => libc::dup3(with, fd, libc::O_CLOEXEC),
+            "close_range" => libc::close_range(fd as libc::c_uint, fd as libc::c_uint, 0),
+            _ => unreachable!("{how}"),
+        };
+        (r, errno())
+    }
+}
+
+/// `dup-over`: the calls that close a descriptor for the program (dup2, dup3, close_range,
+/// closefrom). First dup2, then dup3, then close_range over every descriptor the program did not
+/// open (under smcrun, the runtime's run directory and report, wherever they are by then; their
+/// first count goes to stderr as `runtime_fds=N`): each number must then carry the program's pipe,
+/// or be closed. Then three connections, each closed by one of
+/// dup2, dup3 and close_range, with the calls' results, and, with `closefrom`, a closefrom(3) of
+/// every descriptor from the first connection's up. Prints the same with and without smcrun.
+fn dup_over(args: &[String]) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let closefrom_too = args.first().is_some_and(|a| a == "closefrom");
+    // One thread per connection: `first` stays open while the others come and go. Before a
+    // closefrom the server's ends are given up, not closed: the closefrom closes them (their
+    // numbers are above the first connection's), and a Rust owner's own close would then abort.
+    let server = std::thread::spawn(move || {
+        let answers: Vec<_> = l
+            .incoming()
+            .take(4)
+            .map(|s| {
+                let mut s = std::mem::ManuallyDrop::new(s.unwrap());
+                std::thread::spawn(move || {
+                    answer_on(&mut s);
+                    if !closefrom_too {
+                        // SAFETY: the stream is dropped once, here, and not used after.
+                        unsafe { std::mem::ManuallyDrop::drop(&mut s) };
+                    }
+                })
+            })
+            .collect();
+        for a in answers {
+            a.join().unwrap();
+        }
+    });
+    let exchange = || {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(b"x").unwrap();
+        let mut b = [0u8; 1];
+        c.read_exact(&mut b).unwrap();
+        c
+    };
+    // a connection first, so that the runtime has its files by now
+    let first = exchange();
+    let run_dir = std::env::var("XDG_RUNTIME_DIR").unwrap_or_default();
+    // the descriptors under the run directory: the runtime's (none without smcrun)
+    let foreign = || -> Vec<c_int> {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let fd: c_int = e.file_name().to_str()?.parse().ok()?;
+                let target = std::fs::read_link(e.path()).ok()?;
+                (!run_dir.is_empty() && target.starts_with(&run_dir)).then_some(fd)
+            })
+            .collect()
+    };
+    eprintln!("runtime_fds={}", foreign().len());
+    let mut pipe = [0 as c_int; 2];
+    // SAFETY: `pipe` has room for the two descriptors.
+    let made = unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) };
+    assert_eq!(made, 0);
+    let mut intact = true;
+    // each call in turn over wherever the runtime's files are by then
+    for how in ["dup2", "dup3", "close_range"] {
+        for fd in foreign() {
+            let (r, e) = close_by(how, fd, pipe[1]);
+            let mut b = [0u8; 1];
+            // SAFETY: one byte from a live local into `fd`, which holds the pipe's writing end
+            // now (dup2, dup3); F_GETFD reads flags only.
+            let ok = unsafe {
+                if how == "close_range" {
+                    r == 0 && libc::fcntl(fd, libc::F_GETFD) == -1
+                } else {
+                    r == fd
+                        && libc::write(fd, b"p".as_ptr().cast(), 1) == 1
+                        && libc::read(pipe[0], b.as_mut_ptr().cast(), 1) == 1
+                        && b == *b"p"
+                }
+            };
+            if !ok {
+                intact = false;
+                eprintln!("{how} over fd {fd}: ret={r} errno={e}, as without smcrun: {ok}");
+            }
+            if how != "close_range" {
+                // SAFETY: the number is the program's now.
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
+    say(format!(
+        "replaced numbers carry the program's pipe: {intact}"
+    ));
+    for how in ["dup2", "dup3", "close_range"] {
+        let c = exchange();
+        let fd = std::os::fd::IntoRawFd::into_raw_fd(c);
+        let (r, e) = close_by(how, fd, pipe[1]);
+        say(format!(
+            "{how} over a connection: ret={} errno={e}",
+            if r == fd {
+                "fd".to_string()
+            } else {
+                r.to_string()
+            }
+        ));
+        if how != "close_range" {
+            // SAFETY: `fd` holds the pipe's duplicate now, the program's to close.
+            unsafe { libc::close(fd) };
+        }
+    }
+    if closefrom_too {
+        let fd = std::os::fd::IntoRawFd::into_raw_fd(first);
+        // SAFETY: closes this program's descriptors from the first connection's up, none of
+        // which is used after it (the server thread's listener was taken before `first`).
+        unsafe { closefrom(fd) };
+        // SAFETY: F_GETFD reads a descriptor's flags only.
+        let closed = unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1;
+        say(format!(
+            "closefrom: the first connection's fd is closed: {closed}"
+        ));
+    } else {
+        drop(first);
+    }
+    server.join().unwrap();
 }
 
 static HANDLER_SOCKETS: AtomicU64 = AtomicU64::new(0);
@@ -1206,6 +1357,7 @@ fn main() {
         "accept-null" => accept_null(rest),
         "connect-fault" => connect_fault(),
         "half-close" => half_close(),
+        "dup-over" => dup_over(rest),
         "signal-storm" => signal_storm(rest),
         "churn" => churn(rest),
         "masked-burst" => masked_burst(rest),
