@@ -23,10 +23,10 @@
 //! touches a duplicate, the thread checks that the fd still is the socket it duplicated (device and
 //! inode): a program that `dup2`s onto that number has closed the duplicate, and the thread then
 //! leaves that fd alone. A forked child closes its copies of the duplicates (the parent finishes
-//! them), and the exit handler waits until every deferred shutdown is done, so that a program that
-//! shuts down and exits loses nothing. Not covered: a program that writes after its shutdown
-//! (it gets no EPIPE until the real shutdown is made), and one that leaves with `_exit` while a
-//! shutdown is deferred (the kernel drops what is unsent, as it does for a native SMC program).
+//! them), and the exit handler and the shim's `_exit` wait until every deferred shutdown is done,
+//! so that a program that shuts down and exits loses nothing. Not covered: a program that writes
+//! after its shutdown (it gets no EPIPE until the real shutdown is made), and one that execs while
+//! a shutdown is deferred (the duplicate closes with the exec).
 
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;

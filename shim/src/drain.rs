@@ -20,6 +20,7 @@
 
 use libc::c_int;
 use smcrun_runtime::drain::{Look, Progress, STALL_MS};
+use smcrun_runtime::fdtable::{self, Kind, Phase};
 use smcrun_sys::smc::SocketKind;
 use smcrun_sys::sock;
 
@@ -51,31 +52,96 @@ pub fn before_shutdown(fd: c_int, how: c_int) -> bool {
         }
         return true;
     }
+    let (verdict, p) = wait_while_leaving(first, || sock::unsent(fd).ok());
+    tell(Waiter::Shutdown(fd), verdict, &p, debug);
+    false
+}
+
+/// Who waited for a send buffer, for [`tell`].
+enum Waiter {
+    /// `shutdown` of this fd.
+    Shutdown(c_int),
+    /// The process's end, for all its connections.
+    Exit,
+}
+
+impl core::fmt::Display for Waiter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Waiter::Shutdown(fd) => write!(f, "shutdown(fd {fd})"),
+            Waiter::Exit => f.write_str("exit"),
+        }
+    }
+}
+
+/// The `SMCRUN_DEBUG` line of a wait for unsent bytes: a stall at level 1, a wait that ended
+/// with everything out at level 2.
+fn tell(who: Waiter, verdict: Look, p: &Progress, debug: u8) {
+    match verdict {
+        Look::Stalled(n) if debug >= 1 => crate::debug::line!(
+            "{who}: {n} bytes still unsent after {} s without progress: the peer has stopped reading, and the kernel may drop them",
+            STALL_MS / 1000
+        ),
+        Look::Done if debug >= 2 => crate::debug::line!(
+            "{who}: waited about {} ms for {} unsent bytes to leave",
+            p.waited_ms,
+            p.first
+        ),
+        _ => {}
+    }
+}
+
+/// Waits while the bytes `unsent()` counts keep leaving: until none is left (or the kernel no
+/// longer says), or none has left for [`STALL_MS`] (the peer stopped reading). The verdict, and
+/// how the wait went.
+fn wait_while_leaving(first: c_int, unsent: impl Fn() -> Option<c_int>) -> (Look, Progress) {
     let mut p = Progress::new(first);
     loop {
         sleep_ms(p.nap_ms);
-        match p.look(sock::unsent(fd).ok()) {
+        match p.look(unsent()) {
             Look::Again => {}
-            Look::Done => {
-                if debug >= 2 {
-                    crate::debug::line!(
-                        "shutdown(fd {fd}): waited about {} ms for {first} unsent bytes to leave",
-                        p.waited_ms
-                    );
-                }
-                return false;
-            }
-            Look::Stalled(n) => {
-                if debug >= 1 {
-                    crate::debug::line!(
-                        "shutdown(fd {fd}): {n} bytes still unsent after {} s without progress: the peer has stopped reading, and the kernel may drop them",
-                        STALL_MS / 1000
-                    );
-                }
-                return false;
-            }
+            verdict => return (verdict, p),
         }
     }
+}
+
+/// Before the process ends: after the program's exit handlers, or in `_exit`. The kernel closes
+/// what is still open then with no wait at all (`smc_close_active` takes a timeout of 0 for an
+/// exiting task, whatever the linger), so an SMC socket's unsent bytes would be dropped where
+/// TCP's are sent after the process is gone: a server that writes its answer and exits without
+/// a close, or a shutdown still finishing in the background, would cut the peer's stream short.
+/// So the deferred shutdowns are finished first, then the process waits while the unsent bytes
+/// of its own SMC connections keep leaving (those it made or accepted itself: a forked child's
+/// inherited sockets are its parent's too, and a child's exit must not wait on the parent's
+/// traffic), until none is left or none has left for [`STALL_MS`]. Not in a vfork child, whose
+/// sockets are its parent's. System calls only: no lock, no allocation.
+pub fn before_exit() {
+    if !smcrun_sys::errno::keep(fdtable::owned) {
+        return;
+    }
+    smcrun_runtime::drain::wait_at_exit();
+    let first = own_unsent();
+    if first == 0 {
+        return;
+    }
+    let (verdict, p) = wait_while_leaving(first, || Some(own_unsent()));
+    tell(Waiter::Exit, verdict, &p, crate::config::get().debug);
+}
+
+/// The unsent bytes of this process's own connected SMC sockets, added up.
+fn own_unsent() -> c_int {
+    let mut total: c_int = 0;
+    fdtable::scan(&[Phase::Pending, Phase::Done], |fd, e| {
+        if e.kind == Kind::Smc
+            && matches!(
+                sock::kind(fd),
+                Ok(SocketKind::AfSmc | SocketKind::IpprotoSmc)
+            )
+        {
+            total = total.saturating_add(sock::unsent(fd).unwrap_or(0).max(0));
+        }
+    });
+    total
 }
 
 /// How long the kernel may wait in an SMC socket's last close for its send buffer, in seconds

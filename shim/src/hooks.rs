@@ -457,6 +457,35 @@ fn before_closing_from(first: libc::c_uint, last: libc::c_uint) {
     }
 }
 
+/// _exit(2): the process ends now, without the exit handlers, and the kernel drops an SMC
+/// socket's unsent bytes as it closes it (see [`crate::drain::before_exit`]): they are let out
+/// first, as TCP would have sent them. A forked child that leaves this way (a server's worker, a
+/// snapshot writer) waits only for the sockets it made or accepted itself.
+#[no_mangle]
+pub extern "C" fn _exit(status: c_int) -> ! {
+    before_ending();
+    real::exit_now(status)
+}
+
+/// _Exit(2): the same as [`_exit`].
+#[no_mangle]
+#[allow(non_snake_case)]
+pub extern "C" fn _Exit(status: c_int) -> ! {
+    before_ending();
+    real::exit_now(status)
+}
+
+/// What `_exit` does before the process ends, as a hook (not when re-entered, a panic caught).
+fn before_ending() {
+    let _ = hook(
+        || 0,
+        |_| {
+            crate::drain::before_exit();
+            0
+        },
+    );
+}
+
 /// shutdown(2). SHUT_WR or SHUT_RDWR on a socket that runs over SMC with unsent bytes is made once
 /// its send buffer has gone to the peer, in the background where it can be (see [`crate::drain`]):
 /// the kernel's SMC drops what is still there after 2 s, where TCP sends it all before its FIN.

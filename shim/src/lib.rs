@@ -70,8 +70,8 @@ extern "C" fn child_after_fork() {
 /// line under `SMCRUN_REPORT=1`), after the program's own exit handlers.
 extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
-        // shutdowns still finishing in the background: their bytes first, then the report
-        smcrun_runtime::drain::wait_at_exit();
+        // unsent bytes first (the kernel drops them at exit), then the report
+        drain::before_exit();
         let cfg = config::get();
         if cfg.debug >= 2 {
             debug::exit_summary();

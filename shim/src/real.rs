@@ -57,6 +57,7 @@ static DUP2: Symbol = Symbol::new(b"dup2\0");
 static DUP3: Symbol = Symbol::new(b"dup3\0");
 static CLOSE_RANGE: Symbol = Symbol::new(b"close_range\0");
 static CLOSEFROM: Symbol = Symbol::new(b"closefrom\0");
+static EXIT: Symbol = Symbol::new(b"_exit\0");
 
 /// Resolves every symbol now (called from the library constructor).
 pub fn resolve_all() {
@@ -80,6 +81,7 @@ pub fn resolve_all() {
         &DUP3,
         &CLOSE_RANGE,
         &CLOSEFROM,
+        &EXIT,
     ] {
         s.get();
     }
@@ -272,6 +274,23 @@ pub fn closefrom(first: libc::c_uint) {
     };
     for fd in u64::from(first)..end {
         close(fd as c_int);
+    }
+}
+
+/// The real `_exit(2)` (glibc's `_Exit` is the same function): ends the process at once. The
+/// fallback is the exit_group system call.
+pub fn exit_now(status: c_int) -> ! {
+    let p = EXIT.get();
+    if !p.is_null() {
+        // SAFETY: a non-null pointer from dlsym("_exit") has _exit's C signature (it never
+        // returns).
+        let f: unsafe extern "C" fn(c_int) -> ! = unsafe { std::mem::transmute(p) };
+        // SAFETY: an integer argument.
+        unsafe { f(status) }
+    }
+    loop {
+        // SAFETY: an integer argument; exit_group does not return.
+        unsafe { libc::syscall(libc::SYS_exit_group, status) };
     }
 }
 

@@ -638,3 +638,19 @@ fn descriptors_closed_by_dup2_dup3_close_range_and_closefrom_are_the_programs() 
     assert_eq!(r["connections"]["unclassified"], 0, "{r}");
     let _ = std::fs::remove_dir_all(xdg);
 }
+
+/// `_exit` and `_Exit` are hooked (the kernel drops an exiting SMC socket's unsent bytes, so the
+/// process lets them out first): the exit status comes through unchanged, with a connection
+/// still open, and the program's output is the same.
+#[test]
+fn exit_and_underscore_exit_keep_the_programs_status() {
+    let xdg = private_xdg("exit-now");
+    for how in ["_exit", "_Exit"] {
+        let args = ["exit-now", "7", how];
+        let (plain, _, rc) = shapes(false, &xdg, &args);
+        assert_eq!((plain.as_str(), rc), ("answered: true\n", 7));
+        let (under, err, rc) = shapes(true, &xdg, &args);
+        assert_eq!((under.as_str(), rc), (plain.as_str(), 7), "{how}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(xdg);
+}

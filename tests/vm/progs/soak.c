@@ -45,6 +45,9 @@
 // SOAK_CLOSE=dup2 or SOAK_CLOSE=close_range (server): each connection is closed by dup2(2)ing
 // /dev/null over its descriptor, or by close_range(2) over it alone, instead of close(2): the
 // other calls that close a socket, which the shim's close preparation must cover too.
+// SOAK_CLOSE=exit or SOAK_CLOSE=_exit (server): the first connection's thread ends the whole
+// server with exit(3) or _exit(2) instead of closing: the kernel closes the socket of an exiting
+// process without waiting for its send buffer at all.
 // The server prints "listening" when it accepts, serves each connection in a thread until it is
 // killed, and writes `soak server: FAIL ...` lines to stderr for what it saw go wrong.
 // Exit status: 0 every transfer intact, 1 a failure, 2 bad usage.
@@ -276,6 +279,10 @@ static void close_conn(int fd)
 			fprintf(stderr, "soak server: dup2 over fd %d: %s\n", fd, strerror(errno));
 		if (z >= 0)
 			close(z);
+	} else if (close_how && !strcmp(close_how, "exit")) {
+		exit(0);
+	} else if (close_how && !strcmp(close_how, "_exit")) {
+		_exit(0);
 	} else if (close_how && !strcmp(close_how, "close_range")) {
 		if (close_range((unsigned)fd, (unsigned)fd, 0) == 0)
 			return;
@@ -374,8 +381,10 @@ static void *serve_thread(void *p)
 static int server(void)
 {
 	close_how = getenv("SOAK_CLOSE");
-	if (close_how && strcmp(close_how, "dup2") && strcmp(close_how, "close_range")) {
-		fprintf(stderr, "soak server: SOAK_CLOSE=%s: expected dup2 or close_range\n", close_how);
+	if (close_how && strcmp(close_how, "dup2") && strcmp(close_how, "close_range") &&
+	    strcmp(close_how, "exit") && strcmp(close_how, "_exit")) {
+		fprintf(stderr, "soak server: SOAK_CLOSE=%s: expected dup2, close_range, exit or _exit\n",
+			close_how);
 		return 2;
 	}
 	int one = 1, s = new_socket();

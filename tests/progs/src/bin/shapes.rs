@@ -556,6 +556,36 @@ fn dup_over(args: &[String]) {
     server.join().unwrap();
 }
 
+/// `exit-now CODE [_Exit]`: a connection made and answered, then the process leaves with
+/// `_exit(CODE)` (or `_Exit`) while it is open, as a server's worker or a snapshot writer does:
+/// the status must come through the shim's hook unchanged.
+fn exit_now(args: &[String]) {
+    let code: c_int = args
+        .first()
+        .and_then(|c| c.parse().ok())
+        .expect("exit-now CODE");
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let server = std::thread::spawn(move || answer(l.accept().unwrap().0));
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.write_all(b"x").unwrap();
+    let mut b = [0u8; 1];
+    c.read_exact(&mut b).unwrap();
+    say(format!("answered: {}", b == *b"x"));
+    drop(server);
+    extern "C" {
+        fn _Exit(status: c_int) -> !;
+    }
+    // SAFETY: _exit and _Exit take an integer and end the process.
+    unsafe {
+        if args.get(1).is_some_and(|a| a == "_Exit") {
+            _Exit(code)
+        } else {
+            libc::_exit(code)
+        }
+    }
+}
+
 static HANDLER_SOCKETS: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn on_alarm(_: c_int) {
@@ -1357,6 +1387,7 @@ fn main() {
         "accept-null" => accept_null(rest),
         "connect-fault" => connect_fault(),
         "half-close" => half_close(),
+        "exit-now" => exit_now(rest),
         "dup-over" => dup_over(rest),
         "signal-storm" => signal_storm(rest),
         "churn" => churn(rest),
