@@ -29,23 +29,9 @@ static HIGH: AtomicUsize = AtomicUsize::new(0);
 /// This process's epoch (never 0, so that a used word is never 0).
 static EPOCH: AtomicU32 = AtomicU32::new(1);
 
-/// Why a TCP socket is not an SMC socket, in one byte: the errno of the refused SMC `socket()`
-/// (1 to 253), or one of the values below.
-pub type Why = u8;
-/// Accepted from a listener that was not made under smcrun (inherited, or socket activation).
-pub const WHY_NOT_OURS: Why = 0;
-/// On an fd at or beyond [`LIMIT`]: TCP, the reason was not recorded.
-pub const WHY_UNRECORDED: Why = 254;
-/// The policy keeps it on TCP.
-pub const WHY_POLICY: Why = 255;
-
-/// The errno of a refused SMC socket as a [`Why`].
-pub fn why_errno(e: i32) -> Why {
-    u8::try_from(e)
-        .ok()
-        .filter(|&e| (1..=253).contains(&e))
-        .unwrap_or(WHY_UNRECORDED)
-}
+// Why a TCP socket is not an SMC socket: the byte each TCP entry keeps, defined with the
+// classifier that puts it into words.
+pub use smcrun_classify::why::{why_errno, Why, WHY_NOT_OURS, WHY_POLICY, WHY_UNRECORDED};
 
 /// How the socket was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,9 +305,6 @@ mod tests {
             None,
             "an empty word keeps its generation only"
         );
-        assert_eq!(why_errno(97), 97);
-        assert_eq!(why_errno(0), WHY_UNRECORDED);
-        assert_eq!(why_errno(4000), WHY_UNRECORDED);
     }
 
     #[test]

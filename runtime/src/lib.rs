@@ -5,11 +5,11 @@
 //! only: usable in any hook, signal handler or forked child); [`fdtable`] holds what is known of
 //! each fd; [`counters`] the exact counts; [`record`] carries the details of classified
 //! connections to the [`sidecar`], the thread that classifies SMC connections with the kernel's
-//! smc_diag and writes the report (into the run directory, through `smcrun_rundir::write`);
-//! [`classify`] is the one classifier (also used by `smcrun demo`); [`exit_summary`] the summaries printed
-//! when the program ends; [`log`] one-line messages that never allocate; [`sigmask`] tells a hook
-//! in a signal handler from the program's normal code (the sidecar is never started from a
-//! handler).
+//! smc_diag (through the one classifier, `smcrun_classify`, which `smcrun demo` uses too) and
+//! writes the report (into the run directory, through `smcrun_rundir::write`); [`exit_summary`]
+//! the summaries printed when the program ends; [`log`] one-line messages that never allocate;
+//! [`sigmask`] tells a hook in a signal handler from the program's normal code (the sidecar is
+//! never started from a handler).
 //!
 //! How a process is followed: a forked child starts its own counts and its own report file at
 //! fork time (while it still has its parent's rights), and keeps the knowledge of inherited
@@ -17,7 +17,6 @@
 //! that switches uid opens its report first, and keeps writing it through that descriptor; an
 //! exec'd program starts afresh under the same pid.
 
-pub mod classify;
 pub mod counters;
 pub mod drain;
 pub mod exit_summary;

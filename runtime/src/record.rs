@@ -11,9 +11,9 @@
 //! dropped detail, counted, never a wait. The counts themselves never go through here: they are
 //! exact whatever happens to the details.
 
-use crate::classify::Outcome;
 use crate::counters::{bump, COUNTS};
 use heapless::mpmc::Queue;
+use smcrun_classify::Outcome;
 use std::cell::UnsafeCell;
 use std::net::SocketAddr;
 

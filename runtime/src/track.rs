@@ -8,11 +8,11 @@
 //! sidecar while it is open, or, if the program closes it first, coarsely by the close hook (still
 //! SMC, or fallen back, from its real family alone).
 
-use crate::classify::{self, Outcome};
 use crate::counters::{bump, COUNTS};
 use crate::fdtable::{self, Entry, Kind, Phase, WHY_NOT_OURS, WHY_UNRECORDED};
 use crate::record::{self, Record};
 use crate::sidecar;
+use smcrun_classify::{self as classify, Outcome};
 use smcrun_rundir::write as rundir;
 use smcrun_sys::errno::keep;
 use smcrun_sys::smc::SocketKind;

@@ -99,7 +99,7 @@ mod tests {
     #[test]
     fn finds_this_process_as_owner_of_its_socket() {
         let s = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let inode = smcrun_runtime::classify::socket_inode(s.as_raw_fd()).unwrap();
+        let inode = smcrun_classify::socket_inode(s.as_raw_fd()).unwrap();
         let found = owners(&HashSet::from([inode]));
         let me = std::process::id();
         let list = &found[&inode];

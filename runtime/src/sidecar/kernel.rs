@@ -27,7 +27,7 @@ impl Kernel for Live {
         sock_diag::dump(0).map_err(|e| format!("cannot read smc_diag: {e}"))
     }
     fn inode(&self, fd: i32) -> Option<u64> {
-        crate::classify::socket_inode(fd)
+        smcrun_classify::socket_inode(fd)
     }
     fn local(&self, fd: i32) -> Option<SocketAddr> {
         sock::local_addr(fd).ok().flatten()

@@ -4,8 +4,8 @@
 use super::identity::{fallback_name, mode_name, names, POLICY};
 use super::pace::{NAP_MIN, WRITE_EVERY};
 use super::state::{now_unix, role, State};
-use crate::classify::{self, Outcome};
 use crate::counters::{load, COUNTS};
+use smcrun_classify::{self as classify, Outcome};
 use smcrun_report::{
     self as report, ConnectionCounts, Endpoint, ProcessReport, ReasonCount, SocketCounts,
 };

@@ -4,11 +4,11 @@
 
 use super::kernel::Kernel;
 use super::pace::PENDING_LIMIT;
-use crate::classify::{self, Outcome, Verdict};
 use crate::counters::{bump, COUNTS};
 use crate::fdtable::{self, Entry, Phase};
 use crate::record::{self, Record};
 use crate::track;
+use smcrun_classify::{self as classify, Outcome, Verdict};
 use smcrun_report::{self as report, Connection, ReasonCount};
 use smcrun_sys::sock::TcpState;
 use std::collections::{HashMap, VecDeque};

@@ -3,11 +3,11 @@
 
 use super::pace::nap_after;
 use super::*;
-use crate::classify::Outcome;
 use crate::counters::{load, COUNTS};
 use crate::fdtable::{self, Entry, Kind, Phase, WHY_POLICY};
 use crate::record::{self, Record};
 use crate::track;
+use smcrun_classify::Outcome;
 use smcrun_kernel::sock_diag::{Mode, SmcSocket, AF_SMC};
 use smcrun_report::ConnectionCounts;
 use smcrun_sys::sock::TcpState;

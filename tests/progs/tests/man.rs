@@ -124,6 +124,7 @@ fn the_settings_crate_defines_every_smcrun_variable() {
         "launcher/src",
         "shim/src",
         "runtime/src",
+        "classify/src",
         "views/src",
         "report/src",
         "kernel/src",

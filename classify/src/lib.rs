@@ -1,8 +1,11 @@
 //! The one classifier: how a connection ran (SMC-R, SMC-D, TCP after a fallback and why, TCP from
-//! the start and why), from what the kernel says about its socket. Used by the sidecar for every
-//! connection of a program and by `smcrun demo` for its own sockets, so both say the same thing.
+//! the start and why), from what the kernel says about its socket. Used by the runtime's sidecar
+//! for every connection of a program and by `smcrun demo` for its own sockets, so both say the
+//! same thing.
 
-use crate::fdtable::{Why, WHY_NOT_OURS, WHY_POLICY, WHY_UNRECORDED};
+pub mod why;
+
+use crate::why::{Why, WHY_NOT_OURS, WHY_POLICY, WHY_UNRECORDED};
 use smcrun_kernel::reasons;
 use smcrun_kernel::sock_diag::{self, SmcSocket};
 use smcrun_report::ReasonCount;
