@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use smcrun_views::doctor::{self, Check, Host, Status};
-use smcrun_views::json::doctor::DoctorView;
+use smcrun_views::doctor::json::DoctorView;
 
 use crate::cmd::format;
 use crate::run::preload;

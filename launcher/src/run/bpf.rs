@@ -19,7 +19,7 @@ use smcrun_bpf::tree::TreeScope;
 use smcrun_bpf::{cgroup, netns};
 use smcrun_policy::Policy;
 use smcrun_settings::POLICY;
-use smcrun_views::json::bpf::{
+use smcrun_views::bpf::json::{
     honour, AttachView, DetachView, PolicyCheckView, ScopeView, ScopesListView, TreeView,
 };
 use std::ffi::OsString;

@@ -16,8 +16,6 @@
 //! views from the real kernel's captures (`kernel/tests/fixtures/`), for BPF mode's from the
 //! scopes and policies the tests construct.
 
-pub mod bpf;
-pub mod doctor;
 pub mod reason;
 
 #[cfg(test)]

@@ -7,6 +7,9 @@
 //! means net.smc.wmem; the remote variants the peer's net.smc.rmem; fallbacks by reason with what
 //! to do for the most frequent one. Each shows the ratio, the threshold and the sysctl to change.
 
+pub mod advice;
+pub mod json;
+
 use serde::Serialize;
 use smcrun_kernel::features::{self, Feature};
 use smcrun_kernel::kmod::{self, Availability};
@@ -14,7 +17,7 @@ use smcrun_kernel::pnet;
 use smcrun_kernel::reasons;
 use smcrun_kernel::smc_genl::TechStats;
 
-use crate::advice::{self, BUFFER_RATIO_WARN, FALLBACK_RATIO_WARN};
+use self::advice::{BUFFER_RATIO_WARN, FALLBACK_RATIO_WARN};
 use crate::snapshot::{self, Counters, Info, Part, RdmaDevice, Topology};
 
 /// How a check came out. The order is the severity: the worst decides the exit status.
