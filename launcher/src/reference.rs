@@ -189,7 +189,7 @@ fn exit_statuses() -> String {
 fn doctor_checks() -> String {
     let mut out = header(
         "Doctor's checks",
-        "views/src/doctor.rs (`ROWS`) and bpf/src/prereq.rs",
+        "views/src/doctor/mod.rs (`ROWS`) and bpf/src/prereq.rs",
     );
     out.push_str("One row per check, in the order `smcrun doctor` prints them (see [Doctor](../guide/doctor.md)).\n\n");
     let rows = smcrun_views::doctor::ROWS

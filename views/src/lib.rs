@@ -6,12 +6,10 @@
 //! - [`metrics`] turns a snapshot into Prometheus metric families (pure: data in, families out),
 //!   and [`metrics::encode`] into the text exposition format;
 //! - [`doctor`] turns host facts and live counters into checks with one line of advice each;
-//! - [`json`] holds each view's `--json` output as typed structs;
-//! - [`advice`] holds the thresholds and what to do per fallback reason (seed 000's guidance);
+//! - [`json`] holds what the views' `--json` output shares (decoded reasons) and its golden files;
 //! - [`text`] holds what every view's text shares (smc-tools' short counters, units, tables);
 //! - a view moved next to its data has one folder with its data, `json` and `text` ([`rdma`],
-//!   [`stats`], [`linkgroup`], [`ss`],
-//!   [`monitor`], [`ps`]);
+//!   [`stats`], [`linkgroup`], [`ss`], [`monitor`], [`ps`], [`doctor`], [`bpf`]);
 //! - [`netns`] and [`processes`] are the small pieces the launcher's views share.
 //!
 //! The launcher (`smcrun exporter`, `smcrun metrics`, `smcrun doctor`) only wires these to the
@@ -19,8 +17,8 @@
 
 #![warn(missing_docs)]
 
-pub mod advice;
 pub mod agent;
+pub mod bpf;
 pub mod counters;
 pub mod doctor;
 pub mod json;

@@ -303,7 +303,7 @@ fn others_text(
     scopes: &smcrun_bpf::scopes::Scopes,
     others: Option<&[crate::cmd::smc_procs::SmcProcess]>,
 ) -> io::Result<()> {
-    let lines = crate::cmd::smc_procs::scopes_text(scopes);
+    let lines = smcrun_views::bpf::text::scope_lines(scopes);
     if !lines.is_empty() {
         writeln!(out, "\nBPF mode:")?;
         for l in lines {

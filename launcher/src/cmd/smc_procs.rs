@@ -168,35 +168,3 @@ pub fn smc_processes(
     }
     Ok(list)
 }
-
-/// The scopes as lines of text (for `ps`), none when there are none.
-pub fn scopes_text(s: &Scopes) -> Vec<String> {
-    let mut out = Vec::new();
-    for c in s.cgroups.iter().chain(&s.netns) {
-        let (kind, id) = match c.kind {
-            smcrun_bpf::pinned::Kind::Cgroup => ("cgroup", String::new()),
-            smcrun_bpf::pinned::Kind::Netns => ("netns", format!(" (net:[{}])", c.id)),
-        };
-        out.push(format!(
-            "{kind} {}{id}: {} made SMC, {} kept TCP{}",
-            crate::cmd::format::safe(&c.path.display().to_string()),
-            smcrun_report::count(c.counters.converted, "socket"),
-            c.counters.kept_tcp,
-            if c.policy.is_empty() {
-                String::new()
-            } else {
-                format!(" (policy: {})", crate::cmd::format::safe(&c.policy))
-            }
-        ));
-    }
-    for t in &s.trees {
-        out.push(format!(
-            "smcrun --bpf tree (program {}, pids {:?}): {} made SMC, {} kept TCP",
-            t.program_id,
-            t.processes,
-            smcrun_report::count(t.counters.converted, "socket"),
-            t.counters.kept_tcp
-        ));
-    }
-    out
-}

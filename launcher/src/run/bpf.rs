@@ -1,27 +1,30 @@
 //! BPF mode on the command line: `smcrun --bpf[=auto] -- COMMAND`, `smcrun attach --cgroup
 //! PATH` / `--netns PATH|PID`, `smcrun detach --cgroup PATH` / `--netns PATH|PID`, `smcrun
-//! attach --list`, and `smcrun policy check --bpf`. The kernel side lives in the `smcrun-bpf` crate; this file decides, refuses, forks the
-//! holder that keeps an attachment (and the smc module) alive, and prints.
+//! attach --list`, and `smcrun policy check --bpf`. The kernel side lives in the `smcrun-bpf`
+//! crate, the text and JSON in `smcrun_views::bpf`; this file decides, refuses, forks the holder
+//! that keeps an attachment (and the smc module) alive, and prints.
 //!
 //! `smcrun --bpf -- COMMAND` attaches a process-tree scope holding smcrun's own pid, then forks
 //! a holder (detached into its own session, its stdio on /dev/null) that keeps the attachment
 //! and an SMC socket until the last process of the tree has exited, and execs COMMAND in place:
 //! the program keeps smcrun's PID, argv, exit status and signals, as without `--bpf`.
 
+use crate::cmd::format;
 use crate::run::exec::{self, RunOptions};
 use crate::status::{Exit, Failure, Outcome};
 use clap::{Args, ValueEnum};
 use smcrun_bpf::pinned::{self, Attached, Detached, Kind};
 use smcrun_bpf::prereq::{self, Scope};
-use smcrun_bpf::rules::{self, Analysis, KernelPolicy};
-use smcrun_bpf::scopes::{self, TreeInfo};
+use smcrun_bpf::rules::{self, Analysis};
+use smcrun_bpf::scopes;
 use smcrun_bpf::tree::TreeScope;
 use smcrun_bpf::{cgroup, netns};
 use smcrun_policy::Policy;
 use smcrun_settings::POLICY;
-use smcrun_views::json::bpf::{
-    honour, AttachView, DetachView, PolicyCheckView, ScopeView, ScopesListView, TreeView,
+use smcrun_views::bpf::json::{
+    AttachView, DetachView, PolicyCheckView, ScopeView, ScopesListView, TreeView,
 };
+use smcrun_views::bpf::{text, tree_since};
 use std::ffi::OsString;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -449,10 +452,10 @@ pub fn attach(args: &AttachArgs) -> Outcome {
             format!("attach: {why} (nothing was attached)"),
         ));
     }
-    let text = policy.to_string();
+    let policy_text = policy.to_string();
     let done: Result<Attached, smcrun_bpf::Error> = match &target {
-        Resolved::Cgroup(dir) => cgroup::attach(dir, &text, &kernel_policy),
-        Resolved::Netns(n) => netns::attach(n, &text, &kernel_policy),
+        Resolved::Cgroup(dir) => cgroup::attach(dir, &policy_text, &kernel_policy),
+        Resolved::Netns(n) => netns::attach(n, &policy_text, &kernel_policy),
     };
     let path = target.path();
     match done {
@@ -461,25 +464,11 @@ pub fn attach(args: &AttachArgs) -> Outcome {
                 eprintln!("smcrun: warning: cannot start the holder of the smc module: {e}");
             }
             if args.json {
-                crate::cmd::format::print_json(&AttachView::new(target.kind(), path, &a, text))?;
-            } else if a.was_attached {
-                println!(
-                    "{}: already attached; policy now: {}",
-                    path.display(),
-                    policy_label(&text)
-                );
+                let view = AttachView::new(target.kind(), path, &a, policy_text);
+                format::print_json(&view)
             } else {
-                let what = match target {
-                    Resolved::Cgroup(_) => format!("cgroup id {}", a.id),
-                    Resolved::Netns(_) => format!("network namespace net:[{}]", a.id),
-                };
-                println!(
-                    "{}: attached ({what}): its new TCP sockets are SMC sockets; policy: {}",
-                    path.display(),
-                    policy_label(&text)
-                );
+                format::print_lines([text::attached(target.kind(), path, &a, &policy_text)])
             }
-            Ok(ExitCode::SUCCESS)
         }
         Err(e) => Err(Failure::new(
             Exit::Failed,
@@ -509,83 +498,15 @@ pub fn detach(args: &DetachArgs) -> Outcome {
     match done {
         Ok((path, d)) => {
             if args.json {
-                crate::cmd::format::print_json(&DetachView::new(&d))?;
+                format::print_json(&DetachView::new(&d))
             } else {
-                println!(
-                    "{}: detached after {} made SMC, {} kept TCP by the policy{}",
-                    path.display(),
-                    smcrun_report::count(d.scope.counters.converted, "socket"),
-                    d.scope.counters.kept_tcp,
-                    if d.unloaded {
-                        "; nothing is attached any more"
-                    } else {
-                        ""
-                    }
-                );
+                format::print_lines([text::detached(&path, &d)])
             }
-            Ok(ExitCode::SUCCESS)
         }
         Err(e) => Err(Failure::new(Exit::Failed, format!("detach: {e}"))),
     }
 }
 
-fn policy_label(p: &str) -> String {
-    if p.is_empty() {
-        "none (every TCP socket)".to_string()
-    } else {
-        p.to_string()
-    }
-}
-
-/// Seconds since the epoch as `YYYY-MM-DD HH:MM:SSZ`.
-fn utc(secs: u64) -> String {
-    let days = (secs / 86400) as i64;
-    let rem = secs % 86400;
-    // Civil date from days since 1970-01-01 (proleptic Gregorian).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
-/// When a tree's program was loaded, in seconds since the epoch (from its nanoseconds since boot).
-fn tree_since(t: &TreeInfo) -> Option<u64> {
-    let up: f64 = std::fs::read_to_string("/proc/uptime")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_secs_f64();
-    Some((now - up + t.loaded_ns_since_boot as f64 / 1e9) as u64)
-}
-
-fn programs_text(p: &[smcrun_bpf::maps::ProgramCount]) -> String {
-    if p.is_empty() {
-        return "-".to_string();
-    }
-    p.iter()
-        .take(5)
-        .map(|c| format!("{} {}", c.program, c.converted))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Print `v` as one line of JSON (how BPF mode's commands have always printed it).
 /// `smcrun attach --list`: every scope, since when, and its counts.
 fn list(json_out: bool) -> Outcome {
     let all = match scopes::all() {
@@ -606,54 +527,10 @@ fn list(json_out: bool) -> Outcome {
                     .map(|t| ScopeView::Tree(TreeView::new(t, tree_since(t)))),
             )
             .collect();
-        crate::cmd::format::print_json(&ScopesListView { scopes })?;
+        format::print_json(&ScopesListView { scopes })?;
         return Ok(ExitCode::SUCCESS);
     }
-    if all.cgroups.is_empty() && all.netns.is_empty() && all.trees.is_empty() {
-        println!("nothing is attached");
-        return Ok(ExitCode::SUCCESS);
-    }
-    println!(
-        "{:<48} {:<21} {:>9} {:>8}  {:<24} PROGRAMS",
-        "SCOPE", "SINCE", "CONVERTED", "KEPT-TCP", "POLICY"
-    );
-    for s in all.cgroups.iter().chain(&all.netns) {
-        let what = match s.kind {
-            Kind::Cgroup => "cgroup",
-            Kind::Netns => "netns",
-        };
-        println!(
-            "{:<48} {:<21} {:>9} {:>8}  {:<24} {}",
-            format!("{what} {}", s.path.display()),
-            utc(s.since_unix),
-            s.counters.converted,
-            s.counters.kept_tcp,
-            if s.policy.is_empty() { "-" } else { &s.policy },
-            programs_text(&s.programs)
-        );
-    }
-    for t in &all.trees {
-        let who = match t.processes.first() {
-            Some(p) => format!(
-                "tree of pid {p} ({})",
-                match t.processes.len() {
-                    1 => "1 process".to_string(),
-                    n => format!("{n} processes"),
-                }
-            ),
-            None => "tree (no process left)".to_string(),
-        };
-        println!(
-            "{:<48} {:<21} {:>9} {:>8}  {:<24} {}",
-            who,
-            tree_since(t).map(utc).unwrap_or_else(|| "?".into()),
-            t.counters.converted,
-            t.counters.kept_tcp,
-            "-",
-            programs_text(&t.programs)
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    format::print_lines(text::list(&all, tree_since))
 }
 
 /// `smcrun policy check --bpf`: which rules BPF mode honours. Exit 0 when it honours all of
@@ -662,44 +539,13 @@ pub fn policy_check(policy: &Policy, json_out: bool) -> Outcome {
     let a: Analysis = rules::analyse(policy);
     let honoured = a.kernel.is_some();
     if json_out {
-        crate::cmd::format::print_json(&PolicyCheckView::new(policy.to_string(), &a))?;
+        format::print_json(&PolicyCheckView::new(policy.to_string(), &a))?;
     } else {
-        let n = a.verdicts.len();
-        for v in &a.verdicts {
-            let (k, why) = honour(&v.honour);
-            println!("rule {} of {n}: {}: {k}: {why}", v.position, v.text);
-        }
-        if honoured {
-            let k = a
-                .kernel
-                .as_ref()
-                .map(|k: &KernelPolicy| k.rules.len())
-                .unwrap_or(0);
-            println!(
-                "BPF mode honours this policy ({k} program pattern{} in the kernel)",
-                if k == 1 { "" } else { "s" }
-            );
-        } else if a.impossible().next().is_some() {
-            println!("BPF mode cannot honour this policy: --bpf and attach refuse it");
-        } else {
-            println!("BPF mode alone cannot honour this policy: its address, port or role rules need the preload (smcrun --policy without --bpf); --bpf and attach refuse it");
-        }
+        format::print_lines(text::policy_check(&a))?;
     }
     Ok(if honoured {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(Exit::Failed)
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utc_dates() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00Z");
-        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00Z");
-        assert_eq!(utc(1_796_000_000), "2026-11-30 00:53:20Z");
-    }
 }

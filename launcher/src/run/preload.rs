@@ -1,6 +1,7 @@
 //! Where the shim is, how it joins LD_PRELOAD, and which programs LD_PRELOAD cannot reach.
 
 use object::Object;
+use smcrun_views::doctor::reach::{script_programs, Reach};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -245,6 +246,65 @@ pub fn reach_problem(path: &Path) -> Option<String> {
         );
     }
     None
+}
+
+/// How much of a script is read to find the programs it runs.
+const SCRIPT_READ_LIMIT: u64 = 64 * 1024;
+
+/// The first [`SCRIPT_READ_LIMIT`] bytes of `path` as text (lossy), when it is a readable regular
+/// file (opened without blocking: a FIFO named as the program cannot hang doctor).
+fn script_text(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let (f, _) = smcrun_sys::file::open_regular_at(None, &c, true).ok()?;
+    let mut bytes = Vec::new();
+    f.take(SCRIPT_READ_LIMIT).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The programs script `text` runs that LD_PRELOAD cannot reach, with the reason for each: of
+/// those it names (`script_programs`), its interpreter when it is one LD_PRELOAD cannot reach or
+/// does not exist, and each other one found as execvp finds it (once) that LD_PRELOAD cannot reach.
+fn script_problems(text: &str) -> Vec<(PathBuf, String)> {
+    let named = script_programs(text);
+    let mut out: Vec<(PathBuf, String)> = Vec::new();
+    if let Some(i) = named.interpreter {
+        let p = PathBuf::from(i);
+        match reach_problem(&p) {
+            Some(why) => out.push((p, why)),
+            None if !p.exists() => out.push((p, "does not exist".into())),
+            None => {}
+        }
+    }
+    for c in named.run {
+        let Ok(p) = find_program(OsStr::new(c)) else {
+            continue;
+        };
+        if out.iter().any(|(q, _)| *q == p) {
+            continue;
+        }
+        if let Some(why) = reach_problem(&p) {
+            out.push((p, why));
+        }
+    }
+    out
+}
+
+/// What LD_PRELOAD makes of `program` (`smcrun doctor -- PROGRAM` shows it): found as execvp
+/// finds it, whether LD_PRELOAD reaches it, and for a script the programs it runs that it cannot.
+pub fn reach(program: &OsStr) -> Reach {
+    let path = match find_program(program) {
+        Ok(p) => p,
+        Err(NotFound::Missing) => return Reach::Missing,
+        Err(NotFound::NotExecutable(p)) => return Reach::NotExecutable(p),
+    };
+    if let Some(why) = reach_problem(&path) {
+        return Reach::Unreachable(path, why);
+    }
+    match script_text(&path).filter(|t| t.starts_with("#!")) {
+        Some(text) => Reach::Script(path, script_problems(&text)),
+        None => Reach::Dynamic(path),
+    }
 }
 
 #[cfg(test)]

@@ -1,23 +1,21 @@
-//! The JSON the operator's views print, as typed structs: `doctor` and BPF mode's
-//! `attach`/`detach`/`attach --list`/`policy check --bpf` print one of these, built from the
-//! kernel crate's types and serialized with serde. The views moved next to their data and text
-//! keep theirs in their folder: [`crate::rdma::json`], [`crate::stats::json`],
-//! [`crate::linkgroup::json`] (`linkgroup`, `link`, `device`, `info`), [`crate::ss::json`],
-//! [`crate::monitor::json`] and [`crate::ps::json`] (`ps`, `why`). The keys are the manual's
-//! (docs/src/guide/tools.md, "JSON of the views"; every key in docs/src/reference/json.md, made
-//! from the golden files): snake_case and stable (new ones may be added, none renamed), and a
-//! value the kernel does not report is `null`.
+//! What the views' JSON shares: a decoded fallback or decline reason ([`reason`]), and the golden
+//! files the views' tests compare their JSON with. Each view keeps its own JSON in its folder:
+//! [`crate::rdma::json`], [`crate::stats::json`], [`crate::linkgroup::json`] (`linkgroup`,
+//! `link`, `device`, `info`), [`crate::ss::json`], [`crate::monitor::json`], [`crate::ps::json`]
+//! (`ps`, `why`), [`crate::doctor::json`] and [`crate::bpf::json`] (`attach`, `detach`, `attach
+//! --list`, `policy check --bpf`). The keys are the manual's (docs/src/guide/tools.md, "JSON of
+//! the views"; every key in docs/src/reference/json.md, made from the golden files): snake_case
+//! and stable (new ones may be added, none renamed), and a value the kernel does not report is
+//! `null`.
 //!
 //! Where the text form of a view shows the same figure (a ratio, a summary, a decoded reason),
-//! the launcher reads it from the struct, so the two never disagree.
+//! the text reads it from the struct, so the two never disagree.
 //!
 //! The tests compare each struct's JSON with what the views printed before they had these
 //! structs (the files in `golden/`, written by the views' former `json!` code): for the kernel's
 //! views from the real kernel's captures (`kernel/tests/fixtures/`), for BPF mode's from the
 //! scopes and policies the tests construct.
 
-pub mod bpf;
-pub mod doctor;
 pub mod reason;
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use smcrun_bpf::layout::Counters;
 use smcrun_bpf::scopes::Scopes;
 use smcrun_report::ProcessReport;
 
-use crate::json::bpf::ProgramView;
+use crate::bpf::json::ProgramView;
 
 /// `bpf_scopes`: the attached cgroups and network namespaces, and the `smcrun --bpf` trees.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn procs_bpf_scopes_as_golden() {
-        let (all, tree) = crate::json::bpf::tests::scopes();
+        let (all, tree) = crate::bpf::json::tests::scopes();
         let (netns, cgroups) = all.into_iter().partition(|a| a.kind == Kind::Netns);
         let s = Scopes {
             cgroups,
@@ -214,7 +214,7 @@ mod tests {
     #[test]
     fn procs_scope_has_every_key_even_when_empty() {
         // BPF scopes have no value the kernel may leave out: an empty policy is "", not null
-        let (all, _) = crate::json::bpf::tests::scopes();
+        let (all, _) = crate::bpf::json::tests::scopes();
         let (netns, cgroups) = all.into_iter().partition(|a| a.kind == Kind::Netns);
         let s = Scopes {
             cgroups,

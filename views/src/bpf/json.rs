@@ -8,8 +8,10 @@ use std::path::Path;
 use serde::Serialize;
 use smcrun_bpf::maps::ProgramCount;
 use smcrun_bpf::pinned::{Attached, Attachment, Detached, Kind};
-use smcrun_bpf::rules::{Analysis, Honour};
+use smcrun_bpf::rules::Analysis;
 use smcrun_bpf::scopes::TreeInfo;
+
+use super::honour;
 
 /// How many sockets one program made SMC in a scope.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -251,18 +253,6 @@ impl PolicyCheckView {
                 })
                 .collect(),
         }
-    }
-}
-
-/// A verdict's kind (`kernel`, `preload`, `cannot`) and why, for the text and the JSON alike.
-pub fn honour(h: &Honour) -> (&'static str, String) {
-    match h {
-        Honour::Kernel => (
-            "kernel",
-            "decided in the kernel at socket(), by program name".to_string(),
-        ),
-        Honour::NeedsPreload(w) => ("preload", w.clone()),
-        Honour::Cannot(w) => ("cannot", w.clone()),
     }
 }
 
