@@ -396,7 +396,10 @@ pub extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
 
 /// close_range(2): each descriptor in the range that the runtime knows is prepared as [`close`]
 /// prepares it, then the real call. A range that is only marked close-on-exec
-/// (`CLOSE_RANGE_CLOEXEC`) closes nothing now and is passed through.
+/// (`CLOSE_RANGE_CLOEXEC`) closes nothing now and is passed through. With `CLOSE_RANGE_UNSHARE`
+/// the calling thread closes them in a private copy of the descriptor table (a child about to
+/// exec, say), and the process's other threads keep theirs: only the runtime's own files leave
+/// the range, and its sockets are left as they are.
 #[no_mangle]
 pub extern "C" fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int) -> c_int {
     hook(
@@ -404,7 +407,11 @@ pub extern "C" fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_
         |out| {
             if flags & CLOSE_RANGE_CLOEXEC == 0 && first <= last {
                 let e = errno();
-                before_closing_from(first, last);
+                if flags & CLOSE_RANGE_UNSHARE == 0 {
+                    before_closing_from(first, last);
+                } else if let Ok(f) = c_int::try_from(first) {
+                    track::closing_range(f, c_int::try_from(last).unwrap_or(c_int::MAX));
+                }
                 set_errno(e);
             }
             out.record(real::close_range(first, last, flags))
@@ -435,6 +442,8 @@ pub extern "C" fn closefrom(first: c_int) {
 
 /// `CLOSE_RANGE_CLOEXEC` from linux/close_range.h (libc 0.2 has no constant for it).
 const CLOSE_RANGE_CLOEXEC: c_int = 1 << 2;
+/// `CLOSE_RANGE_UNSHARE` from linux/close_range.h.
+const CLOSE_RANGE_UNSHARE: c_int = 1 << 1;
 
 /// Prepares every descriptor from `first` to `last` that the runtime knows for its close: the
 /// runtime's own files leave the range, then each socket in its table is prepared as [`close`]
