@@ -129,7 +129,7 @@ struct smc_sock {
 
 #define RD(dst, src) bpf_probe_read_kernel(&(dst), sizeof(dst), &(src))
 
-// Shared with bpf/src/agent.rs (struct Record, Slot, Ended, AgentStats, the constants below).
+// Shared with bpf/src/agent_probes.rs (struct Record, Slot, Ended, AgentStats, constants below).
 #define COMM_LEN 16
 #define DEV_LEN 16
 #define MAX_LIVE 16384

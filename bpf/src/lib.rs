@@ -12,15 +12,15 @@
 //!   which need the preload (addresses, ports, roles), and the kernel's rule table;
 //! - [`tree::TreeScope`]: a process tree's attachment, alive as long as the value;
 //! - [`pinned`]: the pinned instance behind `smcrun attach` (attach, detach, list), serving
-//!   [`cgroup`] and [`netns`] scopes;
+//!   [`cgroup`] and [`netns_scope`] scopes;
 //! - [`handshake`]: the handshake policy (Linux 6.19's smc_hs_ctrl): role, address and port
 //!   rules decided by the kernel at the SYN for a whole network namespace ([`hsrules`]);
 //! - [`scopes::all`]: every scope with its counts, for `attach --list`, `ps` and the exporter.
 //!
 //! Nothing is attached unless an IPPROTO_SMC socket can be made, and whoever holds an
-//! attachment holds such a socket (see [`smc`]).
+//! attachment holds such a socket (see [`module_hold`]).
 
-pub mod agent;
+pub mod agent_probes;
 pub mod cgroup;
 mod error;
 pub mod handshake;
@@ -28,13 +28,13 @@ pub mod hsrules;
 pub mod layout;
 pub mod loader;
 pub mod maps;
-pub mod netns;
+pub mod module_hold;
+pub mod netns_scope;
 pub mod pinned;
 pub mod prereq;
 pub mod ringbuf;
 pub mod rules;
 pub mod scopes;
-pub mod smc;
 pub mod sys;
 pub mod tree;
 

@@ -1,5 +1,5 @@
 //! The pinned instance behind `smcrun attach`: one copy of `smcrun_attach` serves every attached
-//! cgroup ([`crate::cgroup`]) and network namespace ([`crate::netns`]) until it is detached,
+//! cgroup ([`crate::cgroup`]) and network namespace ([`crate::netns_scope`]) until it is detached,
 //! with no restart of what runs there.
 //!
 //! The program and its maps are pinned in [`PIN_DIR`] so they outlive the command. Each scope
@@ -14,7 +14,7 @@ use crate::layout::{bytes_of, from_bytes, Counters, Pod, MAX_SCOPES};
 use crate::loader::{self, MapHandle};
 use crate::maps::{self, ProgramCount};
 use crate::rules::KernelPolicy;
-use crate::{smc, sys};
+use crate::{module_hold, sys};
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -264,7 +264,7 @@ pub struct Attached {
 /// Attaches `t` with `policy` (`policy_text` its canonical form). Refuses, attaching nothing,
 /// when no IPPROTO_SMC socket can be made.
 pub fn attach(t: &Target, policy_text: &str, policy: &KernelPolicy) -> Result<Attached, Error> {
-    smc::probe().map_err(|e| {
+    module_hold::probe().map_err(|e| {
         Error::io(
             "SMC is not usable: socket(AF_INET, SOCK_STREAM, IPPROTO_SMC) failed (nothing was attached)",
             e,

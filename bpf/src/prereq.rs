@@ -2,7 +2,7 @@
 //! doctor` can list them and a refusal can name exactly the one that is missing.
 
 use crate::loader::HOOK;
-use crate::smc;
+use crate::module_hold;
 use std::path::PathBuf;
 
 /// Whether a prerequisite holds.
@@ -304,7 +304,7 @@ fn check_caps() -> Check {
 }
 
 fn check_smc() -> Check {
-    let r = smc::probe();
+    let r = module_hold::probe();
     Check {
         id: "smc",
         what: "SMC (the smc module)",
@@ -313,7 +313,7 @@ fn check_smc() -> Check {
             Ok(()) => "an IPPROTO_SMC socket can be made".to_string(),
             Err(e) => format!("socket(AF_INET, SOCK_STREAM, IPPROTO_SMC) failed: {e}"),
         },
-        fix: r.as_ref().err().map(smc::fix_for),
+        fix: r.as_ref().err().map(module_hold::fix_for),
         needed: Needed::Always,
     }
 }

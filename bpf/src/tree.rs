@@ -8,7 +8,7 @@ use crate::layout::Counters;
 use crate::loader::{self, Instance};
 use crate::maps::{self, ProgramCount};
 use crate::rules::KernelPolicy;
-use crate::{smc, sys};
+use crate::{module_hold, sys};
 use std::os::fd::OwnedFd;
 
 /// The program (and kernel object) name tree scopes are found by.
@@ -26,7 +26,7 @@ impl TreeScope {
     /// Attaches a scope holding `root` (a tgid) and its future descendants, with `policy`.
     /// Refuses, attaching nothing, when no IPPROTO_SMC socket can be made.
     pub fn attach(root: u32, policy: &KernelPolicy) -> Result<TreeScope, Error> {
-        let smc = smc::open().map_err(|e| {
+        let smc = module_hold::open().map_err(|e| {
             Error::io(
                 "SMC is not usable: socket(AF_INET, SOCK_STREAM, IPPROTO_SMC) failed (nothing was attached)",
                 e,

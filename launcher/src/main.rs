@@ -51,13 +51,13 @@ enum Command {
     Demo(run::demo::DemoArgs),
     /// Set up the host for SMC: soft-RoCE devices for hosts without RDMA hardware.
     #[command(subcommand)]
-    Setup(admin::smc::SetupCommand),
+    Setup(admin::host_setup::SetupCommand),
     /// Show or change the SMC user EIDs (needed for SMC-Rv2).
     #[command(subcommand)]
-    Ueid(admin::smc::UeidCommand),
+    Ueid(admin::host_setup::UeidCommand),
     /// Show or change the SMC PNET table (which netdev or RDMA device belongs to which PNET ID).
     #[command(subcommand)]
-    Pnet(admin::smc::PnetCommand),
+    Pnet(admin::host_setup::PnetCommand),
     /// SMC sockets on this host, like smcss: state, addresses, mode, and why a fallback happened.
     Ss(cmd::ss::SsArgs),
     /// SMC statistics of this network namespace, like `smcr stats`.
@@ -265,13 +265,14 @@ fn dispatch(cli: Cli, forced: Option<Vec<OsString>>) -> Outcome {
                 format!("{}: {e}", dir.display()),
             )),
         },
-        (Some(Command::Demo(a)), None) => {
-            run::demo::run(&run::config::resolve(&cli.run).map_err(not_started)?, &a)
-        }
+        (Some(Command::Demo(a)), None) => run::demo::run(
+            &run::config_file::resolve(&cli.run).map_err(not_started)?,
+            &a,
+        ),
         (Some(Command::DemoWorker(a)), None) => run::demo::worker(&a),
-        (Some(Command::Setup(c)), None) => admin::smc::setup(c),
-        (Some(Command::Ueid(c)), None) => admin::smc::ueid(c),
-        (Some(Command::Pnet(c)), None) => admin::smc::pnet(c),
+        (Some(Command::Setup(c)), None) => admin::host_setup::setup(c),
+        (Some(Command::Ueid(c)), None) => admin::host_setup::ueid(c),
+        (Some(Command::Pnet(c)), None) => admin::host_setup::pnet(c),
         (Some(Command::Ss(a)), None) => cmd::ss::ss(&a),
         (Some(Command::Stats(a)), None) => cmd::stats::stats(&a),
         (Some(Command::Linkgroup(a)), None) => cmd::linkgroup::linkgroup(&a),
@@ -306,7 +307,7 @@ fn json_asked(m: &ArgMatches) -> bool {
 /// Runs a program under smcrun (its options resolved with the config file's): through the
 /// kernel's socket() hook with `--bpf`, else preloaded.
 fn run_program(line: &run::exec::RunOptions, cmd: Vec<OsString>) -> Outcome {
-    let opts = run::config::resolve(line).map_err(not_started)?;
+    let opts = run::config_file::resolve(line).map_err(not_started)?;
     match opts.bpf {
         Some(mode) => run::bpf::run(&opts, mode, cmd),
         None => run::exec::run(&opts, cmd),

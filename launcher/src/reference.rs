@@ -229,7 +229,7 @@ fn metric_families() -> Vec<Family> {
         counters: Default::default(),
         programs: Vec::new(),
     };
-    use smcrun_views::agent::{Counts, Group, Live, Modes, Sides, Summary};
+    use smcrun_views::agent_state::{Counts, Group, Live, Modes, Sides, Summary};
     use smcrun_views::snapshot::{replay, Part, Processes, Sockets};
     let mut all = Vec::new();
     for phase in ["smcr", "smcd", "fallback"] {
@@ -321,7 +321,7 @@ fn metric_families() -> Vec<Family> {
 
 /// The bounds of the agent's series, from the agent's own constants.
 fn agent_cardinality() -> String {
-    use smcrun_views::agent::{MAX_GROUPS, OTHER};
+    use smcrun_views::agent_state::{MAX_GROUPS, OTHER};
     let names = 2 * (MAX_GROUPS + 1);
     format!(
         "The agent's series (`smcrun_agent_*`, with `smcrun agent` running) are bounded whatever the traffic: \

@@ -11,14 +11,14 @@
 //! connections arriving one by one are looked at together after that wait, not one dump each.
 //!
 //! Layout: `state` keeps the connections (one look, the recent list, the totals per endpoint);
-//! `report` builds the report from them and writes it; `identity` is what the report says the
-//! process is and runs with; `kernel` what the sidecar asks the kernel; `pace` its timings;
+//! `report_writer` builds the report from them and writes it; `identity` is what the report says
+//! the process is and runs with; `kernel` what the sidecar asks the kernel; `pace` its timings;
 //! `thread` the thread's life (start, wake-ups, fork, exit).
 
 mod identity;
 mod kernel;
 mod pace;
-mod report;
+mod report_writer;
 mod state;
 mod thread;
 

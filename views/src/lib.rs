@@ -10,14 +10,14 @@
 //! - [`text`] holds what every view's text shares (smc-tools' short counters, units, tables);
 //! - a view moved next to its data has one folder with its data, `json` and `text` ([`rdma`],
 //!   [`stats`], [`linkgroup`], [`ss`], [`monitor`], [`ps`], [`doctor`], [`bpf`]);
-//! - [`netns`] and [`processes`] are the small pieces the launcher's views share.
+//! - [`this_netns`] and [`processes`] are the small pieces the launcher's views share.
 //!
 //! The launcher (`smcrun exporter`, `smcrun metrics`, `smcrun doctor`) only wires these to the
 //! command line, HTTP and files.
 
 #![warn(missing_docs)]
 
-pub mod agent;
+pub mod agent_state;
 pub mod bpf;
 pub mod counters;
 pub mod doctor;
@@ -25,7 +25,6 @@ pub mod json;
 pub mod linkgroup;
 pub mod metrics;
 pub mod monitor;
-pub mod netns;
 pub mod processes;
 pub mod ps;
 pub mod rdma;
@@ -33,6 +32,7 @@ pub mod snapshot;
 pub mod ss;
 pub mod stats;
 pub mod text;
+pub mod this_netns;
 
 /// `part` as a percentage of `whole` (0 when `whole` is 0).
 pub fn percent(part: u64, whole: u64) -> f64 {

@@ -819,7 +819,7 @@ pub fn bpf_scopes(f: &mut Families, s: &smcrun_bpf::scopes::Scopes) {
 /// The sockets collector's series while the agent is attached: this network namespace's SMC
 /// sockets open now by role and mode, from the agent's record (no smc_diag dump, so no
 /// `smc_sockets`: the agent does not know a socket's TCP-like state). Always 3 roles x 4 modes.
-fn agent_sockets(f: &mut Families, live: &crate::agent::Live) {
+fn agent_sockets(f: &mut Families, live: &crate::agent_state::Live) {
     for (role, m) in [
         ("client", &live.client),
         ("server", &live.server),
@@ -842,9 +842,9 @@ fn agent_sockets(f: &mut Families, live: &crate::agent::Live) {
 }
 
 /// The agent's series: connections by mode, fallbacks by reason and bytes, per cgroup and per
-/// program (at most `agent::MAX_GROUPS` names of each, the rest under `other`; reasons are the
-/// kernel's fallback codes), and what it lost.
-pub fn agent(f: &mut Families, s: &crate::agent::Summary) {
+/// program (at most `agent_state::MAX_GROUPS` names of each, the rest under `other`; reasons are
+/// the kernel's fallback codes), and what it lost.
+pub fn agent(f: &mut Families, s: &crate::agent_state::Summary) {
     f.gauge(
         "smcrun_agent_attached",
         "1 when the smcrun agent's probes are attached to smc (0: smc is not loaded, or attaching failed)",
@@ -911,7 +911,7 @@ pub fn agent(f: &mut Families, s: &crate::agent::Summary) {
 }
 
 fn ifname(index: u32) -> String {
-    crate::netns::ifname(index).unwrap_or_default()
+    crate::this_netns::ifname(index).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -1509,7 +1509,7 @@ mod tests {
 #[cfg(test)]
 mod agent_tests {
     use super::*;
-    use crate::agent::{Counts, Group, Live, Modes, Overflow, Sides, Summary};
+    use crate::agent_state::{Counts, Group, Live, Modes, Overflow, Sides, Summary};
 
     #[test]
     fn the_agents_series_are_per_group_role_and_mode() {

@@ -16,7 +16,7 @@ use smcrun_kernel::uverbs::{self, Limits};
 use smcrun_kernel::{nl, Error};
 use smcrun_report::ProcessReport;
 
-use crate::netns;
+use crate::{agent_state, this_netns};
 
 /// One part of a snapshot.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,7 +163,7 @@ pub enum Sockets {
     Diag(Vec<(u8, Mode)>),
     /// This network namespace's sockets by role and mode, from the agent's summary (its probes
     /// attached): nothing is dumped, and the agent has no TCP-like socket state to give.
-    Agent(crate::agent::Live),
+    Agent(agent_state::Live),
 }
 
 /// Everything one scrape shows.
@@ -184,7 +184,7 @@ pub struct Snapshot {
     /// BPF mode's scopes (`smcrun --bpf` trees, attached cgroups) and their counts.
     pub bpf: Part<Scopes>,
     /// The smcrun agent's summary (absent when no agent runs).
-    pub agent: Part<crate::agent::Summary>,
+    pub agent: Part<agent_state::Summary>,
     /// The `net.smc.*` sysctls and their values, by name without the prefix ([`read_sysctls`]).
     pub sysctls: Vec<(String, String)>,
     /// The collectors that were on: only they have `smcrun_scrape_collector_*` series.
@@ -477,7 +477,7 @@ fn read_counters(c: &SmcGenl) -> Result<Counters, Error> {
 
 fn read_topology(c: &SmcGenl) -> Result<Topology, Error> {
     Ok(Topology {
-        link_groups: netns::local_groups(c.link_groups()?, netns::cookie()),
+        link_groups: this_netns::local_groups(c.link_groups()?, this_netns::cookie()),
         smcd_link_groups: c.link_groups_smcd()?,
         smcr_devices: c.devices_smcr()?,
         smcd_devices: c.devices_smcd()?,
@@ -713,11 +713,11 @@ fn read_with(
         .into_iter()
         .find(|c| on.has(*c));
     let summary = summary_for.map(|c| {
-        timed(on, c, &mut seconds, || match crate::agent::read_summary() {
+        timed(on, c, &mut seconds, || match agent_state::read_summary() {
             Ok(st) => Part::Read(st),
             // No agent (or one that is gone) is no part; a summary that is refused (not
             // root's, too big, unreadable) is a failed part.
-            Err(e @ crate::agent::Unavailable::Refused(_)) => Part::Failed(e.to_string()),
+            Err(e @ agent_state::Unavailable::Refused(_)) => Part::Failed(e.to_string()),
             Err(e) => Part::Absent(e.to_string()),
         })
     });
@@ -769,12 +769,12 @@ fn read_with(
 }
 
 /// This network namespace's open sockets from the agent's summary, when its probes are attached
-/// and it can say (see [`crate::agent::Summary::live_in`]).
-fn agent_live(s: &crate::agent::Summary) -> Option<crate::agent::Live> {
+/// and it can say (see [`agent_state::Summary::live_in`]).
+fn agent_live(s: &agent_state::Summary) -> Option<agent_state::Live> {
     if !s.attached {
         return None;
     }
-    s.live_in(crate::netns::cookie()?)
+    s.live_in(this_netns::cookie()?)
 }
 
 /// The runtime's per-process reports (of the user running the exporter).

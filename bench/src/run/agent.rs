@@ -21,7 +21,7 @@ use crate::runtime::status_kb;
 use crate::stats::order;
 use crate::vm::{self, Tech};
 use crate::Ctx;
-use smcrun_views::agent::{self as published, Counts, Summary};
+use smcrun_views::agent_state::{self as published, Counts, Summary};
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

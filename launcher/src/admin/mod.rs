@@ -3,5 +3,5 @@
 //! fixtures.
 
 pub mod capture;
-pub mod smc;
+pub mod host_setup;
 pub mod systemd;

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser};
 
 use crate::cmd::{exporter, format};
-use crate::run::config;
+use crate::run::config_file;
 use crate::run::exec;
 
 /// The drop-in's file name in `UNIT.d/`.
@@ -298,7 +298,7 @@ pub fn enable(a: &EnableArgs) -> Outcome {
     if opts.config.as_ref().is_some_and(|c| c.is_relative()) {
         return usage("--config needs an absolute path here (systemd starts the unit in /)");
     }
-    if let Err(f) = config::resolve(&opts) {
+    if let Err(f) = config_file::resolve(&opts) {
         return Err(Failure {
             message: f.message + " (nothing was written)",
             ..f

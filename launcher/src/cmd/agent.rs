@@ -1,13 +1,13 @@
 //! `smcrun agent`: a root daemon that keeps the kernel's own record of every SMC socket (see
-//! `smcrun_bpf::agent`), counts ended connections per process, cgroup and program, and
-//! publishes the lot for the views (`smcrun_views::agent`: a root-only file, replaced whole
+//! `smcrun_bpf::agent_probes`), counts ended connections per process, cgroup and program, and
+//! publishes the lot for the views (`smcrun_views::agent_state`: a root-only file, replaced whole
 //! every interval). smc.ko may come and go: the probes are attached again each time it loads.
 
 use crate::status::{Exit, Failure, Outcome};
 use clap::Args;
-use smcrun_bpf::agent::{self as kernel, Agent, Record};
+use smcrun_bpf::agent_probes::{self as kernel, Agent, Record};
 use smcrun_kernel::features::{kernel_release, KPROBE_MISSED};
-use smcrun_views::agent::{
+use smcrun_views::agent_state::{
     Counts, Group, Live, Modes, Overflow, Process, Sides, Socket, State, Summary, MAX_GROUPS,
     MAX_PROCESSES, OTHER, STATE_DIR, STATE_FILE, SUMMARY_FILE,
 };
@@ -285,7 +285,7 @@ impl Census {
         if !attached {
             return None;
         }
-        let me = smcrun_views::netns::cookie()?;
+        let me = smcrun_views::this_netns::cookie()?;
         if !self.complete && self.checked.is_none_or(|t| t.elapsed() >= CENSUS_RECHECK) {
             self.checked = Some(std::time::Instant::now());
             let dumped = smcrun_kernel::sock_diag::dump_raw(0)
@@ -511,7 +511,7 @@ pub fn agent(a: &AgentArgs) -> Outcome {
         }
         let mut drained = false;
         // No bpf() system call here: the maps are read in their mmapped pages (see
-        // smcrun_bpf::agent).
+        // smcrun_bpf::agent_probes).
         let (live, cur) = match &mut attached {
             Some((_, ag)) => {
                 let now = ag.read();

@@ -11,7 +11,7 @@ use smcrun_kernel::Error;
 use smcrun_views::linkgroup::json::{DevicesView, InfoView, LinkGroupsView, LinksView};
 use smcrun_views::linkgroup::text::{devices_text, groups_text, info_text, links_table};
 use smcrun_views::linkgroup::Devices;
-use smcrun_views::netns;
+use smcrun_views::this_netns;
 
 use crate::cmd::format;
 use crate::status::{Failure, Outcome};
@@ -44,7 +44,7 @@ pub fn linkgroup(a: &LinkGroupArgs) -> Outcome {
     let read = || -> Result<(Vec<LinkGroup>, Vec<LinkGroupSmcd>), Error> {
         let c = open()?;
         Ok((
-            netns::local_groups(c.link_groups()?, netns::cookie()),
+            this_netns::local_groups(c.link_groups()?, this_netns::cookie()),
             c.link_groups_smcd()?,
         ))
     };
@@ -61,7 +61,7 @@ pub fn linkgroup(a: &LinkGroupArgs) -> Outcome {
 /// Run `smcrun link`.
 pub fn link(a: &JsonArgs) -> Outcome {
     let groups = match open().and_then(|c| c.link_groups()) {
-        Ok(g) => netns::local_groups(g, netns::cookie()),
+        Ok(g) => this_netns::local_groups(g, this_netns::cookie()),
         Err(e) => return Err(Failure::refused(&e)),
     };
     if a.json {

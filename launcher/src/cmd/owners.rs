@@ -70,7 +70,7 @@ pub fn owners(wanted: &HashSet<u64>) -> HashMap<u64, Vec<Owner>> {
 /// of the process that holds them.
 pub fn owners_with_agent(
     wanted: &HashSet<u64>,
-    agent: Option<&smcrun_views::agent::State>,
+    agent: Option<&smcrun_views::agent_state::State>,
 ) -> HashMap<u64, Vec<Owner>> {
     let mut out = owners(wanted);
     if let Some(st) = agent {

@@ -168,9 +168,9 @@ pub fn ps(a: &PsArgs) -> Outcome {
     };
     let scopes = crate::cmd::smc_procs::bpf_scopes();
     let agent = if a.all {
-        smcrun_views::agent::read()
+        smcrun_views::agent_state::read()
     } else {
-        Err(smcrun_views::agent::Unavailable::NotRunning)
+        Err(smcrun_views::agent_state::Unavailable::NotRunning)
     };
     let others = if a.all {
         match crate::cmd::smc_procs::smc_processes(agent.as_ref().ok()) {
@@ -357,7 +357,7 @@ fn others_text(
 
 /// Explains one process's connections.
 pub fn why(a: &WhyArgs) -> Outcome {
-    let agent = smcrun_views::agent::read().ok();
+    let agent = smcrun_views::agent_state::read().ok();
     let kernel = agent.as_ref().and_then(|s| s.process(a.pid));
     let report = RunDir::open()
         .ok()

@@ -35,7 +35,7 @@ pub struct SmcProcess {
     pub bpf_scope: Option<String>,
     /// Its connections since the smcrun agent started, ended ones too, as the kernel saw them
     /// (`None` when no agent runs or it saw none of this process).
-    pub kernel: Option<smcrun_views::agent::Sides>,
+    pub kernel: Option<smcrun_views::agent_state::Sides>,
 }
 
 /// The BPF scopes and their counts (empty when BPF mode was never used, or cannot be read).
@@ -67,7 +67,7 @@ fn scope_of(pid: u32, all: &Scopes, cg_root: Option<&Path>) -> Option<String> {
             .map(|c| format!("cgroup {}", c.path.display()))
     };
     cgroup().or_else(|| {
-        let ino = smcrun_bpf::netns::inode_of_pid(pid)?;
+        let ino = smcrun_bpf::netns_scope::inode_of_pid(pid)?;
         all.netns
             .iter()
             .find(|n| n.id == ino)
@@ -128,7 +128,7 @@ fn group(
 
 /// Adds the agent's counts to the processes, and the processes it counted connections of
 /// that hold no SMC socket now (short connections all closed), if they still run.
-fn with_agent(list: &mut Vec<SmcProcess>, agent: &smcrun_views::agent::State, all: &Scopes) {
+fn with_agent(list: &mut Vec<SmcProcess>, agent: &smcrun_views::agent_state::State, all: &Scopes) {
     let root = smcrun_bpf::prereq::cgroup2_root();
     for p in list.iter_mut() {
         p.kernel = agent.process(p.pid).map(|k| k.sides.clone());
@@ -156,7 +156,7 @@ fn with_agent(list: &mut Vec<SmcProcess>, agent: &smcrun_views::agent::State, al
 /// (and the processes it counted). An error is the kernel's (smc_diag missing), to be shown as
 /// `ss` shows it.
 pub fn smc_processes(
-    agent: Option<&smcrun_views::agent::State>,
+    agent: Option<&smcrun_views::agent_state::State>,
 ) -> Result<Vec<SmcProcess>, smcrun_kernel::error::Error> {
     let sockets = sock_diag::dump(0)?;
     let inodes: HashSet<u64> = sockets.iter().map(|s| s.inode).collect();

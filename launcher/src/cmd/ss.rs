@@ -80,7 +80,7 @@ pub fn ss(a: &SsArgs) -> Outcome {
     let listing = a.listing();
     let sockets: Vec<&SmcSocket> = sockets.iter().filter(|s| shown(s, &listing)).collect();
     let owned: HashMap<u64, Vec<Owner>> = if a.processes {
-        let agent = smcrun_views::agent::read().ok();
+        let agent = smcrun_views::agent_state::read().ok();
         owners::owners_with_agent(
             &sockets.iter().map(|s| s.inode).collect::<HashSet<u64>>(),
             agent.as_ref(),

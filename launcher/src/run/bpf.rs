@@ -10,6 +10,7 @@
 //! the program keeps smcrun's PID, argv, exit status and signals, as without `--bpf`.
 
 use crate::cmd::format;
+use crate::run::config_file;
 use crate::run::exec::{self, RunOptions};
 use crate::status::{Exit, Failure, Outcome};
 use clap::{Args, ValueEnum};
@@ -18,7 +19,7 @@ use smcrun_bpf::prereq::{self, Scope};
 use smcrun_bpf::rules::{self, Analysis};
 use smcrun_bpf::scopes;
 use smcrun_bpf::tree::TreeScope;
-use smcrun_bpf::{cgroup, netns};
+use smcrun_bpf::{cgroup, netns_scope};
 use smcrun_policy::Policy;
 use smcrun_settings::POLICY;
 use smcrun_views::bpf::json::{
@@ -265,7 +266,7 @@ fn hold_cgroups() {
     if rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
         return; // another holder runs
     }
-    let Ok(_smc) = smcrun_bpf::smc::open() else {
+    let Ok(_smc) = smcrun_bpf::module_hold::open() else {
         return;
     };
     while pinned::attached() {
@@ -374,7 +375,7 @@ fn attach_policy(args: &AttachArgs) -> Result<Policy, String> {
         return Policy::parse(text).map_err(|e| format!("--policy: {e}"));
     }
     if let Some(path) = &args.config {
-        return Ok(crate::run::config::load(path)?.policy.unwrap_or_default());
+        return Ok(config_file::load(path)?.policy.unwrap_or_default());
     }
     Ok(Policy::default())
 }
@@ -382,7 +383,7 @@ fn attach_policy(args: &AttachArgs) -> Result<Policy, String> {
 /// The scope `attach` or `detach` is about, resolved: a cgroup directory or a network namespace.
 enum Resolved {
     Cgroup(PathBuf),
-    Netns(netns::Netns),
+    Netns(netns_scope::Netns),
 }
 
 impl Resolved {
@@ -431,7 +432,7 @@ pub fn attach(args: &AttachArgs) -> Outcome {
             Ok(d) => Resolved::Cgroup(d),
             Err(e) => return fail_usage(e),
         },
-        (None, Some(arg)) => match netns::resolve(arg) {
+        (None, Some(arg)) => match netns_scope::resolve(arg) {
             Ok(n) => Resolved::Netns(n),
             Err(e) => return fail_usage(e.to_string()),
         },
@@ -455,7 +456,7 @@ pub fn attach(args: &AttachArgs) -> Outcome {
     let policy_text = policy.to_string();
     let done: Result<Attached, smcrun_bpf::Error> = match &target {
         Resolved::Cgroup(dir) => cgroup::attach(dir, &policy_text, &kernel_policy),
-        Resolved::Netns(n) => netns::attach(n, &policy_text, &kernel_policy),
+        Resolved::Netns(n) => netns_scope::attach(n, &policy_text, &kernel_policy),
     };
     let path = target.path();
     match done {
@@ -485,9 +486,9 @@ pub fn detach(args: &DetachArgs) -> Outcome {
             Ok(dir) => cgroup::detach(&dir).map(|d| (dir, d)),
             Err(e) => return usage(e),
         },
-        (None, Some(arg)) => match netns::resolve(arg) {
-            Ok(n) => netns::detach(&n).map(|d| (n.path, d)),
-            Err(e) => match netns::detach_gone(arg) {
+        (None, Some(arg)) => match netns_scope::resolve(arg) {
+            Ok(n) => netns_scope::detach(&n).map(|d| (n.path, d)),
+            Err(e) => match netns_scope::detach_gone(arg) {
                 Ok(Some(d)) => Ok((d.scope.path.clone(), d)),
                 Ok(None) => return usage(e.to_string()),
                 Err(e2) => Err(e2),

@@ -294,7 +294,7 @@ fn check_mode(opts: &RunOptions) -> Result<(), Failure> {
     if mode != Some(Mode::Inet) {
         return Ok(());
     }
-    let Err(e) = smcrun_bpf::smc::probe() else {
+    let Err(e) = smcrun_bpf::module_hold::probe() else {
         return Ok(());
     };
     let release = smcrun_kernel::features::kernel_release();

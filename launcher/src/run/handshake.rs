@@ -70,7 +70,7 @@ fn policy_of(args: &LoadArgs) -> Result<Policy, String> {
         return Policy::parse(text).map_err(|e| format!("--policy: {e}"));
     }
     match &args.config {
-        Some(path) => crate::run::config::load(path)?
+        Some(path) => crate::run::config_file::load(path)?
             .policy
             .ok_or_else(|| format!("{}: the config has no policy to load", path.display())),
         None => Err("handshake load needs --policy POLICY or --config FILE".into()),

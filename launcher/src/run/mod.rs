@@ -3,7 +3,7 @@
 //! signals), BPF mode, the built-in demo, and `smcrun policy check`.
 
 pub mod bpf;
-pub mod config;
+pub mod config_file;
 pub mod demo;
 pub mod elf_parts;
 pub mod exec;

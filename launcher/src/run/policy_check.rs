@@ -2,7 +2,7 @@
 //! and whether that socket would get SMC or TCP, without running anything. The same parser and
 //! matcher as the shim's, so the answer is the one a run would get.
 
-use crate::run::config;
+use crate::run::config_file;
 use crate::status::{Exit, Failure, Outcome};
 use clap::{Args, Subcommand};
 use serde::Serialize;
@@ -85,7 +85,7 @@ fn policy_of(args: &CheckArgs) -> Result<Policy, String> {
         return Policy::parse(text).map_err(|e| format!("--policy: {e}"));
     }
     if let Some(path) = &args.config {
-        return Ok(config::load(path)?.policy.unwrap_or_default());
+        return Ok(config_file::load(path)?.policy.unwrap_or_default());
     }
     match std::env::var(POLICY.var) {
         Ok(text) => Policy::parse(&text).map_err(|e| format!("{}: {e}", POLICY.var)),

@@ -10,8 +10,8 @@ use smcrun_kernel::smc_genl::{
     SysInfo,
 };
 
-use crate::netns;
 use crate::ss::json::hex16;
+use crate::this_netns;
 
 /// A link group's id as the views print it (`00000100`), in `linkgroup`'s LG-ID column and
 /// `ss -D`'s Linkid column alike.
@@ -21,7 +21,7 @@ pub fn lgr_id(id: u32) -> String {
 
 /// An interface's name as the views print it (`-` for none or one not in this namespace).
 pub fn ifname(index: u32) -> String {
-    netns::ifname(index).unwrap_or_else(|| "-".to_string())
+    this_netns::ifname(index).unwrap_or_else(|| "-".to_string())
 }
 
 /// `smcrun linkgroup --json`.

@@ -151,7 +151,7 @@ pub struct AgentView<'a> {
     /// Why it is not attached, if it said.
     pub error: Option<&'a str>,
     /// What it lost.
-    pub overflow: &'a crate::agent::Overflow,
+    pub overflow: &'a crate::agent_state::Overflow,
 }
 
 /// One program under smcrun, as `ps --json` lists it.
@@ -186,7 +186,7 @@ pub struct WhyKernelView<'a> {
     /// Its runtime's report.
     pub report: Option<&'a ProcessReport>,
     /// The agent's counts for it.
-    pub kernel: &'a crate::agent::Process,
+    pub kernel: &'a crate::agent_state::Process,
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use smcrun_report::text::safe;
 use smcrun_report::{count, ProcessReport};
 
 /// What the agent lost, as a clause (empty when nothing).
-pub fn overflow_text(o: &crate::agent::Overflow) -> String {
+pub fn overflow_text(o: &crate::agent_state::Overflow) -> String {
     let lost = o.live_full + o.done_full;
     let mut parts = Vec::new();
     if lost > 0 {
@@ -30,7 +30,7 @@ pub fn overflow_text(o: &crate::agent::Overflow) -> String {
 }
 
 /// One side's counts in a column: `N: R/D/T/?` (SMC-R, SMC-D, TCP, mode not seen).
-pub fn kernel_counts(c: &crate::agent::Counts) -> String {
+pub fn kernel_counts(c: &crate::agent_state::Counts) -> String {
     format!(
         "{}: {}/{}/{}/{}",
         c.total(),
@@ -42,7 +42,7 @@ pub fn kernel_counts(c: &crate::agent::Counts) -> String {
 }
 
 /// The agent's text for one process (`why`).
-pub fn kernel_text(p: &crate::agent::Process) -> String {
+pub fn kernel_text(p: &crate::agent_state::Process) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
