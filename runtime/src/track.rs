@@ -282,7 +282,9 @@ pub fn closing_range(first: i32, last: i32) {
     rundir::before_close_range(first, last);
 }
 
-/// The program is about to close `fd`.
+/// The program is about to close `fd`. Inlined into the close hook: most closes end in the first
+/// lines (a socket that never connected, a connection already counted).
+#[inline]
 pub fn closing(fd: i32) {
     rundir::before_close(fd);
     let Some(e) = fdtable::get(fd) else { return };
@@ -290,6 +292,12 @@ pub fn closing(fd: i32) {
         fdtable::clear(fd);
         return;
     }
+    closing_unsettled(fd, e);
+}
+
+/// [`closing`] of a connection not counted yet, out of line.
+#[inline(never)]
+fn closing_unsettled(fd: i32, e: Entry) {
     // One look at what the socket has become, with raw getsockopt calls: the close is not held up
     // for an smc_diag dump.
     let outcome = match e.phase {

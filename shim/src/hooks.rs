@@ -342,7 +342,8 @@ fn closing(fd: c_int) -> c_int {
 /// What every call that closes a descriptor the runtime knows does first, whichever call it is
 /// (close, or dup2/dup3/close_range/closefrom closing it on the program's behalf): the drain's
 /// SO_LINGER for an SMC socket with unsent bytes, then the runtime's last look. errno is the
-/// caller's to keep.
+/// caller's to keep. Inlined: close() is the hot caller.
+#[inline(always)]
 fn before_close(fd: c_int) {
     if matches!(fdtable::get(fd), Some(en) if en.kind == Kind::Smc) {
         crate::drain::before_close(fd);
