@@ -164,34 +164,35 @@ fn apply_buffers(fd: c_int, cfg: &Config) {
 }
 
 /// The TCP socket the program asked for, told to the runtime with the reason it is not an SMC
-/// socket (the errno of the refused SMC socket, or the policy).
+/// socket (the errno of the refused SMC socket, or the policy). `entry` is the caller's errno,
+/// which errno holds at the call and a successful call leaves as it was.
 fn tcp_socket(
     domain: c_int,
     ty: c_int,
     protocol: c_int,
     out: &Outcome,
     why: fdtable::Why,
+    entry: i32,
 ) -> c_int {
     let fd = out.record(real::socket(domain, ty, protocol));
     if fd >= 0 {
-        let saved = errno();
         track::socket_made(fd, Kind::Tcp(why));
-        set_errno(saved);
+        set_errno(entry);
     }
     fd
 }
 
-/// The body of the `socket` hook for a TCP socket (the hook passes the others through itself).
-pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int {
+/// The body of the `socket` hook for a TCP socket (the hook passes the others through itself);
+/// `entry` is the caller's errno.
+pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome, entry: i32) -> c_int {
     let cfg = config::get();
-    let entry = errno();
     let family = if domain == libc::AF_INET6 {
         Family::V6
     } else {
         Family::V4
     };
     if cfg.policy.likely(family) == Action::Tcp {
-        let fd = tcp_socket(domain, ty, protocol, out, fdtable::WHY_POLICY);
+        let fd = tcp_socket(domain, ty, protocol, out, fdtable::WHY_POLICY, entry);
         if fd >= 0 && cfg.debug >= 1 {
             line!(
                 "socket fd {fd}: {} stream stays TCP by policy",
@@ -230,7 +231,7 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int
                 return out.record(-1);
             }
             set_errno(entry);
-            let fd = tcp_socket(domain, ty, protocol, out, fdtable::why_errno(e));
+            let fd = tcp_socket(domain, ty, protocol, out, fdtable::why_errno(e), entry);
             if cfg.debug >= 1 {
                 line!(
                     "socket fd {fd}: {} stream stays TCP: {} ({})",

@@ -111,14 +111,22 @@ pub fn set_errno(e: i32) {
 }
 
 /// The outcome of the real call, recorded by a hook body as soon as it is made, so that a panic
-/// after it returns that outcome instead of calling the real function a second time.
-pub struct Outcome(Cell<Option<(i32, i32)>>);
+/// after it returns that outcome instead of calling the real function a second time; and the
+/// caller's errno when the hook was entered.
+pub struct Outcome(Cell<Option<(i32, i32)>>, i32);
 
 impl Outcome {
     /// Records the real call's return value and the errno it left.
     pub fn record(&self, ret: i32) -> i32 {
         self.0.set(Some((ret, errno())));
         ret
+    }
+
+    /// The caller's errno at the hook's entry (read once, by [`hook`]): what a body that makes
+    /// calls of its own puts back.
+    #[inline(always)]
+    pub fn entry(&self) -> i32 {
+        self.1
     }
 }
 
@@ -135,7 +143,7 @@ pub fn hook(passthrough: impl Fn() -> i32, body: impl FnOnce(&Outcome) -> i32) -
     }
     flag::set(true);
     let entry_errno = errno();
-    let outcome = Outcome(Cell::new(None));
+    let outcome = Outcome(Cell::new(None), entry_errno);
     let result = catch_unwind(AssertUnwindSafe(|| body(&outcome)));
     flag::set(false);
     match result {

@@ -36,9 +36,11 @@ fn tcp_socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
     hook(
         || real::socket(domain, ty, protocol),
         |out| {
-            let entry = errno();
-            let fd = convert::socket(domain, ty, protocol, out);
-            again_with_our_fds(fd, entry, || convert::socket(domain, ty, protocol, out))
+            let entry = out.entry();
+            let fd = convert::socket(domain, ty, protocol, out, entry);
+            again_with_our_fds(fd, entry, || {
+                convert::socket(domain, ty, protocol, out, entry)
+            })
         },
     )
 }
@@ -213,7 +215,7 @@ pub unsafe extern "C" fn accept(
         // SAFETY: the caller's arguments, passed on unchanged.
         || unsafe { real::accept(fd, addr, len) },
         |out| {
-            let entry = errno();
+            let entry = out.entry();
             // SAFETY: the caller's arguments, passed on unchanged: C calls this hook exactly as
             // accept(2), so `addr` and `len` meet the real accept's contract.
             let ret = out.record(unsafe { real::accept(fd, addr, len) });
@@ -242,7 +244,7 @@ pub unsafe extern "C" fn accept4(
         // SAFETY: the caller's arguments, passed on unchanged.
         || unsafe { real::accept4_real(fd, addr, len, flags) },
         |out| {
-            let entry = errno();
+            let entry = out.entry();
             // SAFETY: the caller's arguments, passed on unchanged: C calls this hook exactly as
             // accept4(2), so `addr` and `len` meet the real accept4's contract.
             let ret = out.record(unsafe { real::accept4_real(fd, addr, len, flags) });
@@ -292,8 +294,8 @@ pub unsafe extern "C" fn getsockopt(
     }
     hook(
         || ret,
-        |_| {
-            let e = errno();
+        |out| {
+            let e = out.entry();
             if name == libc::SO_ERROR {
                 track::so_error_read(fd, value);
             } else if let Some(v) = convert::identity_as_tcp(fd, name, value) {
@@ -331,7 +333,7 @@ fn closing(fd: c_int) -> c_int {
     hook(
         || real::close(fd),
         |out| {
-            let e = errno();
+            let e = out.entry();
             before_close(fd);
             set_errno(e);
             out.record(real::close(fd))
@@ -432,7 +434,7 @@ pub extern "C" fn closefrom(first: c_int) {
             0
         },
         |out| {
-            let e = errno();
+            let e = out.entry();
             before_closing_from(first, libc::c_uint::MAX);
             set_errno(e);
             real::closefrom(first);
@@ -504,7 +506,7 @@ pub extern "C" fn shutdown(fd: c_int, how: c_int) -> c_int {
     hook(
         || real::shutdown(fd, how),
         |out| {
-            let e = errno();
+            let e = out.entry();
             let deferred = crate::drain::before_shutdown(fd, how);
             set_errno(e);
             if deferred {
@@ -521,7 +523,7 @@ fn uid_change(call: SetUid) -> c_int {
     hook(
         || real::set_uid(call),
         |out| {
-            let e = errno();
+            let e = out.entry();
             track::before_uid_change();
             set_errno(e);
             out.record(real::set_uid(call))
@@ -612,8 +614,8 @@ pub unsafe extern "C" fn sigprocmask(
 pub extern "C" fn smcrun_settle(limit_ms: libc::c_uint) -> c_int {
     hook(
         || 0,
-        |_| {
-            let e = errno();
+        |out| {
+            let e = out.entry();
             let n =
                 smcrun_runtime::sidecar::settle(std::time::Duration::from_millis(limit_ms.into()));
             set_errno(e);
