@@ -63,14 +63,15 @@ pub static COUNTS: Counts = Counts {
     accepts: Counter::new(0),
 };
 
-/// Adds one.
+/// Adds one. Release: a reader that sees it ([`load`]) also sees the counts bumped before it
+/// on this thread (a connection's outcome before the total).
 pub fn bump(c: &Counter) {
-    c.fetch_add(1, Ordering::Relaxed);
+    c.fetch_add(1, Ordering::Release);
 }
 
-/// Reads one.
+/// Reads one (Acquire: see [`bump`]).
 pub fn load(c: &Counter) -> u64 {
-    c.load(Ordering::Relaxed)
+    c.load(Ordering::Acquire)
 }
 
 impl Counts {

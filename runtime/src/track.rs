@@ -45,9 +45,10 @@ fn retire(old: Option<Entry>) {
             }
             Phase::Connecting => {
                 sidecar::wake();
-                // Maybe a connection, maybe a failed connect: shown as a connection not classified.
-                bump(&COUNTS.connections);
+                // Maybe a connection, maybe a failed connect: shown as a connection not classified
+                // (its outcome counted before the total: see `sidecar::report`).
                 bump(&COUNTS.unclassified);
+                bump(&COUNTS.connections);
             }
             _ => {}
         }
@@ -122,11 +123,15 @@ pub(crate) fn established(
     if !fdtable::transition(fd, e, Some(e.with(to))) {
         return false;
     }
+    // A TCP connection's outcome is counted before the total, so that a report read meanwhile
+    // never shows it as pending (it never was): the report reads the total first.
+    if let Kind::Tcp(why) = e.kind {
+        count(Outcome::Tcp(why));
+    }
     bump(&COUNTS.connections);
     match e.kind {
         Kind::Tcp(why) => {
             let o = Outcome::Tcp(why);
-            count(o);
             record::push(Record {
                 fd,
                 server: e.server,
@@ -145,12 +150,12 @@ pub(crate) fn established(
 fn untracked_connection(fd: i32) {
     match keep(|| sock::kind(fd)) {
         Ok(SocketKind::Ip) => {
-            bump(&COUNTS.connections);
             count(Outcome::Tcp(WHY_UNRECORDED));
+            bump(&COUNTS.connections);
         }
         Ok(SocketKind::AfSmc | SocketKind::IpprotoSmc) => {
-            bump(&COUNTS.connections);
             bump(&COUNTS.unclassified);
+            bump(&COUNTS.connections);
             sidecar::wake();
         }
         _ => {}

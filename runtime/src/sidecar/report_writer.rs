@@ -22,10 +22,15 @@ impl State {
         // every connection made since the last look (seen: `why` listing 2 of 4 connections).
         self.take_queued();
         let c = &COUNTS;
+        // The total first: a hook counts a connection's outcome before the total (when it knows
+        // it at once, a TCP connection), so every connection in this total has its outcome in the
+        // loads below, unless the sidecar is still classifying it (pending). One counted between
+        // the two reads has its outcome here and not yet its total: the total takes it in.
+        let total = load(&c.connections);
         let tcp = load(&c.fallback) + load(&c.fallback_unseen) + c.tcp_from_start_total();
         let (smc_r, smc_d, smc_unknown) = (load(&c.smc_r), load(&c.smc_d), load(&c.smc_unknown));
-        let total = load(&c.connections);
         let unclassified = load(&c.unclassified);
+        let total = total.max(smc_r + smc_d + smc_unknown + tcp + unclassified);
         let counts = ConnectionCounts {
             total,
             smc_r,
