@@ -241,7 +241,7 @@ pub fn end() -> usize {
 
 /// Calls `f` for every fd with an entry of this process's epoch in one of `phases`.
 pub fn scan(phases: &[Phase], mut f: impl FnMut(i32, Entry)) {
-    let high = HIGH.load(Ordering::Relaxed).min(LIMIT);
+    let high = end();
     let now = epoch();
     for (fd, s) in TABLE[..high].iter().enumerate() {
         let w = s.load(Ordering::Acquire);
@@ -258,7 +258,7 @@ pub fn scan(phases: &[Phase], mut f: impl FnMut(i32, Entry)) {
 
 /// Counts, over the whole table, the listeners (this process's or inherited).
 pub fn listeners() -> u64 {
-    let high = HIGH.load(Ordering::Relaxed).min(LIMIT);
+    let high = end();
     TABLE[..high]
         .iter()
         .filter(|s| {

@@ -376,7 +376,7 @@ fn dup_onto(old: c_int, new: c_int, call: impl Fn() -> c_int) -> c_int {
 #[inline(never)]
 fn replacing(old: c_int, new: c_int, call: &dyn Fn() -> c_int) -> c_int {
     hook(call, |out| {
-        let e = errno();
+        let e = out.entry();
         if is_open(old) {
             before_close(new);
         }
@@ -409,7 +409,7 @@ pub extern "C" fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_
         || real::close_range(first, last, flags),
         |out| {
             if flags & CLOSE_RANGE_CLOEXEC == 0 && first <= last {
-                let e = errno();
+                let e = out.entry();
                 if flags & CLOSE_RANGE_UNSHARE == 0 {
                     before_closing_from(first, last);
                 } else if let Ok(f) = c_int::try_from(first) {
