@@ -120,10 +120,32 @@ impl Held {
     /// later write may find one, and a hooked call that fails with EMFILE gives the program ours,
     /// see [`give_up_fds`]); else what happened, in words.
     fn dup_checked(&self) -> Result<Option<OwnedFd>, String> {
-        // None: given up (give_up_fds); its refusal is said at the next write
-        let Some(fd) = self.get() else {
-            return Ok(None);
-        };
+        self.dup_checked_from(self.get())
+    }
+
+    /// [`Self::dup_checked`], starting from the number `seen` read earlier. A hook moves ours to
+    /// another number before the program closes or replaces the old one (step_aside,
+    /// leave_range): a failure on a number that is no longer ours is that race, and the current
+    /// number is tried. Bounded: each retry needs the program to have moved it again.
+    fn dup_checked_from(&self, mut seen: Option<RawFd>) -> Result<Option<OwnedFd>, String> {
+        let mut tries = 0;
+        loop {
+            // None: given up (give_up_fds) or let go (leave_range); said at the next write
+            let Some(fd) = seen else {
+                return Ok(None);
+            };
+            match self.dup_at(fd) {
+                Err(_) if tries < 8 && self.get() != Some(fd) => {
+                    tries += 1;
+                    seen = self.get();
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// [`Self::dup_checked`] on the number `fd`, read from [`Self::fd`].
+    fn dup_at(&self, fd: RawFd) -> Result<Option<OwnedFd>, String> {
         // SAFETY: borrowed only to duplicate it; a stale number fails or fails the check below.
         let b = unsafe { BorrowedFd::borrow_raw(fd) };
         let d = match rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD) {
@@ -310,7 +332,17 @@ fn register_now() -> Result<(), Refusal> {
     };
     // SAFETY: DIR's fd stays open for the life of the process (the close hook steps it aside).
     let dir = unsafe { BorrowedFd::borrow_raw(dir_fd) };
-    let file = create_report(dir, rustix::process::getpid().as_raw_nonzero().get() as u32)?;
+    let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
+    let file = match create_report(dir, pid) {
+        // another thread's close moved the directory meanwhile (see Held::dup_checked): once more
+        // through its new number
+        Err(_) if DIR.get().is_some_and(|fd| fd != dir_fd) => {
+            let moved = DIR.get().unwrap_or(-1);
+            // SAFETY: as above, the number DIR holds now.
+            create_report(unsafe { BorrowedFd::borrow_raw(moved) }, pid)?
+        }
+        r => r?,
+    };
     let st = check_file(file.as_fd())?;
     REPORT.put(file, &st);
     Ok(())
@@ -431,4 +463,75 @@ pub fn before_close_range(first: RawFd, last: RawFd) {
 #[inline]
 pub fn holds(fd: RawFd) -> bool {
     DIR.get() == Some(fd) || REPORT.get() == Some(fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report file of ours, held as `Held` holds it.
+    fn held_file(name: &str) -> (Held, std::path::PathBuf) {
+        let path = std::env::temp_dir().join(format!("smcrun-held-{name}-{}", std::process::id()));
+        let f = fs::open(
+            &path,
+            OFlags::RDWR | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let st = fs::fstat(&f).unwrap();
+        let h = Held::new();
+        h.put(high(f).unwrap(), &st);
+        (h, path)
+    }
+
+    /// The sidecar read the report's number, then the program's close_range moved ours and
+    /// closed the number before the sidecar duplicated it: the write goes on through the new
+    /// number (CI once printed "the report's descriptor (fd 100) was closed by the program").
+    #[test]
+    fn a_report_moved_between_the_read_and_the_duplicate_is_found_at_its_new_number() {
+        let (h, path) = held_file("range");
+        let seen = h.get();
+        let old = seen.unwrap();
+        assert!(!h.leave_range(old, old), "a free number above exists");
+        assert_ne!(h.get(), seen);
+        // SAFETY: the old number is no longer ours (moved): the program's close_range closes it.
+        unsafe { libc::close(old) };
+        let d = h.dup_checked_from(seen).unwrap().expect("a duplicate");
+        assert_eq!(fs::fstat(&d).unwrap().st_ino, h.ino.load(Ordering::Relaxed));
+        h.drop_fd();
+        let _ = std::fs::remove_file(path);
+    }
+
+    /// The same race with dup2: the old number carries another file of the program's by the time
+    /// the sidecar duplicates it.
+    #[test]
+    fn a_report_replaced_by_dup2_after_the_read_is_found_at_its_new_number() {
+        let (h, path) = held_file("dup2");
+        let seen = h.get();
+        let old = seen.unwrap();
+        h.step_aside(old);
+        let other = fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).unwrap();
+        // SAFETY: `old` is no longer ours; the program's dup2 puts its own file there.
+        assert_eq!(unsafe { libc::dup2(other.as_raw_fd(), old) }, old);
+        let d = h.dup_checked_from(seen).unwrap().expect("a duplicate");
+        assert_eq!(fs::fstat(&d).unwrap().st_ino, h.ino.load(Ordering::Relaxed));
+        // SAFETY: `old` holds /dev/null, the test's own.
+        unsafe { libc::close(old) };
+        h.drop_fd();
+        let _ = std::fs::remove_file(path);
+    }
+
+    /// A number closed by the program without a move (no hook saw it) is still an error that
+    /// names it: the retry is for a number the runtime moved, nothing else.
+    #[test]
+    fn a_report_closed_behind_the_hooks_is_still_an_error() {
+        let (h, path) = held_file("closed");
+        let fd = h.get().unwrap();
+        // SAFETY: closed behind the hooks' back, as a raw syscall would.
+        unsafe { libc::close(fd) };
+        let e = h.dup_checked().unwrap_err();
+        assert!(e.contains(&format!("fd {fd}")), "{e}");
+        h.fd.store(-1, Ordering::Release);
+        let _ = std::fs::remove_file(path);
+    }
 }
