@@ -50,6 +50,7 @@ typedef long long __s64;
 
 #define BPF_MAP_TYPE_HASH 1
 #define BPF_MAP_TYPE_ARRAY 2
+#define BPF_MAP_TYPE_LRU_HASH 9
 #define BPF_MAP_TYPE_QUEUE 22
 #define BPF_MAP_TYPE_RINGBUF 27
 #define BPF_F_MMAPABLE 1024
@@ -219,11 +220,21 @@ struct {
 	__uint(max_entries, RING_BYTES);
 } ended SEC(".maps");
 
+// The socket of a send/recv in progress: its slot, and the slot's `seq` then, so that the return
+// counts the bytes only if that socket still holds the slot (a stale entry, left by a return the
+// kernel missed, never counts bytes for a later socket at the same place). Least recently used
+// entries go first when it is full: such stale entries, of threads that ended, cannot fill it.
+struct io {
+	__u64 seq;
+	__u32 slot;
+	__u32 pad;
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, MAX_INFLIGHT);
-	__type(key, __u64);   // pid_tgid
-	__type(value, __u64); // the smc_sock of the send/recv in progress
+	__type(key, __u64); // pid_tgid
+	__type(value, struct io);
 } inflight SEC(".maps");
 
 struct {
@@ -503,15 +514,19 @@ INLINE int io_entry(struct pt_regs *ctx)
 {
 	struct socket *sock = (struct socket *)ARG1(ctx);
 	struct smc_sock *smc = smc_of(sock);
-	__u64 addr = (__u64)smc, id = bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
+	struct io io = {};
 	struct record *r;
+	struct slot *sl;
 
 	if (!smc)
 		return 0;
-	r = live_of(addr);
-	if (!r)
+	sl = slot_of((__u64)smc, &io.slot);
+	if (!sl)
 		return 0;
+	io.seq = sl->seq;
+	r = &sl->r;
 	if (r->flags & FLAG_INHERITED || !r->inode) {
 		// The first I/O in the process that holds the socket: a server socket's own process
 		// (a worker that accepted from a listener its parent made), its inode.
@@ -520,7 +535,7 @@ INLINE int io_entry(struct pt_regs *ctx)
 		r->flags &= ~FLAG_INHERITED;
 		r->inode = inode_of(sock);
 	}
-	if (bpf_map_update_elem(&inflight, &id, &addr, BPF_ANY)) {
+	if (bpf_map_update_elem(&inflight, &id, &io, BPF_ANY)) {
 		struct agent_stats *s = stats();
 
 		if (s)
@@ -531,20 +546,26 @@ INLINE int io_entry(struct pt_regs *ctx)
 
 INLINE int io_return(struct pt_regs *ctx, int tx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), *addr = bpf_map_lookup_elem(&inflight, &id);
+	__u64 id = bpf_get_current_pid_tgid();
+	struct io *io = bpf_map_lookup_elem(&inflight, &id);
 	__s64 n = (__s64)RET(ctx);
-	struct record *r;
+	struct slot *sl;
+	__u32 idx;
+	__u64 seq;
 
-	if (!addr)
+	if (!io)
 		return 0;
-	r = live_of(*addr);
+	idx = io->slot;
+	seq = io->seq;
 	bpf_map_delete_elem(&inflight, &id);
-	if (!r || n <= 0)
+	sl = n > 0 ? bpf_map_lookup_elem(&slots, &idx) : 0;
+	// the same socket still holds the slot (a release and a new claim change `seq`)
+	if (!sl || sl->seq != seq)
 		return 0;
 	if (tx)
-		__sync_fetch_and_add(&r->tx_bytes, n);
+		__sync_fetch_and_add(&sl->r.tx_bytes, n);
 	else
-		__sync_fetch_and_add(&r->rx_bytes, n);
+		__sync_fetch_and_add(&sl->r.rx_bytes, n);
 	return 0;
 }
 
