@@ -199,20 +199,17 @@ pub fn support() -> Result<(), String> {
 
 /// A network namespace the commands act in: entered with setns(2) for the sysctl, known by its
 /// inode for the pins.
-fn enter(netns: Option<&Path>) -> Result<u64, Error> {
-    if let Some(p) = netns {
-        let f =
-            std::fs::File::open(p).map_err(|e| Error::io(format!("--netns {}", p.display()), e))?;
+fn enter(netns: Option<&str>) -> Result<u64, Error> {
+    if let Some(arg) = netns {
+        let (f, ino) = crate::netns_scope::open(arg)?;
         // SAFETY: setns(2) on an fd we own; smcrun is single-threaded here.
         if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
             return Err(Error::io(
-                format!(
-                    "--netns {}: entering the network namespace (expected a file such as /run/netns/NAME or /proc/PID/ns/net)",
-                    p.display()
-                ),
+                format!("--netns {arg}: entering the network namespace"),
                 std::io::Error::last_os_error(),
             ));
         }
+        return Ok(ino);
     }
     std::fs::metadata("/proc/thread-self/ns/net")
         .map(|m| m.ino())
@@ -318,7 +315,7 @@ fn write_maps(
 
 /// Loads `table` (the policy `text`) into the handshake of the network namespace `netns` (this
 /// one when `None`), or replaces the policy smcrun loaded there before.
-pub fn load(netns: Option<&Path>, table: &HsTable, text: &str) -> Result<Loaded, Error> {
+pub fn load(netns: Option<&str>, table: &HsTable, text: &str) -> Result<Loaded, Error> {
     support().map_err(Error::new)?;
     let ino = enter(netns)?;
     let name = ops_name(ino);
@@ -481,7 +478,7 @@ pub struct LoadedPolicy {
 }
 
 /// What is selected in the namespace and smcrun's policy's counters.
-pub fn status(netns: Option<&Path>) -> Result<Status, Error> {
+pub fn status(netns: Option<&str>) -> Result<Status, Error> {
     support().map_err(Error::new)?;
     let ino = enter(netns)?;
     let sel = selected()?;
@@ -508,7 +505,7 @@ pub fn status(netns: Option<&Path>) -> Result<Status, Error> {
 
 /// Clears smcrun's handshake policy in the namespace (the sysctl, then the pins) and returns
 /// its last state; an error naming what is there when smcrun loaded nothing.
-pub fn unload(netns: Option<&Path>) -> Result<Status, Error> {
+pub fn unload(netns: Option<&str>) -> Result<Status, Error> {
     let st = status(netns)?;
     let ours = ops_name(st.netns);
     if st.policy.is_none() && st.selected != ours {

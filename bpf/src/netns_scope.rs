@@ -137,6 +137,12 @@ fn cookie_of(ns: &std::fs::File, name: &str) -> Result<u64, Error> {
     }
 }
 
+/// Opens the network namespace `arg` names (a namespace file or a process id), refusing
+/// anything else with one line naming it: the open file (to enter it with setns) and its inode.
+pub fn open(arg: &str) -> Result<(std::fs::File, u64), Error> {
+    open_netns(&file_of(arg)?)
+}
+
 /// Resolves `arg` (a namespace file or a process id) to a network namespace, refusing anything
 /// else with one line naming it.
 pub fn resolve(arg: &str) -> Result<Netns, Error> {

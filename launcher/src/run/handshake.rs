@@ -48,9 +48,10 @@ pub struct LoadArgs {
 /// The namespace and output of every `handshake` command.
 #[derive(Args, Debug)]
 pub struct NetnsArgs {
-    /// The network namespace (/run/netns/NAME, /proc/PID/ns/net); default: smcrun's own.
-    #[arg(long, value_name = "PATH")]
-    pub netns: Option<PathBuf>,
+    /// The network namespace: its file (/run/netns/NAME, /proc/PID/ns/net) or a process id in
+    /// it, as for `smcrun attach --netns`; default: smcrun's own.
+    #[arg(long, value_name = "PATH|PID")]
+    pub netns: Option<String>,
     /// Print JSON.
     #[arg(short = 'j', long)]
     pub json: bool,

@@ -174,3 +174,83 @@ check_k73_handshake() {
     [ -z "$(cat /proc/sys/net/smc/hs_ctrl)" ] || fail "after the second handshake unload net.smc.hs_ctrl is '$(cat /proc/sys/net/smc/hs_ctrl)'"
     ok
 }
+
+# k73-handshake-netns: `smcrun handshake load --netns /run/netns/NAME` puts the policy into that
+#   network namespace's handshake only (net.smc.hs_ctrl is per namespace): inside it, a native
+#   AF_SMC client to 6379 runs SMC-D and one to 6380 is TCP with PEERNOSMC on both sides, while in
+#   smcrun's own namespace, at the same time, a native client to 6380 still runs SMC-D and hs_ctrl
+#   stays empty; `handshake status --netns` names that namespace's inode and shows ours selected,
+#   and so does `status --netns PID` of a process in it; `handshake status` here shows nothing of
+#   ours; `unload --netns` clears it there; a --netns that is no namespace is refused in one line
+#   naming it.
+check_k73_handshake_netns() {
+    need_setup
+    need_prog smcnative
+    [ -x $IP ] || fail "$IP (iproute2) is not in the guest"
+    pol='smc port 6379; tcp'
+    ns=hs-ns
+    mkdir -p /var/run
+    $IP netns del $ns 2> /dev/null
+    o=$($IP netns add $ns 2>&1) || fail "ip netns add $ns: $(first "$o")"
+    $IP -n $ns link set lo up || fail "ip -n $ns link set lo up failed"
+    nsino=$(stat -L -c %i /run/netns/$ns)
+    echo "k73-handshake-netns: $ns is /run/netns/$ns, inode $nsino"
+    o=$(smcrun handshake load --netns /run/netns/nowhere --policy "$pol" 2>&1)
+    rc=$?
+    [ $rc != 0 ] && [ "$(printf '%s\n' "$o" | wc -l)" = 1 ] && case $o in *"/run/netns/nowhere"*) true ;; *) false ;; esac ||
+        fail "handshake load --netns /run/netns/nowhere: rc $rc, '$o', expected one line naming the path and a non-zero exit"
+    bg $IP netns exec $ns smcnative server 6379 > /tmp/hn.srv6379 2>&1
+    bg $IP netns exec $ns smcnative server 6380 > /tmp/hn.srv6380 2>&1
+    inpid=$(tail -n1 /tmp/check.pids)
+    bg smcnative server 6380 > /tmp/hn.srvhere 2>&1
+    o=$(smcrun handshake load --netns /run/netns/$ns --policy "$pol" 2>&1) || fail "smcrun handshake load --netns /run/netns/$ns: $(first "$o")"
+    echo "$o"
+    there=$($IP netns exec $ns cat /proc/sys/net/smc/hs_ctrl)
+    here=$(cat /proc/sys/net/smc/hs_ctrl)
+    echo "k73-handshake-netns: net.smc.hs_ctrl in $ns '$there', here '$here'"
+    case $there in smcrun_*) ;; *) fail "after handshake load --netns, net.smc.hs_ctrl in $ns is '$there', expected smcrun's" ;; esac
+    [ -z "$here" ] || fail "a handshake load into $ns set net.smc.hs_ctrl here to '$here'"
+    sleep 1
+    # hn_client PORT TAG: a native client in $ns, `smcrun ss -a --json` in $ns into /tmp/hs.ss.TAG
+    hn_client() {
+        bg $IP netns exec $ns smcnative client $1 100000 3 > /tmp/hn.c.$2 2>&1
+        cpid=$(tail -n1 /tmp/check.pids)
+        rm -f /tmp/hs.ss.$2
+        until grep -q "\"peer\": \"127.0.0.1:$1\"" /tmp/hs.ss.$2 2> /dev/null; do
+            kill -0 "$cpid" 2> /dev/null || break
+            sleep 0.1
+            $IP netns exec $ns smcrun ss -a --json > /tmp/hs.ss.$2 2>&1
+        done
+        wait "$cpid"
+        crc=$?
+        [ $crc = 0 ] && grep -q '^ok 100000' /tmp/hn.c.$2 || fail "native AF_SMC client in $ns to $1 (rc $crc): $(first "$(cat /tmp/hn.c.$2)")"
+    }
+    hn_client 6379 ns79
+    hn_client 6380 ns80
+    hs_client 6380 here80
+    set -- $(hs_modes ns79 6379) $(hs_modes ns80 6380) $(hs_modes here80 6380)
+    echo "k73-handshake-netns: in $ns under '$pol': 6379 client $1 $2, server $3 $4; 6380 client $5 $6, server $7 $8; here 6380 client $9 ${10}, server ${11} ${12}"
+    [ "$1" = SMCD ] && [ "$3" = SMCD ] || fail "in $ns the native connection to 6379 is client $1, server $3, expected SMCD both"
+    [ "$5" = TCP ] && [ "$6" = 0x03010000 ] && [ "$7" = TCP ] && [ "$8" = 0x03010000 ] ||
+        fail "in $ns the native connection to 6380 is client $5 ($6), server $7 ($8), expected TCP with 0x03010000 PEERNOSMC both"
+    [ "$9" = SMCD ] && [ "${11}" = SMCD ] || fail "here, outside $ns, the native connection to 6380 is client $9 (${10}), server ${11} (${12}), expected SMCD both: the policy leaked out of $ns"
+    smcrun handshake status --netns /run/netns/$ns --json > /tmp/hn.st 2>&1 || fail "smcrun handshake status --netns: $(first "$(cat /tmp/hn.st)")"
+    set -- $(jq -r '"\(.netns) \(.selected) \(.policy.selected) \(.policy.client_tcp)"' /tmp/hn.st)
+    echo "k73-handshake-netns: status in $ns: netns $1 (inode $nsino), selected $2 (ours: $3), client SYNs without SMC $4"
+    [ "$1" = "$nsino" ] && [ "$2" = "$there" ] && [ "$3" = true ] && [ "$4" -ge 1 ] ||
+        fail "handshake status --netns /run/netns/$ns: $(tr '\n' ' ' < /tmp/hn.st | cut -c1-200), expected netns $nsino, $there selected, ≥ 1 client TCP decision"
+    # the namespace named by a process in it, as `attach --netns PID` takes it
+    smcrun handshake status --netns $inpid --json > /tmp/hn.stpid 2>&1 || fail "smcrun handshake status --netns $inpid (a process in $ns): $(first "$(cat /tmp/hn.stpid)")"
+    set -- $(jq -r '"\(.netns) \(.policy.selected)"' /tmp/hn.stpid)
+    [ "$1" = "$nsino" ] && [ "$2" = true ] || fail "handshake status --netns $inpid: netns $1, ours selected $2, expected $nsino, true"
+    smcrun handshake status --json > /tmp/hn.sthere 2>&1 || fail "smcrun handshake status: $(first "$(cat /tmp/hn.sthere)")"
+    set -- $(jq -r '"\(.netns) \(.policy != null)"' /tmp/hn.sthere)
+    [ "$1" != "$nsino" ] && [ "$2" = false ] || fail "handshake status here: $(tr '\n' ' ' < /tmp/hn.sthere | cut -c1-200), expected this namespace with no policy of ours"
+    o=$(smcrun handshake unload --netns /run/netns/$ns 2>&1) || fail "smcrun handshake unload --netns: $(first "$o")"
+    there=$($IP netns exec $ns cat /proc/sys/net/smc/hs_ctrl)
+    [ -z "$there" ] || fail "after handshake unload --netns, net.smc.hs_ctrl in $ns is '$there'"
+    [ ! -e /sys/fs/bpf/smcrun-handshake/net-$nsino ] || fail "handshake unload --netns left its pins"
+    cleanup_procs
+    $IP netns del $ns
+    ok
+}

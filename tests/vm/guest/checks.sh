@@ -377,7 +377,7 @@ stats_snap() {
     # (a cheap look: jq reads it later, and each jq start costs about 3 s under TCG)
     [ "$(head -c1 "$1")" = "{" ] || fail "smcrun stats --json printed no JSON: $(first "$(cat "$1")")"
 }
-# stat FILE KEY: one counter of a stats snapshot (see STATS_JQ for the keys)
+# stats_key FILE KEY: one counter of a stats snapshot (see STATS_JQ for the keys)
 STATS_JQ='
 def req(f): (f) as $v | if $v == null then error("smcrun stats --json lacks a counter these checks read (see STATS_JQ)") else $v end;
 {
@@ -390,7 +390,7 @@ def req(f): (f) as $v | if $v == null then error("smcrun stats --json lacks a co
   rx_bytes: req(.smcr.rx_bytes),
   tx_bytes: req(.smcr.tx_bytes)
 }'
-stat() {
+stats_key() {
     local v
     v=$(jq -r "$STATS_JQ | .$2" "$1" 2>&1) || fail "cannot read $2 from smcrun stats --json: $(first "$v")"
     echo "$v"
@@ -402,8 +402,8 @@ fb_count() {
 # stats_delta BEFORE AFTER KEY
 stats_delta() {
     local a b
-    a=$(stat "$1" "$3")
-    b=$(stat "$2" "$3")
+    a=$(stats_key "$1" "$3")
+    b=$(stats_key "$2" "$3")
     echo $((b - a))
 }
 # fallback_deltas BEFORE AFTER: dfc and dfs, how much the kernel's client and server fallback
