@@ -152,8 +152,13 @@ unsafe impl Pod for AgentStats {}
 
 /// Bytes up to the first NUL, as text.
 pub fn text(b: &[u8]) -> String {
+    text_of(b).into_owned()
+}
+
+/// [`text`] without a copy when the bytes are UTF-8 already.
+pub fn text_of(b: &[u8]) -> std::borrow::Cow<'_, str> {
     let end = b.iter().position(|c| *c == 0).unwrap_or(b.len());
-    String::from_utf8_lossy(&b[..end]).into_owned()
+    String::from_utf8_lossy(&b[..end])
 }
 
 /// The map sizes userspace reads (a ring buffer has none: its records are [`Ended`]).

@@ -76,14 +76,14 @@ fn count(sides: &mut Sides, r: &Record) {
     c.rx_bytes += r.rx_bytes;
 }
 
-/// Adds `n` under `name` in a map of at most [`MAX_GROUPS`] names (then [`OTHER`]).
-fn group_entry(m: &mut BTreeMap<String, Sides>, name: String) -> &mut Sides {
-    let name = if m.contains_key(&name) || m.len() < MAX_GROUPS {
-        name
-    } else {
-        OTHER.to_string()
-    };
-    m.entry(name).or_default()
+/// The entry of `name` in a map of at most [`MAX_GROUPS`] names (then [`OTHER`]); a name is
+/// copied only when it is new (this runs for every ended connection).
+fn group_entry<'m>(m: &'m mut BTreeMap<String, Sides>, name: &str) -> &'m mut Sides {
+    if m.contains_key(name) {
+        return m.get_mut(name).expect("present");
+    }
+    let name = if m.len() < MAX_GROUPS { name } else { OTHER };
+    m.entry(name.to_string()).or_default()
 }
 
 /// Ended connections counted, per process, cgroup and program.
@@ -139,17 +139,6 @@ impl Counted {
         *self.ticks.entry(pid).or_insert_with(|| start_ticks(pid))
     }
 
-    fn cgroup_name(&mut self, id: u64) -> String {
-        if let Some(p) = self.cgroup_paths.get(&id) {
-            return p.clone();
-        }
-        let p = cgroup_path(id);
-        if self.cgroup_paths.len() < 4 * MAX_GROUPS {
-            self.cgroup_paths.insert(id, p.clone());
-        }
-        p
-    }
-
     /// The process entry of a record, made when new (dropping a gone process's counts when
     /// there are [`MAX_PROCESSES`]).
     fn process(&mut self, r: &Record) -> &mut Process {
@@ -185,9 +174,20 @@ impl Counted {
         }
         count(&mut self.total, r);
         count(&mut self.process(r).sides, r);
-        let cg = self.cgroup_name(r.cgroup_id);
-        count(group_entry(&mut self.cgroups, cg), r);
-        count(group_entry(&mut self.programs, kernel::text(&r.comm)), r);
+        // No copy of a name already counted: this runs for every ended connection.
+        let id = r.cgroup_id;
+        if !self.cgroup_paths.contains_key(&id) && self.cgroup_paths.len() < 4 * MAX_GROUPS {
+            self.cgroup_paths.insert(id, cgroup_path(id));
+        }
+        match self.cgroup_paths.get(&id) {
+            Some(p) => count(group_entry(&mut self.cgroups, p), r),
+            // past the cache's bound: found each time
+            None => count(group_entry(&mut self.cgroups, &cgroup_path(id)), r),
+        }
+        count(
+            group_entry(&mut self.programs, &kernel::text_of(&r.comm)),
+            r,
+        );
     }
 }
 
