@@ -20,6 +20,7 @@
 pub mod agent_state;
 pub mod bpf;
 pub mod counters;
+pub mod demo;
 pub mod doctor;
 pub mod json;
 pub mod linkgroup;

@@ -18,6 +18,7 @@ use smcrun_views::ps::json::{AgentView, BpfScopesView, PsAllView, PsEntry, WhyKe
 use smcrun_views::ps::text::{
     kernel_counts, kernel_text, overflow_text, policy_text, settings_text, top_reason, why_text,
 };
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -137,7 +138,7 @@ fn entries(dir: &RunDir) -> Vec<PsEntry> {
             exe,
             user: user_name(uid),
             uid,
-            state,
+            state: state.into(),
             report,
         });
     }
@@ -187,13 +188,13 @@ pub fn ps(a: &PsArgs) -> Outcome {
     if a.json {
         let text = if a.all {
             serde_json::to_string_pretty(&PsAllView {
-                processes: &entries,
-                smc_processes: &others,
+                processes: Cow::Borrowed(&entries),
+                smc_processes: others.as_deref().map(Cow::Borrowed),
                 agent: agent.as_ref().ok().map(|s| AgentView {
                     pid: s.summary.agent_pid,
                     attached: s.summary.attached,
-                    error: s.summary.error.as_deref(),
-                    overflow: &s.summary.overflow,
+                    error: s.summary.error.as_deref().map(Cow::Borrowed),
+                    overflow: Cow::Borrowed(&s.summary.overflow),
                 }),
                 bpf_scopes: BpfScopesView::new(&scopes),
             })
@@ -301,7 +302,7 @@ pub fn ps(a: &PsArgs) -> Outcome {
 fn others_text(
     out: &mut impl Write,
     scopes: &smcrun_bpf::scopes::Scopes,
-    others: Option<&[crate::cmd::smc_procs::SmcProcess]>,
+    others: Option<&[smcrun_views::ps::json::SmcProcess]>,
 ) -> io::Result<()> {
     let lines = smcrun_views::bpf::text::scope_lines(scopes);
     if !lines.is_empty() {
@@ -368,8 +369,8 @@ pub fn why(a: &WhyArgs) -> Outcome {
         let text = if a.json {
             serde_json::to_string_pretty(&WhyKernelView {
                 pid: a.pid,
-                report: report.as_ref(),
-                kernel: k,
+                report: report.as_ref().map(Cow::Borrowed),
+                kernel: Cow::Borrowed(k),
             })
             .unwrap_or_default()
                 + "\n"

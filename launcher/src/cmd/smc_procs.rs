@@ -6,37 +6,12 @@
 //! and the exporter.
 
 use crate::cmd::owners;
-use serde::Serialize;
 use smcrun_bpf::scopes::{self, Scopes};
 use smcrun_kernel::reasons;
 use smcrun_kernel::sock_diag::{self, Mode, SmcSocket};
+use smcrun_views::ps::json::SmcProcess;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
-
-/// One process with SMC sockets.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SmcProcess {
-    /// Process id.
-    pub pid: u32,
-    /// Its command name.
-    pub name: String,
-    /// SMC sockets over SMC-R.
-    pub smcr: usize,
-    /// Over SMC-D.
-    pub smcd: usize,
-    /// Fallen back to TCP.
-    pub fallback: usize,
-    /// Listening SMC sockets (not connections).
-    pub listening: usize,
-    /// Fallback reasons, `0x03010000 PEERNOSMC` style, with how many sockets each, most first.
-    pub reasons: Vec<(String, usize)>,
-    /// The BPF scope it is in: `tree` (a `smcrun --bpf` command's), `cgroup PATH`, `netns PATH`,
-    /// or `None`.
-    pub bpf_scope: Option<String>,
-    /// Its connections since the smcrun agent started, ended ones too, as the kernel saw them
-    /// (`None` when no agent runs or it saw none of this process).
-    pub kernel: Option<smcrun_views::agent_state::Sides>,
-}
 
 /// The BPF scopes and their counts (empty when BPF mode was never used, or cannot be read).
 pub fn bpf_scopes() -> Scopes {

@@ -10,12 +10,12 @@
 use crate::run::exec::{self, RunOptions};
 use crate::status::{self, Exit, Failure};
 use clap::Args;
-use serde::Serialize;
 use smcrun_classify::{self as classify, Outcome, Verdict};
 use smcrun_kernel::sock_diag;
 use smcrun_settings::Why;
 use smcrun_sys::smc::{SocketKind, AF_SMC};
 use smcrun_sys::sock;
+use smcrun_views::demo::{DemoReport, DemoSocket};
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -70,47 +70,6 @@ pub fn run(opts: &RunOptions, args: &DemoArgs) -> status::Outcome {
         argv.push("--require-smc".into());
     }
     Err(exec::exec(&exe, &argv))
-}
-
-/// How one socket really ran.
-#[derive(Debug, Serialize)]
-struct SocketReport {
-    connection: u16,
-    side: &'static str,
-    local: String,
-    peer: String,
-    /// What the socket is: "AF_SMC", "IPPROTO_SMC", "TCP", or "SMC" for an SMC socket whose fd
-    /// already reads as TCP because it fell back.
-    socket: &'static str,
-    /// "SMC-R", "SMC-D" or "TCP": the text's `mode` column (and `ps`'s and `ss`'s word).
-    mode: &'static str,
-    /// The SMC device the connection used: the RDMA device (`rxe_lo`, `mlx5_0`) for SMC-R, the
-    /// ISM device (`loopback-ism`) for SMC-D.
-    device: Option<String>,
-    /// The link group (`00000100`), for SMC connections.
-    link_group: Option<String>,
-    /// Fallback reason code (hex) when an SMC socket fell back to TCP.
-    fallback_reason: Option<String>,
-    /// The peer's diagnosis code (hex) when it sent one.
-    peer_diagnosis: Option<String>,
-    /// In words.
-    why: String,
-}
-
-#[derive(Debug, Serialize)]
-struct Report {
-    connections: u16,
-    /// Bytes each connection sent (and had echoed back).
-    bytes_per_connection: u64,
-    /// Bytes sent over all connections; as many were echoed back.
-    bytes_sent: u64,
-    data_intact: bool,
-    mismatched_connections: u16,
-    smc_r: usize,
-    smc_d: usize,
-    tcp: usize,
-    seconds: f64,
-    sockets: Vec<SocketReport>,
 }
 
 /// Byte `i` of connection `conn`'s test data: cheap, position-dependent, and different per
@@ -215,18 +174,18 @@ impl Kernel {
     }
 }
 
-fn classify(conn: u16, side: &'static str, s: &TcpStream, kernel: &Kernel) -> SocketReport {
+fn classify(conn: u16, side: &'static str, s: &TcpStream, kernel: &Kernel) -> DemoSocket {
     let diag = &kernel.diag;
     let fd = s.as_raw_fd();
     let kind = sock::kind(fd).unwrap_or(SocketKind::Other);
     let addr = |a: std::io::Result<SocketAddr>| a.map(|a| a.to_string()).unwrap_or_default();
-    let mut r = SocketReport {
+    let mut r = DemoSocket {
         connection: conn,
-        side,
+        side: side.into(),
         local: addr(s.local_addr()),
         peer: addr(s.peer_addr()),
-        socket: "TCP",
-        mode: "TCP",
+        socket: "TCP".into(),
+        mode: "TCP".into(),
         device: None,
         link_group: None,
         fallback_reason: None,
@@ -247,20 +206,20 @@ fn classify(conn: u16, side: &'static str, s: &TcpStream, kernel: &Kernel) -> So
         r.why = why_tcp();
         return r;
     }
-    r.socket = if kind.is_smc() { kind.label() } else { "SMC" };
+    r.socket = if kind.is_smc() { kind.label() } else { "SMC" }.into();
     if let Err(e) = diag {
-        r.mode = "SMC?";
+        r.mode = "SMC?".into();
         r.why = format!("an SMC socket, but the kernel's smc_diag cannot be read: {e}");
         return r;
     }
     let Some(e) = entry else {
-        r.mode = "SMC?";
+        r.mode = "SMC?".into();
         r.why = "an SMC socket missing from the smc_diag dump".to_string();
         return r;
     };
     match classify::from_diag(e) {
         Verdict::Decided(o) => {
-            r.mode = classify::mode_name(o);
+            r.mode = classify::mode_name(o).into();
             r.why = match o {
                 Outcome::SmcR | Outcome::SmcD => {
                     (r.device, r.link_group) = kernel.device_of(e);
@@ -292,11 +251,11 @@ fn classify(conn: u16, side: &'static str, s: &TcpStream, kernel: &Kernel) -> So
             };
         }
         Verdict::Handshaking => {
-            r.mode = "SMC?";
+            r.mode = "SMC?".into();
             r.why = "the SMC handshake is still running".into();
         }
         Verdict::UnknownMode(m) => {
-            r.mode = "SMC?";
+            r.mode = "SMC?".into();
             r.why = format!("smc_diag reports mode {m}, which this smcrun does not know");
         }
     }
@@ -403,7 +362,7 @@ fn work(args: &DemoArgs) -> Result<ExitCode, String> {
     }
     let seconds = started.elapsed().as_secs_f64();
     let count = |t: &str| sockets.iter().filter(|s| s.mode == t).count();
-    let report = Report {
+    let report = DemoReport {
         connections: n,
         bytes_per_connection: len,
         bytes_sent: len * u64::from(n),
@@ -429,7 +388,7 @@ fn work(args: &DemoArgs) -> Result<ExitCode, String> {
     })
 }
 
-fn print_text(r: &Report, server: SocketAddr, len: u64) {
+fn print_text(r: &DemoReport, server: SocketAddr, len: u64) {
     println!(
         "smcrun demo: {} to an echo server on {server}, {} each way per connection",
         smcrun_report::count(u64::from(r.connections), "connection"),

@@ -1,6 +1,8 @@
 # shellcheck shell=dash
 # The agent's checks (sourced by checks.sh): `smcrun agent` records every SMC socket from the
 # kernel (kprobes on smc.ko), for programs under the preload and native AF_SMC programs alike.
+# What the agent's state, `why --json`, `ps --all --json` and `demo --json` say is read by vmcheck
+# (tests/vm/check), into the views' own types.
 #
 # shellcheck disable=SC2015,SC2086,SC2016,SC2154
 
@@ -11,19 +13,10 @@ AGENT_STATE=/run/smcrun-agent/state.json
 
 # agent_up: starts `smcrun agent`, waits until its state says attached
 agent_up() {
+    local o
     track smcrun agent --interval-ms 100 > /tmp/ag.log 2>&1
     AGENT_PID=$(tail -n1 /tmp/check.pids)
-    agent_wait '.attached == true' 600 || fail "the agent did not attach: $(first "$(cat /tmp/ag.log)") $(jq -c '{attached, error}' $AGENT_STATE 2>&1)"
-}
-
-# agent_wait JQ [TENTHS]: until the state file satisfies JQ
-agent_wait() {
-    local i=0 max=${2:-100}
-    while ! jq -e "$1" $AGENT_STATE > /dev/null 2>&1; do
-        [ $i -ge $max ] && return 1
-        sleep 0.1
-        i=$((i + 1))
-    done
+    o=$(vmcheck --wait 600 agent-attached) || fail "the agent did not attach: $(first "$(cat /tmp/ag.log)") $o"
 }
 
 # agent_pair NAME PORT N MODE ENV PREFIX [THREADS]: a server (serve-n) and a client (hammer, THREADS
@@ -37,7 +30,7 @@ agent_wait() {
 # same total and TCP, its SMC-R/SMC-D/"SMC, mode not read" together the agent's SMC, and neither
 # SMC-R nor SMC-D above the agent's.
 agent_pair() {
-    local name=$1 p=$2 n=$3 mode=$4 env=$5 pre=$6 threads=${7:-8} spid cpid side pid q r
+    local name=$1 p=$2 n=$3 mode=$4 env=$5 pre=$6 threads=${7:-8} spid cpid side pid o
     rm -f /tmp/$name.sin /tmp/$name.cin
     mkfifo /tmp/$name.sin /tmp/$name.cin
     sh -c "exec env SHAPES_HOLD=1 $env $pre shapes serve-n $p $n" < /tmp/$name.sin > /tmp/$name.srv 2>&1 &
@@ -55,22 +48,18 @@ agent_pair() {
     for side in client:$cpid server:$spid; do
         pid=${side#*:}
         side=${side%%:*}
-        q=".processes[] | select(.pid == $pid) | .sides.$side"
-        agent_wait "[$q | .$mode] == [$n]" 50 ||
-            fail "$name: the agent counted for the $side (pid $pid): $(jq -c "[$q]" $AGENT_STATE); overflow $(jq -c .overflow $AGENT_STATE), all $(jq -c '.total | {client: .client | del(.reasons), server: .server | del(.reasons)}' $AGENT_STATE), open sockets $(jq -c '[.sockets[] | {pid, role, mode}] | group_by(.) | map({k: .[0], n: length})' $AGENT_STATE); $(grep 'missed' /tmp/ag.log | tail -n1)"
-        [ "$(jq "[$q | .not_seen, .tcp, .smcr, .smcd] | add" $AGENT_STATE)" = $n ] ||
-            fail "$name: the $side has connections not $mode: $(jq -c "[$q]" $AGENT_STATE)"
-        echo "$name $side (pid $pid): $(jq -c "$q | {smcr, smcd, tcp, not_seen, tx_bytes, rx_bytes}" $AGENT_STATE)"
+        o=$(vmcheck --wait 50 agent-side $pid $side $mode $n) || fail "$name: $o; $(grep 'missed' /tmp/ag.log | tail -n1)"
+        echo "$name $side (pid $pid): $o"
         # the views take the process and its modes from the agent
-        smcrun why $pid --json > /tmp/$name.why 2>&1 || fail "$name: smcrun why $pid failed: $(first "$(cat /tmp/$name.why)")"
-        [ "$(jq ".kernel.sides.$side.$mode" /tmp/$name.why)" = $n ] || fail "$name: smcrun why $pid --json: $(head -c 300 /tmp/$name.why)"
+        o=$(vmcheck why-kernel $pid $side $mode $n) || fail "$name: $o"
         smcrun why $pid | grep -A3 '^kernel'
-        smcrun ps --all --json > /tmp/$name.ps 2>&1 || fail "$name: smcrun ps --all failed: $(first "$(cat /tmp/$name.ps)")"
-        [ "$(jq "[.smc_processes[] | select(.pid == $pid) | .kernel.$side.$mode]" -c /tmp/$name.ps)" = "[$n]" ] ||
-            fail "$name: ps --all --json does not count $n $mode for pid $pid: $(jq -c "[.smc_processes[] | select(.pid == $pid)]" /tmp/$name.ps)"
+        o=$(vmcheck ps-kernel $pid $side $mode $n) || fail "$name: $o"
+        # under the preload, its own report (written by its runtime on its own beat: until it
+        # has all N) agrees with the agent; a program without the shim has none
         case $pre in
-        smcrun) agent_report $name $pid $side $n ;;
-        *) [ "$(jq .report /tmp/$name.why)" = null ] || fail "$name: why $pid --json has a preload report for a program not under the preload: $(jq -c .report.connections /tmp/$name.why)" ;;
+        smcrun) o=$(vmcheck --wait 100 why-report $pid $side $n) || fail "$name: $o"
+            echo "$name $side (pid $pid): $o" ;;
+        *) o=$(vmcheck why-no-report $pid) || fail "$name: $o" ;;
         esac
     done
     smcrun ps --all | tail -n 4
@@ -78,32 +67,12 @@ agent_pair() {
     AGENT_SPID=$spid
 }
 
-# agent_report NAME PID SIDE N: the preload's own report of PID (`why --json`'s .report, written
-# by its runtime) agrees with the agent's counts of its SIDE (.kernel).
-agent_report() {
-    local name=$1 pid=$2 side=$3 n=$4 i=0 r
-    # the runtime writes the report on its own beat: until it has all N
-    while [ "$(jq '.report.connections | .smc_r + .smc_d + .smc_unknown + .tcp' /tmp/$name.why 2> /dev/null)" != $n ]; do
-        [ $i -ge 50 ] && fail "$name: the preload's report of pid $pid does not count $n classified connections: $(jq -c .report.connections /tmp/$name.why)"
-        sleep 0.2
-        smcrun why $pid --json > /tmp/$name.why 2>&1
-        i=$((i + 1))
-    done
-    r=$(jq -r --arg s $side '.report.connections as $r | .kernel.sides[$s] as $k |
-        [($r.total == ($k.smcr + $k.smcd + $k.tcp + $k.not_seen)),
-         ($r.tcp == $k.tcp),
-         (($r.smc_r + $r.smc_d + $r.smc_unknown) == ($k.smcr + $k.smcd)),
-         ($r.smc_r <= $k.smcr), ($r.smc_d <= $k.smcd)] | all' /tmp/$name.why)
-    echo "$name $side (pid $pid): the preload's report $(jq -c '.report.connections | {total, smc_r, smc_d, smc_unknown, tcp}' /tmp/$name.why)"
-    [ "$r" = true ] || fail "$name: the preload's report of pid $pid and the agent disagree: report $(jq -c .report.connections /tmp/$name.why), kernel $(jq -c .kernel.sides.$side /tmp/$name.why)"
-}
-
-# agent_lost: nothing lost (the kernel maps' overflow, and the probes' missed runs where the kernel
-# counts them: null before 6.7)
+# agent_lost [--missed-runs counted|not-counted]: nothing lost (the kernel maps' overflow, and the
+# probes' missed runs where the kernel counts them, 6.7 and later; with the option, whether it must)
 agent_lost() {
-    jq -c .overflow $AGENT_STATE
-    jq -e '.overflow | .live_full + .done_full + .inflight_full + (.probes_missed // 0) == 0' $AGENT_STATE > /dev/null ||
-        fail "the agent lost records: $(jq -c .overflow $AGENT_STATE)"
+    local o
+    o=$(vmcheck agent-lost-nothing "$@") || fail "$o"
+    echo "$o"
 }
 
 # agent_three NAME PORT N MODE: agent_pair for a native AF_SMC program (no shim), the preload
@@ -122,6 +91,7 @@ agent_three() {
 #   sides (0 "mode not seen"), its overflow counters (and missed probe runs) stay 0, and it follows
 #   smc being unloaded and loaded again.
 check_agent() {
+    local o
     need_setup
     need_prog shapes
     smcrun agent --check || fail "smcrun agent --check says this kernel cannot run the agent"
@@ -132,19 +102,19 @@ check_agent() {
     # smc goes: the agent does not hold it, says so, and attaches again when it is back.
     sleep 1
     smc_unload || fail "rmmod smc failed with the agent running: $(first "$(cat /tmp/smc.rmmod)")"
-    agent_wait '.attached == false' 50 || fail "the agent still says attached with smc unloaded"
+    vmcheck --wait 50 agent-detached > /dev/null || fail "the agent still says attached with smc unloaded"
     out=$(smc_reload) || fail "loading smc again: $out"
-    agent_wait '.attached == true and .attachments == 2' 300 || fail "the agent did not attach again: $(jq -c '{attached, error, attachments}' $AGENT_STATE)"
+    o=$(vmcheck --wait 300 agent-attached --attachments 2) || fail "the agent did not attach again: $o"
     smcrun demo --json --connections 1 --bytes 64k > /tmp/ag.demo 2>&1 || fail "smcrun demo after the reload failed: $(lastl "$(cat /tmp/ag.demo)")"
     # (the first link group after a fresh load can time out confirming its QP under TCG: server
     # 0x02010000, the kernel's wait, as in ops-reload; the agent then rightly counts a TCP
     # connection; said, and one more connection, which must be SMC-R and counted)
-    if jq -e '[.sockets[] | select(.side == "server" and .fallback_reason == "0x02010000")] | length > 0' /tmp/ag.demo > /dev/null 2>&1; then
+    if vmcheck demo-fell-back /tmp/ag.demo server 0x02010000 > /dev/null; then
         echo "agent: the first link after the reload timed out confirming (0x02010000, the kernel's wait under TCG): one more demo"
         smcrun demo --json --connections 1 --bytes 64k > /tmp/ag.demo 2>&1 || fail "smcrun demo after the reload failed: $(lastl "$(cat /tmp/ag.demo)")"
     fi
-    agent_wait '.total.client.smcr >= 1501' 50 ||
-        fail "the demo's connection after the reload was not counted: $(jq -c .total.client $AGENT_STATE)"
+    o=$(vmcheck --wait 50 agent-total client smcr 1501) ||
+        fail "the demo's connection after the reload was not counted: $o"
     # the exporter's series from the agent
     smcrun metrics > /tmp/ag.prom 2>&1 || fail "smcrun metrics failed: $(first "$(cat /tmp/ag.prom)")"
     grep '^smcrun_agent_' /tmp/ag.prom | grep -v ' 0$' | head -n 20
@@ -152,7 +122,7 @@ check_agent() {
     n=$(grep '^smcrun_agent_connections_total{scope="program",name="shapes",role="client",mode="smcr"}' /tmp/ag.prom | awk '{print $2}')
     [ "$n" = 1500 ] || fail "smcrun_agent_connections_total for shapes' SMC-R clients is '$n', expected 1500"
     # the sockets collector takes the open sockets from the agent's summary: no smc_diag dump
-    grep -q '^smcrun_agent_sockets{role="listen",mode="undecided"}' /tmp/ag.prom || fail "no smcrun_agent_sockets in the metrics: $(jq -c '{attached, census_netns}' /run/smcrun-agent/summary.json 2>&1)"
+    grep -q '^smcrun_agent_sockets{role="listen",mode="undecided"}' /tmp/ag.prom || fail "no smcrun_agent_sockets in the metrics: $(head -c 300 /run/smcrun-agent/summary.json 2>&1)"
     grep -q '^smc_sockets{' /tmp/ag.prom && fail "the metrics dumped smc_diag (smc_sockets) with the agent attached"
     # stopped, it takes its state away (the views then use today's sources)
     kill -TERM $AGENT_PID
@@ -183,9 +153,8 @@ check_smcd_agent() {
     bpf_setup
     agent_up
     agent_three sag 7211 300 smcd
-    agent_lost
-    jq -e '.overflow.probes_missed == 0' $AGENT_STATE > /dev/null || fail "the agent does not count missed probe runs here: $(jq -c .overflow $AGENT_STATE)"
-    jq -e '.attachments == 1 and .attached' $AGENT_STATE > /dev/null || fail "the agent attached more than once to a built-in smc: $(jq -c '{attached, attachments, error}' $AGENT_STATE)"
+    agent_lost --missed-runs counted
+    o=$(vmcheck agent-attached --attachments 1) || fail "the agent attached more than once to a built-in smc: $o"
     smcrun metrics > /tmp/sag.prom 2>&1 || fail "smcrun metrics failed: $(first "$(cat /tmp/sag.prom)")"
     grep -q '^smcrun_agent_lost_total{what="probes_missed"} 0' /tmp/sag.prom || fail "no smcrun_agent_lost_total{what=\"probes_missed\"} 0 in the metrics: $(grep '^smcrun_agent_lost' /tmp/sag.prom)"
     n=$(grep '^smcrun_agent_connections_total{scope="program",name="shapes",role="server",mode="smcd"}' /tmp/sag.prom | awk '{print $2}')
@@ -195,7 +164,8 @@ check_smcd_agent() {
     # CPUs): 10 on this 2-CPU VM), so receives go uncounted; each is a missed run, counted
     agent_pair sag-missed 7214 100 smcd SHAPES_FAMILY=smc "" 32
     exec 4>&- 5>&-
-    set -- $(jq -r --argjson c $AGENT_CPID --argjson s $AGENT_SPID '"\(.overflow.probes_missed) \([.processes[] | select(.pid == $c) | .sides.client.rx_bytes][0]) \([.processes[] | select(.pid == $s) | .sides.server.rx_bytes][0])"' $AGENT_STATE)
+    o=$(vmcheck agent-missed $AGENT_CPID $AGENT_SPID) || fail "smcd-agent: $o"
+    set -- $o
     echo "smcd-agent: 100 connections from 32 threads: probes_missed $1, received bytes counted: client $2 of 100, server $3 of 100"
     [ "$1" -gt 0 ] || fail "32 receives blocked at once missed no kretprobe run (10 instances on 2 CPUs): probes_missed $1, client rx $2"
     [ $((200 - $2 - $3)) -le "$1" ] || fail "received bytes uncounted (client $2 of 100, server $3 of 100) outnumber the missed probe runs counted ($1): lost silently"

@@ -2,9 +2,10 @@
 //! with `--all` the agent and `bpf_scopes` (BPF mode's scopes with their socket counts); `why`'s
 //! object for a process the agent counted.
 
+use std::borrow::Cow;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smcrun_bpf::layout::Counters;
 use smcrun_bpf::scopes::Scopes;
 use smcrun_report::ProcessReport;
@@ -12,7 +13,7 @@ use smcrun_report::ProcessReport;
 use crate::bpf::json::ProgramView;
 
 /// `bpf_scopes`: the attached cgroups and network namespaces, and the `smcrun --bpf` trees.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct BpfScopesView<'a> {
     /// Attached cgroups.
     pub cgroups: Vec<CgroupScopeView<'a>>,
@@ -129,33 +130,62 @@ pub struct TreeScopeView<'a> {
 
 /// `ps --all --json`: the processes under smcrun, the other processes with SMC sockets (null
 /// when they could not be listed), the agent (null when none runs) and BPF mode's scopes.
-#[derive(Serialize)]
-pub struct PsAllView<'a, O: Serialize> {
+///
+/// A reader (the VM's guest checks) gets it back with [`serde_json::from_str`]: every part but
+/// `bpf_scopes`, which is read back empty (its views borrow the pinned scopes they show).
+#[derive(Serialize, Deserialize)]
+pub struct PsAllView<'a> {
     /// The programs under smcrun.
-    pub processes: &'a [PsEntry],
+    pub processes: Cow<'a, [PsEntry]>,
     /// The other processes with SMC sockets (null when they could not be listed).
-    pub smc_processes: &'a Option<O>,
+    pub smc_processes: Option<Cow<'a, [SmcProcess]>>,
     /// The agent (null when none runs).
     pub agent: Option<AgentView<'a>>,
     /// BPF mode's scopes.
+    #[serde(skip_deserializing)]
     pub bpf_scopes: BpfScopesView<'a>,
 }
 
+/// One process with SMC sockets, under smcrun or not (`ps --all`'s `smc_processes`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SmcProcess {
+    /// Process id.
+    pub pid: u32,
+    /// Its command name.
+    pub name: String,
+    /// SMC sockets over SMC-R.
+    pub smcr: usize,
+    /// Over SMC-D.
+    pub smcd: usize,
+    /// Fallen back to TCP.
+    pub fallback: usize,
+    /// Listening SMC sockets (not connections).
+    pub listening: usize,
+    /// Fallback reasons, `0x03010000 PEERNOSMC` style, with how many sockets each, most first.
+    pub reasons: Vec<(String, usize)>,
+    /// The BPF scope it is in: `tree` (a `smcrun --bpf` command's), `cgroup PATH`, `netns PATH`,
+    /// or `None`.
+    pub bpf_scope: Option<String>,
+    /// Its connections since the smcrun agent started, ended ones too, as the kernel saw them
+    /// (`None` when no agent runs or it saw none of this process).
+    pub kernel: Option<crate::agent_state::Sides>,
+}
+
 /// The agent as `ps --all --json` shows it.
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 pub struct AgentView<'a> {
     /// Process id.
     pub pid: u32,
     /// Whether its programs are attached.
     pub attached: bool,
     /// Why it is not attached, if it said.
-    pub error: Option<&'a str>,
+    pub error: Option<Cow<'a, str>>,
     /// What it lost.
-    pub overflow: &'a crate::agent_state::Overflow,
+    pub overflow: Cow<'a, crate::agent_state::Overflow>,
 }
 
 /// One program under smcrun, as `ps --json` lists it.
-#[derive(Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PsEntry {
     /// The pid in this reader's pid namespace (the report's own pid when it is the same one).
     pub pid: u32,
@@ -172,21 +202,21 @@ pub struct PsEntry {
     /// That user's id.
     pub uid: Option<u32>,
     /// running, exited, dead or elsewhere.
-    pub state: &'static str,
+    pub state: Cow<'static, str>,
     /// null: the process registered (at fork, or before a uid switch) but wrote no numbers yet.
     pub report: Option<ProcessReport>,
 }
 
 /// `why --json` of a process the agent counted: its report (null when it runs without smcrun)
 /// and the kernel's counts.
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 pub struct WhyKernelView<'a> {
     /// Process id.
     pub pid: u32,
     /// Its runtime's report.
-    pub report: Option<&'a ProcessReport>,
+    pub report: Option<Cow<'a, ProcessReport>>,
     /// The agent's counts for it.
-    pub kernel: &'a crate::agent_state::Process,
+    pub kernel: Cow<'a, crate::agent_state::Process>,
 }
 
 #[cfg(test)]
@@ -209,6 +239,76 @@ mod tests {
             "ps-bpf-scopes-empty",
             &BpfScopesView::new(&Scopes::default()),
         );
+    }
+
+    #[test]
+    fn why_and_ps_all_read_back_as_printed() {
+        // the VM's guest checks (tests/vm/check) read these back: what is printed must parse
+        // into the same values
+        let mut kernel = crate::agent_state::Process {
+            pid: 42,
+            start_ticks: 7,
+            comm: "redis-server".into(),
+            exe: None,
+            cgroup_id: 9,
+            sides: Default::default(),
+        };
+        kernel.sides.server.smcd = 3;
+        kernel.sides.server.reasons.insert("0x03010000".into(), 1);
+        let mut report = ProcessReport::default();
+        report.connections.smc_d = 3;
+        let why = WhyKernelView {
+            pid: 42,
+            report: Some(Cow::Borrowed(&report)),
+            kernel: Cow::Borrowed(&kernel),
+        };
+        let back: WhyKernelView =
+            serde_json::from_str(&serde_json::to_string(&why).unwrap()).unwrap();
+        assert_eq!(back.kernel.as_ref(), &kernel);
+        assert_eq!(back.report.as_deref(), Some(&report));
+
+        let others = vec![SmcProcess {
+            pid: 42,
+            name: "redis-server".into(),
+            smcr: 0,
+            smcd: 3,
+            fallback: 1,
+            listening: 1,
+            reasons: vec![("0x03010000 PEERNOSMC".into(), 1)],
+            bpf_scope: Some("tree".into()),
+            kernel: Some(kernel.sides.clone()),
+        }];
+        let overflow = crate::agent_state::Overflow {
+            probes_missed: Some(2),
+            ..Default::default()
+        };
+        let all = PsAllView {
+            processes: Cow::Owned(vec![PsEntry {
+                pid: 42,
+                ns_pid: Some(1),
+                program: "redis-server".into(),
+                exe: "/usr/bin/redis-server".into(),
+                user: "nobody".into(),
+                uid: Some(65534),
+                state: "running".into(),
+                report: Some(report.clone()),
+            }]),
+            smc_processes: Some(Cow::Borrowed(&others)),
+            agent: Some(AgentView {
+                pid: 5,
+                attached: true,
+                error: None,
+                overflow: Cow::Borrowed(&overflow),
+            }),
+            bpf_scopes: BpfScopesView::default(),
+        };
+        let back: PsAllView = serde_json::from_str(&serde_json::to_string(&all).unwrap()).unwrap();
+        assert_eq!(back.smc_processes.as_deref(), Some(&others[..]));
+        assert_eq!(back.processes[0].ns_pid, Some(1));
+        assert_eq!(back.processes[0].state, "running");
+        assert_eq!(back.processes[0].report.as_ref(), Some(&report));
+        let agent = back.agent.expect("the agent");
+        assert_eq!((agent.pid, agent.overflow.as_ref()), (5, &overflow));
     }
 
     #[test]

@@ -1,0 +1,40 @@
+//! `smcrun demo --json`'s questions.
+
+use crate::source;
+use crate::Answer::{self, No, Yes};
+use clap::Subcommand;
+use smcrun_views::demo::DemoReport;
+
+#[derive(Subcommand)]
+pub enum Question {
+    /// FILE, a saved `smcrun demo --json`, has a SIDE socket that fell back with REASON
+    /// (`0x02010000`).
+    DemoFellBack {
+        file: String,
+        side: String,
+        reason: String,
+    },
+}
+
+impl Question {
+    pub fn ask(&self) -> Answer {
+        match self {
+            Question::DemoFellBack { file, side, reason } => {
+                match source::file::<DemoReport>(file) {
+                    Err(e) => No(e),
+                    Ok(d) => {
+                        let hit = d.sockets.iter().any(|s| {
+                            s.side == side.as_str()
+                                && s.fallback_reason.as_deref() == Some(reason.as_str())
+                        });
+                        if hit {
+                            Yes(String::new())
+                        } else {
+                            No(format!("no {side} socket fell back with {reason}"))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! `vmcheck`: what the VM's guest checks (`tests/vm/guest/checks*.sh`) ask of smcrun's JSON,
+//! answered by reading it into the views' own types (`smcrun_views`), so a renamed or retyped
+//! field fails to build here instead of making a `jq` filter quietly match nothing.
+//!
+//! Each subcommand is one question. It prints one line and exits 0 when the answer is yes, and
+//! prints why not (the values it read) and exits 1 when it is no; with `--wait TENTHS` it asks
+//! again every tenth of a second until yes or the time is up, for numbers that settle (the
+//! agent's state, a report the runtime writes on its own beat). The shell keeps what it is good
+//! at: starting programs, fifos, signals, `fail`.
+
+mod agent;
+mod demo;
+mod source;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The answer to one question.
+pub enum Answer {
+    /// Yes: the line to print.
+    Yes(String),
+    /// Not yet: asked again while `--wait` allows; what was read, for the message.
+    NotYet(String),
+    /// No, and waiting cannot change it: what was read.
+    No(String),
+}
+
+#[derive(Parser)]
+#[command(
+    name = "vmcheck",
+    about = "The VM guest checks' questions about smcrun's JSON"
+)]
+struct Cli {
+    /// Ask again every 0.1 s for up to this many tenths of a second while the answer is "not yet".
+    #[arg(long, default_value_t = 0, global = true)]
+    wait: u32,
+    #[command(subcommand)]
+    question: Question,
+}
+
+#[derive(Subcommand)]
+enum Question {
+    #[command(flatten)]
+    Agent(agent::Question),
+    #[command(flatten)]
+    Demo(demo::Question),
+}
+
+fn ask(q: &Question) -> Answer {
+    match q {
+        Question::Agent(q) => q.ask(),
+        Question::Demo(q) => q.ask(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let mut tries = cli.wait;
+    loop {
+        match ask(&cli.question) {
+            Answer::Yes(line) => {
+                if !line.is_empty() {
+                    println!("{line}");
+                }
+                return ExitCode::SUCCESS;
+            }
+            Answer::NotYet(_) if tries > 0 => {
+                tries -= 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Answer::NotYet(why) | Answer::No(why) => {
+                println!("{why}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+}
