@@ -9,6 +9,10 @@
 //! decoding tables; [`kmod`] says whether this kernel has a module (and whether `modprobe` can
 //! help); [`features`] which Linux version brought each interface; [`error`] the one error type.
 //! Every parser takes the raw reply bytes, so captured replies can be replayed in tests.
+//!
+//! The `genl` feature (on by default) brings the generic netlink readers ([`genl`], [`smc_genl`],
+//! [`pnet`]); the preloaded runtime, which reads sock_diag and the reason tables only, leaves it
+//! out so the preloaded object's dependency tree holds no generic netlink crate.
 
 #![forbid(unsafe_code)]
 
@@ -16,12 +20,15 @@ mod abi;
 pub mod attr;
 pub mod error;
 pub mod features;
+#[cfg(feature = "genl")]
 pub mod genl;
 pub mod kmod;
 pub mod nl;
+#[cfg(feature = "genl")]
 pub mod pnet;
 pub mod rdma;
 pub mod reasons;
+#[cfg(feature = "genl")]
 pub mod smc_genl;
 pub mod sock_diag;
 pub mod uverbs;
