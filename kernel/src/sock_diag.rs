@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::abi::smc_diag::*;
 use crate::attr::{self, c_string};
@@ -69,7 +69,7 @@ impl Mode {
 }
 
 /// A ring cursor: wrap count and byte offset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cursor {
     /// How often the ring wrapped.
     pub wrap: u16,
@@ -78,7 +78,7 @@ pub struct Cursor {
 }
 
 /// `struct smc_diag_conninfo`: buffer sizes and ring cursors of one connection.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnInfo {
     /// Alert token.
     pub token: u32,
@@ -113,7 +113,7 @@ pub struct ConnInfo {
 }
 
 /// `struct smc_diag_lgrinfo`: the SMC-R link a connection uses.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LgrInfo {
     /// Link id in the link group.
     pub link_id: u8,

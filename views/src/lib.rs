@@ -22,6 +22,7 @@ pub mod bpf;
 pub mod counters;
 pub mod demo;
 pub mod doctor;
+pub mod handshake;
 pub mod json;
 pub mod linkgroup;
 pub mod metrics;

@@ -10,6 +10,7 @@ use serde::Serialize;
 use smcrun_bpf::handshake::{self, Status};
 use smcrun_bpf::hsrules;
 use smcrun_policy::Policy;
+use smcrun_views::handshake::{HandshakePolicyView, HandshakeStatusView};
 use std::path::PathBuf;
 
 /// `smcrun handshake ...`.
@@ -130,31 +131,11 @@ fn load(args: &LoadArgs) -> Outcome {
     }
 }
 
-#[derive(Serialize)]
-struct StatusJson {
-    netns: u64,
-    /// What net.smc.hs_ctrl selects ("" for nothing).
-    selected: String,
-    /// smcrun's policy, when one is loaded.
-    policy: Option<PolicyJson>,
-}
-
-#[derive(Serialize)]
-struct PolicyJson {
-    text: String,
-    since_unix: u64,
-    selected: bool,
-    client_smc: u64,
-    client_tcp: u64,
-    server_smc: u64,
-    server_tcp: u64,
-}
-
-fn status_json(s: &Status) -> StatusJson {
-    StatusJson {
+fn status_json(s: &Status) -> HandshakeStatusView {
+    HandshakeStatusView {
         netns: s.netns,
         selected: s.selected.clone(),
-        policy: s.policy.as_ref().map(|p| PolicyJson {
+        policy: s.policy.as_ref().map(|p| HandshakePolicyView {
             text: p.text.clone(),
             since_unix: p.since_unix,
             selected: p.selected,

@@ -3,9 +3,11 @@
 # goecho: Go without cgo; a setuid-root sechod run by an unprivileged user) under `smcrun --bpf`,
 # cgroup scopes with `smcrun attach/detach --cgroup`, and the smc module held while attached.
 # Every check asserts what the guest kernel did: SO_PROTOCOL of the client's socket, smc_diag
-# modes, the SMC-R counters, and the data echoed back.
+# modes, the SMC-R counters, and the data echoed back. smcrun's JSON (ss, ps --all, attach --list)
+# is read by vmcheck (tests/vm/check) into the views' own types; the kernel's stats snapshots are
+# read by checks.sh's helpers (stats_delta, no_fallback) and smcd_deltas, still with jq.
 #
-# shellcheck disable=SC2015,SC2086,SC2016,SC2154
+# shellcheck disable=SC2015,SC2086,SC2154
 
 CG=/sys/fs/cgroup
 
@@ -33,23 +35,10 @@ track() {
     echo $! >> /tmp/check.pids
 }
 
-# scopes_json FILE: smcrun attach --list --json into FILE
-scopes_json() {
-    local o
-    o=$(smcrun attach --list --json 2>&1 > "$1") || fail "smcrun attach --list --json failed: $(first "$o")"
-    jq -e .scopes "$1" > /dev/null 2>&1 || fail "smcrun attach --list --json printed no scopes: $(first "$(cat "$1")")"
-}
-
 # nothing_attached: within 3 s no scope is listed and nothing is pinned
 nothing_attached() {
-    local i=0
-    while :; do
-        scopes_json /tmp/bpf.scopes
-        [ "$(jq '.scopes | length' /tmp/bpf.scopes)" = 0 ] && [ ! -e /sys/fs/bpf/smcrun ] && return 0
-        [ $i -ge 30 ] && fail "still attached after the command ended: $(jq -c '.scopes' /tmp/bpf.scopes), pins: $(ls /sys/fs/bpf/smcrun 2>/dev/null | tr '\n' ' ')"
-        sleep 0.1
-        i=$((i + 1))
-    done
+    local o
+    o=$(vmcheck --wait 30 bpf-nothing-attached) || fail "still attached after the command ended: $o"
 }
 
 # smcr_grew S0 S1 N: client and server SMC-R successes grew by exactly N
@@ -66,8 +55,7 @@ smcr_grew() {
 # asserts SMC-R (SMC-D with BPF_MODE=SMCD, on the SMC-D kernel) in smc_diag and the counters, data
 # intact, and nothing attached afterwards.
 bpf_echo_pair() {
-    local name=$1 p=$2 n=$3 srv=$4 cli=$5 i pids= cnt mode=${BPF_MODE:-SMCR} key
-    key=$(echo "$mode" | tr 'A-Z' 'a-z')
+    local name=$1 p=$2 n=$3 srv=$4 cli=$5 i pids= o mode=${BPF_MODE:-SMCR}
     stats_snap /tmp/$name.s0
     track smcrun --bpf -- $srv > /tmp/$name.srv 2>&1
     wait_for /tmp/$name.srv listening 600 || fail "server did not listen: $(first "$(cat /tmp/$name.srv)")"
@@ -85,17 +73,11 @@ bpf_echo_pair() {
         wait_for /tmp/$name.c$i '^ok ' 900 || fail "client $i: $(first "$(cat /tmp/$name.c$i)")"
         i=$((i + 1))
     done
-    ss_snap /tmp/$name.ss
-    cnt=$(ss_count /tmp/$name.ss "(.lport == $p or .rport == $p) and .mode == \"$mode\" and .state != \"LISTEN\"")
-    echo "smc_diag: $cnt $mode sockets on port $p"
-    ss_show /tmp/$name.ss ".lport == $p or .rport == $p"
-    [ "$cnt" -ge $((2 * n)) ] || fail "smc_diag shows $cnt $mode sockets on port $p, expected $((2 * n)): $(ss_show /tmp/$name.ss ".lport == $p or .rport == $p")"
+    o=$(vmcheck ss-port $p $mode $((2 * n))) || fail "$o"
+    echo "smc_diag: $o"
     # every process holding SMC sockets, with its BPF scope (smc_diag + /proc/*/fd)
-    smcrun ps --all --json > /tmp/$name.procs 2> /tmp/$name.procs.err || fail "smcrun ps --all failed: $(first "$(cat /tmp/$name.procs.err)")"
-    cnt=$(jq "[.smc_processes[] | select(.bpf_scope == \"tree\" and .$key > 0)] | length" /tmp/$name.procs)
-    echo "ps --all: $cnt processes with $mode sockets in a tree scope: $(jq -c '[.smc_processes[] | [.pid, .name, .smcr, .smcd, .listening, .bpf_scope]]' /tmp/$name.procs)"
-    [ "$cnt" -ge $((n + 1)) ] || fail "smcrun ps --all lists $cnt processes with $mode sockets in a tree scope, expected >= $((n + 1)): $(jq -c .smc_processes /tmp/$name.procs)"
-    [ "$(jq '.bpf_scopes.trees | length' /tmp/$name.procs)" -ge 1 ] || fail "smcrun ps --all shows no smcrun --bpf tree scope: $(jq -c .bpf_scopes /tmp/$name.procs)"
+    o=$(vmcheck bpf-ps-trees $mode $((n + 1))) || fail "$o"
+    echo "ps --all: $o"
     exec 4>&- 5>&- 6>&-
     for pid in $pids; do wait "$pid" || fail "a client exited non-zero"; done
     wait_for /tmp/$name.srv "served $n" 50 || fail "server: $(lastl "$(cat /tmp/$name.srv)")"
@@ -139,7 +121,7 @@ check_bpf_go() {
 # bpf-setuid: a setuid-root client started by an unprivileged user (LD_PRELOAD is ignored in
 # secure mode) gets an SMC socket under smcrun --bpf: real uid 65534, effective 0, SMC-R.
 check_bpf_setuid() {
-    local p=7103 uid
+    local p=7103 uid o
     need_setup
     need_prog sechod
     bpf_setup
@@ -163,9 +145,8 @@ check_bpf_setuid() {
     uid=$(grep '^Uid:' /proc/$(pidof suid-sechod | cut -d' ' -f1)/status 2>/dev/null | tr -s '\t ' ' ')
     echo "setuid client: $uid"
     case $uid in "Uid: 65534 0 "*) ;; *) fail "the client did not run as real uid 65534, effective uid 0: $uid" ;; esac
-    ss_snap /tmp/bsuid.ss
-    cnt=$(ss_count /tmp/bsuid.ss "(.lport == $p or .rport == $p) and .mode == \"SMCR\" and .state != \"LISTEN\"")
-    [ "$cnt" -ge 2 ] || fail "smc_diag shows $cnt SMCR sockets on port $p, expected 2: $(ss_show /tmp/bsuid.ss ".lport == $p or .rport == $p")"
+    o=$(vmcheck ss-port $p SMCR 2) || fail "$o"
+    echo "smc_diag: $o"
     exec 4>&-
     wait $cpid || fail "setuid client exited non-zero: $(first "$(cat /tmp/bsuid.c)")"
     wait_for /tmp/bsuid.srv "served 1" 50 || fail "server: $(lastl "$(cat /tmp/bsuid.srv)")"
@@ -255,13 +236,9 @@ check_bpf_cgroup() {
     stats_snap /tmp/bcg.s2
     smcr_grew /tmp/bcg.s1 /tmp/bcg.s2 1
     no_fallback /tmp/bcg.s1 /tmp/bcg.s2
-    ss_snap /tmp/bcg.ss
-    l=$(ss_count /tmp/bcg.ss ".lport == $p0 or .rport == $p0")
-    [ "$l" = 0 ] || fail "the old TCP connection (port $p0) became an SMC socket while attached: $(ss_show /tmp/bcg.ss ".lport == $p0 or .rport == $p0")"
-    scopes_json /tmp/bcg.list
+    l=$(vmcheck ss-none $p0) || fail "the old TCP connection (port $p0) became an SMC socket while attached: $l"
     smcrun attach --list
-    [ "$(jq -r '[.scopes[] | select(.scope == "cgroup")][0] | "\(.cgroup) \(.converted) \(.programs[0].program)"' /tmp/bcg.list)" = "$CG/smcrun-a 1 sechod" ] ||
-        fail "attach --list does not show $CG/smcrun-a with 1 socket by sechod: $(jq -c .scopes /tmp/bcg.list)"
+    out=$(vmcheck bpf-cgroup $CG/smcrun-a 1 sechod) || fail "$out"
     grep -q '^smc ' /proc/modules && [ -n "$(pidof smcrun)" ] || fail "no holder process (smcrun) runs while attached"
     out=$(smcrun detach --cgroup $CG/smcrun-a 2>&1) || fail "smcrun detach failed: $(first "$out")"
     echo "$out"
@@ -301,12 +278,9 @@ check_bpf_scopes() {
     [ "$la" = "ok 65536 proto=256" ] || fail "scope-a: expected SMC, got $la"
     [ "$lb" = "ok 65536 proto=6" ] || fail "scope-b's rule 'tcp program sechod' did not keep it TCP: $lb"
     [ "$lc" = "ok 65536 proto=6" ] || fail "scope-c (in no scope) leaked into SMC: $lc"
-    scopes_json /tmp/bsc.list
     smcrun attach --list
-    got=$(jq -r '[.scopes[] | "\(.scope):\(.cgroup // "-"):\(.converted):\(.kept_tcp)"] | sort | join(" ")' /tmp/bsc.list)
-    echo "scopes: $got"
-    want="cgroup:$CG/scope-a:1:0 cgroup:$CG/scope-b:0:1 tree:-:1:0"
-    [ "$got" = "$want" ] || fail "scopes and counts: $got, expected $want"
+    out=$(vmcheck bpf-scopes cgroup:$CG/scope-a:1:0 cgroup:$CG/scope-b:0:1 tree:-:1:0) || fail "$out"
+    echo "scopes: $out"
     smcrun detach --cgroup $CG/scope-a > /dev/null 2>&1 || fail "detach scope-a failed"
     lb=$(dial bsb 8 2)
     [ "$lb" = "ok 65536 proto=6" ] || fail "scope-b after scope-a left: $lb"
@@ -325,12 +299,7 @@ check_bpf_module() {
     need_prog sechod
     bpf_setup
     track smcrun --bpf -- sleep 4
-    i=0
-    until scopes_json /tmp/bmod.l && [ "$(jq '[.scopes[] | select(.scope == "tree")] | length' /tmp/bmod.l)" = 1 ]; do
-        [ $i -ge 300 ] && fail "the tree scope of smcrun --bpf -- sleep 4 is not listed"
-        sleep 0.1
-        i=$((i + 1))
-    done
+    out=$(vmcheck --wait 300 bpf-trees 1) || fail "the tree scope of smcrun --bpf -- sleep 4 is not listed: $out"
     rmmod smc_diag 2>/dev/null
     out=$(rmmod smc 2>&1) && { insmod /vm/lib/modules/smc.ko; fail "rmmod smc succeeded while attached"; }
     echo "rmmod smc while attached: $out"

@@ -4,9 +4,12 @@
 # suite's checks (checks-smcd.sh), which run unchanged here; these add what 7.3 brings: its net.smc
 # sysctls, and the operator's tools on it. Uses the plumbing of checks.sh (fail, ok, bg, ...).
 #
+# smcrun's JSON is read by vmcheck (tests/vm/check), into the views' own types; only the kernel's
+# stats snapshots (`smcrun stats --json`) are still read with jq (smcd_deltas, and PEERNOSMC below).
+#
 # shellcheck disable=SC2015,SC2086,SC2016,SC2154
 # (SC2015: `[ a ] && [ b ] || fail` means "fail unless both"; SC2086: word lists split on purpose;
-# SC2016: jq programs in single quotes; SC2154: variables set by checks.sh and init.)
+# SC2016: a jq program in single quotes; SC2154: variables set by checks.sh and init.)
 
 # The net.smc sysctls 7.3 has (read from its net/smc/smc_sysctl.c; hs_ctrl names a BPF struct_ops,
 # the others are numbers).
@@ -42,12 +45,9 @@ check_k73_sysctls() {
     [ $rc = 1 ] && [ "$(printf '%s\n' "$o" | grep -c .)" = 1 ] && case $o in *net.smc.hs_ctrl*) true ;; *) false ;; esac ||
         fail "smcrun --sysctl net.smc.hs_ctrl=no_such_ops: rc $rc, $(printf '%s' "$o" | tr '\n' '|'), expected one line naming net.smc.hs_ctrl and exit 1"
     # doctor: all eleven
-    d=$(smcrun doctor --json 2>/dev/null | jq -r '.checks[] | select(.id == "sysctls") | "\(.status) \(.detail)"')
+    smcrun doctor --json > /tmp/k7.doctor 2>/dev/null
+    d=$(vmcheck doctor-sysctls /tmp/k7.doctor $K73_SYSCTLS) || fail "$d"
     echo "doctor: $d"
-    case $d in pass*) ;; *) fail "doctor's sysctls check: $d" ;; esac
-    for s in $K73_SYSCTLS; do
-        case " ${d#pass net.smc.*: } " in *" $s="*) ;; *) fail "doctor's sysctls check does not list $s: $d" ;; esac
-    done
     # the exporter: each numeric one with its value
     m=$(smcrun metrics 2>&1) || fail "smcrun metrics failed: $(first "$m")"
     for s in $K73_SYSCTLS; do
@@ -67,7 +67,7 @@ check_k73_ops() {
     p=6392
     redis_bg $p
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
-    sd_wait /tmp/ko.ss ".lport == $p and .mode == \"SMCD\"" 2 30 || fail "no SMC-D connections on port $p: $(first "$(cat /tmp/ko.ss)")"
+    o=$(vmcheck --wait 300 ss-port $p SMCD 2 --served) || fail "no SMC-D connections on port $p: $o"
     m=$(smcrun metrics 2>&1) || fail "smcrun metrics failed: $(first "$m")"
     printf '%s\n' "$m" | grep -qx 'smc_up 1' || fail "smcrun metrics: no smc_up 1"
     printf '%s\n' "$m" | grep -qx 'smcrun_scrape_errors_total 0' || fail "smcrun metrics: $(printf '%s\n' "$m" | grep '^smcrun_scrape_errors_total')"
@@ -75,12 +75,9 @@ check_k73_ops() {
     [ "${v:-0}" -ge 2 ] || fail "smcrun metrics: SMC-D server v2 connections ${v:-none}, expected ≥ 2"
     smcrun doctor --json --bpf > /tmp/kd.json 2>/dev/null
     rc=$?
-    set -- $(jq -r '"\(.exit_code) \([.checks[] | select(.status == "pass") | .id] | join(","))"' /tmp/kd.json)
-    echo "doctor: exit $rc (JSON $1), passed: $2"
-    [ "$1" = $rc ] || fail "smcrun doctor exited $rc, its JSON says $1"
-    for c in kernel smc smc_diag smc-rv2 sysctls ipv6-java bpf:kernel bpf:hook bpf:smc bpf:load; do
-        case ",$2," in *",$c,"*) ;; *) fail "doctor: $c did not pass: $(jq -c --arg c $c '.checks[] | select(.id == $c)' /tmp/kd.json)" ;; esac
-    done
+    o=$(vmcheck doctor-passed /tmp/kd.json --exit $rc kernel smc smc_diag smc-rv2 sysctls ipv6-java bpf:kernel bpf:hook bpf:smc bpf:load) ||
+        fail "$o"
+    echo "doctor: $o"
     ok
 }
 
@@ -101,14 +98,6 @@ hs_client() {
     crc=$?
     stats_snap /tmp/hs.s1.$2
     [ $crc = 0 ] && grep -q '^ok 100000' /tmp/hs.c.$2 || fail "native AF_SMC client to $1 ($2, rc $crc): $(first "$(cat /tmp/hs.c.$2)")"
-}
-# hs_modes TAG PORT: "CLIENT-MODE CLIENT-REASON SERVER-MODE SERVER-REASON" of the connection to PORT
-#   in /tmp/hs.ss.TAG (the client: peer port PORT; the server: local port PORT, not listening)
-hs_modes() {
-    jq -n -r --slurpfile a /tmp/hs.ss.$1 "
-        def one(f): [(\$a[0] | $SS_JQ) | select(f)][0] // {mode: \"none\"};
-        (one(.rport == $2 and .lport != 0)) as \$c | (one(.lport == $2 and .rport != 0)) as \$s |
-        [\$c.mode, (\$c.reason // \"-\"), \$s.mode, (\$s.reason // \"-\")] | join(\" \")" 2>&1
 }
 
 # k73-handshake: `smcrun handshake load --policy 'smc port 6379; tcp'` puts the policy into the
@@ -135,11 +124,10 @@ check_k73_handshake() {
     sleep 1
     hs_client 6379 on79
     hs_client 6380 on80
-    set -- $(hs_modes on79 6379) $(hs_modes on80 6380)
-    echo "k73-handshake: under '$pol': 6379 client $1 $2, server $3 $4; 6380 client $5 $6, server $7 $8"
-    [ "$1" = SMCD ] && [ "$3" = SMCD ] || fail "the native connection to 6379 under '$pol' is client $1, server $3 in sock_diag, expected SMCD both$(smcd_why)"
-    [ "$5" = TCP ] && [ "$6" = 0x03010000 ] && [ "$7" = TCP ] && [ "$8" = 0x03010000 ] ||
-        fail "the native connection to 6380 under '$pol' is client $5 ($6), server $7 ($8), expected TCP with 0x03010000 PEERNOSMC both"
+    o=$(vmcheck ss-connection /tmp/hs.ss.on79 6379 SMCD) || fail "under '$pol', in sock_diag, $o$(smcd_why)"
+    echo "k73-handshake: under '$pol': 6379 $o"
+    o=$(vmcheck ss-connection /tmp/hs.ss.on80 6380 TCP --reason 0x03010000) || fail "under '$pol', in sock_diag, $o (PEERNOSMC)"
+    echo "k73-handshake: under '$pol': 6380 $o"
     smcd_deltas /tmp/hs.s0.on79 /tmp/hs.s1.on79
     set -- $DELTAS
     dc79=$1 ds79=$2 fb79=$(($4 + $5))
@@ -154,18 +142,15 @@ check_k73_handshake() {
     [ "$dc80" = 0 ] && [ "$cf80" = 1 ] && [ "$sf80" = 1 ] && [ "$pn80" = 1 ] && [ "$cpn80" = 1 ] ||
         fail "kernel stats for 6380: SMC-D client +$dc80, client fallbacks +$cf80 (PEERNOSMC +$cpn80), server fallbacks +$sf80 (PEERNOSMC +$pn80); expected 0, 1 (1), 1 (1)"
     smcrun handshake status --json > /tmp/hs.st 2>&1 || fail "smcrun handshake status --json: $(first "$(cat /tmp/hs.st)")"
-    set -- $(jq -r '"\(.selected) \(.policy.selected) \(.policy.client_smc) \(.policy.client_tcp) \(.policy.server_smc)"' /tmp/hs.st)
-    echo "k73-handshake: status: selected $1 (ours: $2), client SYNs $3 SMC $4 TCP, server SYN-ACKs $5 SMC; $(smcrun handshake status | sed -n 2p)"
-    [ "$1" = "$sel" ] && [ "$2" = true ] && [ "$3" -ge 1 ] && [ "$4" -ge 1 ] && [ "$5" -ge 1 ] ||
-        fail "handshake status: $(tr '\n' ' ' < /tmp/hs.st | cut -c1-200), expected $sel selected with ≥ 1 client SMC, client TCP and server SMC decisions"
-    [ "$(jq -r .policy.text /tmp/hs.st)" = "$pol" ] || fail "handshake status shows the policy '$(jq -r .policy.text /tmp/hs.st)', expected '$pol'"
+    o=$(vmcheck handshake-ours /tmp/hs.st --selected "$sel" --policy "$pol" --decided client-smc --decided client-tcp --decided server-smc) ||
+        fail "handshake status: $o"
+    echo "k73-handshake: status: $o; $(smcrun handshake status | sed -n 2p)"
     o=$(smcrun handshake unload 2>&1) || fail "smcrun handshake unload: $(first "$o")"
     [ -z "$(cat /proc/sys/net/smc/hs_ctrl)" ] || fail "after handshake unload net.smc.hs_ctrl is '$(cat /proc/sys/net/smc/hs_ctrl)'"
     [ ! -e /sys/fs/bpf/smcrun-handshake/net-"$(stat -L -c %i /proc/self/ns/net)" ] || fail "handshake unload left its pins"
     hs_client 6380 off80
-    set -- $(hs_modes off80 6380)
-    echo "k73-handshake: after unload: 6380 client $1 $2, server $3 $4"
-    [ "$1" = SMCD ] && [ "$3" = SMCD ] || fail "after handshake unload the native connection to 6380 is client $1 ($2), server $3 ($4), expected SMCD both"
+    o=$(vmcheck ss-connection /tmp/hs.ss.off80 6380 SMCD) || fail "after handshake unload $o"
+    echo "k73-handshake: after unload: 6380 $o"
     # the unload took the registration back too (the struct_ops name is the kernel's, global): a
     # second load in the same boot registers the same name again, and a second unload clears it
     o=$(smcrun handshake load --policy "$pol" 2>&1) || fail "a second handshake load after the unload: $(first "$o")"
@@ -228,24 +213,21 @@ check_k73_handshake_netns() {
     hn_client 6379 ns79
     hn_client 6380 ns80
     hs_client 6380 here80
-    set -- $(hs_modes ns79 6379) $(hs_modes ns80 6380) $(hs_modes here80 6380)
-    echo "k73-handshake-netns: in $ns under '$pol': 6379 client $1 $2, server $3 $4; 6380 client $5 $6, server $7 $8; here 6380 client $9 ${10}, server ${11} ${12}"
-    [ "$1" = SMCD ] && [ "$3" = SMCD ] || fail "in $ns the native connection to 6379 is client $1, server $3, expected SMCD both"
-    [ "$5" = TCP ] && [ "$6" = 0x03010000 ] && [ "$7" = TCP ] && [ "$8" = 0x03010000 ] ||
-        fail "in $ns the native connection to 6380 is client $5 ($6), server $7 ($8), expected TCP with 0x03010000 PEERNOSMC both"
-    [ "$9" = SMCD ] && [ "${11}" = SMCD ] || fail "here, outside $ns, the native connection to 6380 is client $9 (${10}), server ${11} (${12}), expected SMCD both: the policy leaked out of $ns"
+    o=$(vmcheck ss-connection /tmp/hs.ss.ns79 6379 SMCD) || fail "in $ns $o"
+    echo "k73-handshake-netns: in $ns under '$pol': 6379 $o"
+    o=$(vmcheck ss-connection /tmp/hs.ss.ns80 6380 TCP --reason 0x03010000) || fail "in $ns $o (PEERNOSMC)"
+    echo "k73-handshake-netns: in $ns under '$pol': 6380 $o"
+    o=$(vmcheck ss-connection /tmp/hs.ss.here80 6380 SMCD) || fail "here, outside $ns, $o: the policy leaked out of $ns"
+    echo "k73-handshake-netns: here: 6380 $o"
     smcrun handshake status --netns /run/netns/$ns --json > /tmp/hn.st 2>&1 || fail "smcrun handshake status --netns: $(first "$(cat /tmp/hn.st)")"
-    set -- $(jq -r '"\(.netns) \(.selected) \(.policy.selected) \(.policy.client_tcp)"' /tmp/hn.st)
-    echo "k73-handshake-netns: status in $ns: netns $1 (inode $nsino), selected $2 (ours: $3), client SYNs without SMC $4"
-    [ "$1" = "$nsino" ] && [ "$2" = "$there" ] && [ "$3" = true ] && [ "$4" -ge 1 ] ||
-        fail "handshake status --netns /run/netns/$ns: $(tr '\n' ' ' < /tmp/hn.st | cut -c1-200), expected netns $nsino, $there selected, ≥ 1 client TCP decision"
+    o=$(vmcheck handshake-ours /tmp/hn.st --netns $nsino --selected "$there" --decided client-tcp) ||
+        fail "handshake status --netns /run/netns/$ns: $o"
+    echo "k73-handshake-netns: status in $ns (inode $nsino): $o"
     # the namespace named by a process in it, as `attach --netns PID` takes it
     smcrun handshake status --netns $inpid --json > /tmp/hn.stpid 2>&1 || fail "smcrun handshake status --netns $inpid (a process in $ns): $(first "$(cat /tmp/hn.stpid)")"
-    set -- $(jq -r '"\(.netns) \(.policy.selected)"' /tmp/hn.stpid)
-    [ "$1" = "$nsino" ] && [ "$2" = true ] || fail "handshake status --netns $inpid: netns $1, ours selected $2, expected $nsino, true"
+    o=$(vmcheck handshake-ours /tmp/hn.stpid --netns $nsino) || fail "handshake status --netns $inpid: $o"
     smcrun handshake status --json > /tmp/hn.sthere 2>&1 || fail "smcrun handshake status: $(first "$(cat /tmp/hn.sthere)")"
-    set -- $(jq -r '"\(.netns) \(.policy != null)"' /tmp/hn.sthere)
-    [ "$1" != "$nsino" ] && [ "$2" = false ] || fail "handshake status here: $(tr '\n' ' ' < /tmp/hn.sthere | cut -c1-200), expected this namespace with no policy of ours"
+    o=$(vmcheck handshake-none /tmp/hn.sthere --not-netns $nsino) || fail "handshake status here: $o"
     o=$(smcrun handshake unload --netns /run/netns/$ns 2>&1) || fail "smcrun handshake unload --netns: $(first "$o")"
     there=$($IP netns exec $ns cat /proc/sys/net/smc/hs_ctrl)
     [ -z "$there" ] || fail "after handshake unload --netns, net.smc.hs_ctrl in $ns is '$there'"

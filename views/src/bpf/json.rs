@@ -3,9 +3,10 @@
 //! process trees) and `smcrun
 //! policy check --bpf --json` (which rules the kernel's socket() hook honours).
 
+use std::borrow::Cow;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smcrun_bpf::maps::ProgramCount;
 use smcrun_bpf::pinned::{Attached, Attachment, Detached, Kind};
 use smcrun_bpf::rules::Analysis;
@@ -14,7 +15,7 @@ use smcrun_bpf::scopes::TreeInfo;
 use super::honour;
 
 /// How many sockets one program made SMC in a scope.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProgramView {
     /// Program name (the kernel's comm).
     pub program: String,
@@ -36,20 +37,20 @@ impl ProgramView {
 
 /// What an attached scope is, as its JSON names it: `cgroup` and `cgroup_id`, or `netns` and
 /// `netns_inode`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum TargetView<'a> {
     /// A cgroup.
     Cgroup {
         /// The cgroup directory.
-        cgroup: &'a Path,
+        cgroup: Cow<'a, Path>,
         /// Its id.
         cgroup_id: u64,
     },
     /// A network namespace.
     Netns {
         /// The namespace file it was attached by.
-        netns: &'a Path,
+        netns: Cow<'a, Path>,
         /// Its nsfs inode number.
         netns_inode: u64,
     },
@@ -60,11 +61,11 @@ impl<'a> TargetView<'a> {
     pub fn new(kind: Kind, path: &'a Path, id: u64) -> TargetView<'a> {
         match kind {
             Kind::Cgroup => TargetView::Cgroup {
-                cgroup: path,
+                cgroup: Cow::Borrowed(path),
                 cgroup_id: id,
             },
             Kind::Netns => TargetView::Netns {
-                netns: path,
+                netns: Cow::Borrowed(path),
                 netns_inode: id,
             },
         }
@@ -98,7 +99,7 @@ impl<'a> AttachView<'a> {
 }
 
 /// One scope of `smcrun attach --list --json`, tagged by `"scope"`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "scope", rename_all = "snake_case")]
 pub enum ScopeView<'a> {
     /// An attached cgroup.
@@ -120,7 +121,7 @@ impl<'a> ScopeView<'a> {
 }
 
 /// An attached cgroup or network namespace with its counts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttachmentView<'a> {
     /// The scope.
     #[serde(flatten)]
@@ -128,7 +129,7 @@ pub struct AttachmentView<'a> {
     /// Attached since (seconds since the epoch).
     pub since_unix: u64,
     /// Its policy's text (empty: all SMC).
-    pub policy: &'a str,
+    pub policy: Cow<'a, str>,
     /// Sockets made SMC.
     pub converted: u64,
     /// Sockets the policy kept TCP.
@@ -143,7 +144,7 @@ impl<'a> AttachmentView<'a> {
         AttachmentView {
             target: TargetView::new(s.kind, &s.path, s.id),
             since_unix: s.since_unix,
-            policy: &s.policy,
+            policy: Cow::Borrowed(&s.policy),
             converted: s.counters.converted,
             kept_tcp: s.counters.kept_tcp,
             programs: ProgramView::all(&s.programs),
@@ -152,14 +153,14 @@ impl<'a> AttachmentView<'a> {
 }
 
 /// An `smcrun --bpf` process tree with its counts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TreeView<'a> {
     /// The BPF program's id.
     pub program_id: u32,
     /// Loaded since (seconds since the epoch; `null` when the boot time is unknown).
     pub since_unix: Option<u64>,
     /// The tree's processes.
-    pub processes: &'a [u32],
+    pub processes: Cow<'a, [u32]>,
     /// Sockets made SMC.
     pub converted: u64,
     /// Sockets kept TCP.
@@ -174,7 +175,7 @@ impl<'a> TreeView<'a> {
         TreeView {
             program_id: t.program_id,
             since_unix,
-            processes: &t.processes,
+            processes: Cow::Borrowed(&t.processes),
             converted: t.counters.converted,
             kept_tcp: t.counters.kept_tcp,
             programs: ProgramView::all(&t.programs),
@@ -183,7 +184,7 @@ impl<'a> TreeView<'a> {
 }
 
 /// `smcrun attach --list --json`: `{"scopes": [...]}`, cgroups first, then network namespaces.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScopesListView<'a> {
     /// Every scope.
     pub scopes: Vec<ScopeView<'a>>,
@@ -259,7 +260,7 @@ impl PolicyCheckView {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::json::golden::{assert_same, value};
+    use crate::json::golden::{assert_reads_back, assert_same, value};
     use smcrun_bpf::layout::Counters;
     use smcrun_bpf::rules;
     use smcrun_policy::Policy;
@@ -342,6 +343,11 @@ pub(crate) mod tests {
             unloaded: true,
         };
         assert_same("bpf-detach", &DetachView::new(&d));
+    }
+
+    #[test]
+    fn bpf_attach_list_reads_back_as_printed() {
+        assert_reads_back::<ScopesListView>("bpf-list");
     }
 
     #[test]

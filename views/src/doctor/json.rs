@@ -1,15 +1,17 @@
 //! `smcrun doctor --json`: every check with its status, detail and advice, how many of each
 //! status, and the exit status the command returns.
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use crate::doctor::{Check, Status};
 
 /// `smcrun doctor --json`; its text's summary line prints the same counts.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DoctorView<'a> {
     /// The checks, in order.
-    pub checks: &'a [Check],
+    pub checks: Cow<'a, [Check]>,
     /// How many passed.
     pub passed: usize,
     /// How many warn.
@@ -28,7 +30,7 @@ impl<'a> DoctorView<'a> {
     pub fn new(checks: &'a [Check], exit_code: u8) -> DoctorView<'a> {
         let n = |s: Status| checks.iter().filter(|c| c.status == s).count();
         DoctorView {
-            checks,
+            checks: Cow::Borrowed(checks),
             passed: n(Status::Pass),
             warnings: n(Status::Warn),
             failed: n(Status::Fail),
@@ -42,7 +44,7 @@ impl<'a> DoctorView<'a> {
 mod tests {
     use super::*;
     use crate::doctor::{checks, tests::vm_host, verdict, Verdict};
-    use crate::json::golden::{assert_same, value};
+    use crate::json::golden::{assert_reads_back, assert_same, value};
     use crate::snapshot::Part;
 
     /// The launcher's status for a verdict (0, 1, 3), as the goldens hold it.
@@ -59,6 +61,13 @@ mod tests {
         for p in ["smcr", "smcd", "fallback"] {
             let c = checks(&vm_host(p));
             assert_same(&format!("doctor-{p}"), &DoctorView::new(&c, status(&c)));
+        }
+    }
+
+    #[test]
+    fn doctor_of_every_capture_reads_back_as_printed() {
+        for p in ["smcr", "smcd", "fallback"] {
+            assert_reads_back::<DoctorView>(&format!("doctor-{p}"));
         }
     }
 

@@ -22,7 +22,7 @@ mod setup;
 pub mod text;
 mod traffic;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smcrun_kernel::features::Feature;
 use smcrun_kernel::kmod::Availability;
 use smcrun_kernel::pnet;
@@ -30,7 +30,7 @@ use smcrun_kernel::pnet;
 use crate::snapshot::{Counters, Info, Part, RdmaDevice, Topology};
 
 /// How a check came out. The order is the severity: the worst decides the exit status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Fine.
@@ -44,7 +44,7 @@ pub enum Status {
 }
 
 /// One row of the doctor's table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Check {
     /// Short stable name ("kernel", "smc", "rx-buffer-full:smcr", ...).
     pub id: String,

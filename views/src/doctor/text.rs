@@ -10,7 +10,7 @@ use super::Status;
 pub fn lines(v: &DoctorView) -> Vec<String> {
     let mut out = Vec::new();
     let width = v.checks.iter().map(|c| c.id.len()).max().unwrap_or(0);
-    for c in v.checks {
+    for c in v.checks.iter() {
         let status = match c.status {
             Status::Pass => "pass",
             Status::Skip => "skip",

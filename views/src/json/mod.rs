@@ -22,6 +22,7 @@ pub mod reason;
 pub(crate) mod golden {
     //! The golden files in `views/src/json/golden/`.
 
+    use serde::de::DeserializeOwned;
     use serde::Serialize;
     use serde_json::Value;
 
@@ -49,5 +50,13 @@ pub(crate) mod golden {
             serde_json::to_string_pretty(&got).unwrap(),
             serde_json::to_string_pretty(&want).unwrap()
         );
+    }
+
+    /// Assert that golden file `name` reads back into a `T` that prints it again, as the VM's
+    /// guest checks (`tests/vm/check`) read what smcrun printed.
+    pub fn assert_reads_back<T: DeserializeOwned + Serialize>(name: &str) {
+        let back: T = serde_json::from_value(read(name))
+            .unwrap_or_else(|e| panic!("golden/{name}.json does not read back: {e}"));
+        assert_same(name, &back);
     }
 }

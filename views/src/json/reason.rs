@@ -2,12 +2,12 @@
 
 use std::borrow::Cow;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smcrun_kernel::reasons::{self, Category};
 use smcrun_kernel::smc_genl::ReasonCount;
 
 /// A reason code, decoded: `{code, hex, name, description, category}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReasonView {
     /// The kernel's code.
     pub code: u32,

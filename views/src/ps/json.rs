@@ -13,7 +13,7 @@ use smcrun_report::ProcessReport;
 use crate::bpf::json::ProgramView;
 
 /// `bpf_scopes`: the attached cgroups and network namespaces, and the `smcrun --bpf` trees.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BpfScopesView<'a> {
     /// Attached cgroups.
     pub cgroups: Vec<CgroupScopeView<'a>>,
@@ -31,9 +31,9 @@ impl<'a> BpfScopesView<'a> {
                 .cgroups
                 .iter()
                 .map(|c| CgroupScopeView {
-                    path: &c.path,
+                    path: Cow::Borrowed(&c.path),
                     since_unix: c.since_unix,
-                    policy: &c.policy,
+                    policy: Cow::Borrowed(&c.policy),
                     sockets: SocketCounts::new(&c.counters),
                     programs: ProgramView::all(&c.programs),
                 })
@@ -42,10 +42,10 @@ impl<'a> BpfScopesView<'a> {
                 .netns
                 .iter()
                 .map(|n| NetnsScopeView {
-                    path: &n.path,
+                    path: Cow::Borrowed(&n.path),
                     inode: n.id,
                     since_unix: n.since_unix,
-                    policy: &n.policy,
+                    policy: Cow::Borrowed(&n.policy),
                     sockets: SocketCounts::new(&n.counters),
                     programs: ProgramView::all(&n.programs),
                 })
@@ -55,7 +55,7 @@ impl<'a> BpfScopesView<'a> {
                 .iter()
                 .map(|t| TreeScopeView {
                     program_id: t.program_id,
-                    processes: &t.processes,
+                    processes: Cow::Borrowed(&t.processes),
                     sockets: SocketCounts::new(&t.counters),
                     programs: ProgramView::all(&t.programs),
                 })
@@ -65,7 +65,7 @@ impl<'a> BpfScopesView<'a> {
 }
 
 /// A scope's sockets: made SMC, kept TCP by the policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SocketCounts {
     /// Made SMC.
     pub converted: u64,
@@ -84,14 +84,14 @@ impl SocketCounts {
 }
 
 /// An attached cgroup.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CgroupScopeView<'a> {
     /// The cgroup directory.
-    pub path: &'a Path,
+    pub path: Cow<'a, Path>,
     /// Attached since (seconds since the epoch).
     pub since_unix: u64,
     /// Its policy (empty: all SMC).
-    pub policy: &'a str,
+    pub policy: Cow<'a, str>,
     /// Its sockets.
     pub sockets: SocketCounts,
     /// Sockets made SMC per program.
@@ -99,16 +99,16 @@ pub struct CgroupScopeView<'a> {
 }
 
 /// An attached network namespace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetnsScopeView<'a> {
     /// The namespace file it was attached by.
-    pub path: &'a Path,
+    pub path: Cow<'a, Path>,
     /// Its nsfs inode number.
     pub inode: u64,
     /// Attached since (seconds since the epoch).
     pub since_unix: u64,
     /// Its policy (empty: all SMC).
-    pub policy: &'a str,
+    pub policy: Cow<'a, str>,
     /// Its sockets.
     pub sockets: SocketCounts,
     /// Sockets made SMC per program.
@@ -116,12 +116,12 @@ pub struct NetnsScopeView<'a> {
 }
 
 /// An `smcrun --bpf` process tree.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TreeScopeView<'a> {
     /// The BPF program's id.
     pub program_id: u32,
     /// The tree's processes.
-    pub processes: &'a [u32],
+    pub processes: Cow<'a, [u32]>,
     /// Its sockets.
     pub sockets: SocketCounts,
     /// Sockets made SMC per program.
@@ -131,8 +131,7 @@ pub struct TreeScopeView<'a> {
 /// `ps --all --json`: the processes under smcrun, the other processes with SMC sockets (null
 /// when they could not be listed), the agent (null when none runs) and BPF mode's scopes.
 ///
-/// A reader (the VM's guest checks) gets it back with [`serde_json::from_str`]: every part but
-/// `bpf_scopes`, which is read back empty (its views borrow the pinned scopes they show).
+/// A reader (the VM's guest checks) gets it back with [`serde_json::from_str`].
 #[derive(Serialize, Deserialize)]
 pub struct PsAllView<'a> {
     /// The programs under smcrun.
@@ -142,7 +141,6 @@ pub struct PsAllView<'a> {
     /// The agent (null when none runs).
     pub agent: Option<AgentView<'a>>,
     /// BPF mode's scopes.
-    #[serde(skip_deserializing)]
     pub bpf_scopes: BpfScopesView<'a>,
 }
 
@@ -222,7 +220,7 @@ pub struct WhyKernelView<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::golden::{assert_same, value};
+    use crate::json::golden::{assert_reads_back, assert_same, value};
     use smcrun_bpf::pinned::Kind;
 
     #[test]
@@ -235,6 +233,7 @@ mod tests {
             trees: vec![tree],
         };
         assert_same("ps-bpf-scopes", &BpfScopesView::new(&s));
+        assert_reads_back::<BpfScopesView>("ps-bpf-scopes");
         assert_same(
             "ps-bpf-scopes-empty",
             &BpfScopesView::new(&Scopes::default()),

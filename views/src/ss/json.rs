@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smcrun_kernel::reasons;
 use smcrun_kernel::sock_diag::{ConnInfo, DmbInfo, LgrInfo, SmcSocket};
 
@@ -11,14 +11,14 @@ use crate::json::reason::ReasonView;
 use crate::linkgroup::json::lgr_id;
 
 /// `smcrun ss --json`: `{"sockets": [...]}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SsView<'a, P: Serialize> {
     /// The sockets shown.
     pub sockets: Vec<SocketView<'a, P>>,
 }
 
 /// One SMC socket. `P` is what `-p` adds as `processes` (the owners), absent without `-p`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SocketView<'a, P: Serialize> {
     /// State name (`ACTIVE`, `LISTEN`, ...).
     pub state: Cow<'static, str>,
@@ -27,7 +27,7 @@ pub struct SocketView<'a, P: Serialize> {
     /// Address family (AF_SMC, or AF_INET/AF_INET6 for IPPROTO_SMC).
     pub family: u8,
     /// `SMCR`, `SMCD`, `TCP` (fallback) or the like.
-    pub mode: &'static str,
+    pub mode: Cow<'static, str>,
     /// Owner's uid.
     pub uid: u32,
     /// Socket inode.
@@ -44,10 +44,10 @@ pub struct SocketView<'a, P: Serialize> {
     pub fallback: Option<SocketFallback>,
     /// Connection details (`-d`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub conninfo: Option<&'a ConnInfo>,
+    pub conninfo: Option<Cow<'a, ConnInfo>>,
     /// The SMC-R link (`-R`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub lgrinfo: Option<&'a LgrInfo>,
+    pub lgrinfo: Option<Cow<'a, LgrInfo>>,
     /// The SMC-D DMB (`-D`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dmbinfo: Option<DmbView>,
@@ -70,7 +70,7 @@ impl<'a, P: Serialize> SocketView<'a, P> {
             state: reasons::socket_state(s.state),
             state_code: s.state,
             family: s.family,
-            mode: s.mode.label(),
+            mode: Cow::Borrowed(s.mode.label()),
             uid: s.uid,
             inode: s.inode,
             local: s.local.to_string(),
@@ -78,8 +78,8 @@ impl<'a, P: Serialize> SocketView<'a, P> {
             interface: s.interface,
             shutdown: reasons::shutdown(s.shutdown),
             fallback: s.fallback.map(|(r, p)| SocketFallback::new(r, p)),
-            conninfo: s.conninfo.as_ref(),
-            lgrinfo: s.lgrinfo.as_ref(),
+            conninfo: s.conninfo.as_ref().map(Cow::Borrowed),
+            lgrinfo: s.lgrinfo.as_ref().map(Cow::Borrowed),
             dmbinfo: s.dmbinfo.as_ref().map(DmbView::new),
             processes,
         }
@@ -87,7 +87,7 @@ impl<'a, P: Serialize> SocketView<'a, P> {
 }
 
 /// A fallback socket's reason and the peer's diagnosis (0 when the peer sent none).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SocketFallback {
     /// The reason's code in hex.
     pub reason: String,
@@ -116,7 +116,7 @@ impl SocketFallback {
 /// An SMC-D connection's DMB: GIDs and tokens as 16 hex digits, as the text shows them (JSON
 /// numbers past 2^53 lose digits in most readers), and the link group's id as `smcrun
 /// linkgroup` prints it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DmbView {
     /// The link group's number.
     pub link_id: u32,
@@ -161,7 +161,7 @@ impl DmbView {
 mod tests {
     use super::*;
     use crate::fixtures::raw;
-    use crate::json::golden::{assert_same, value};
+    use crate::json::golden::{assert_reads_back, assert_same, value};
     use smcrun_kernel::sock_diag;
 
     fn sockets(phase: &str, ext: u8) -> Vec<SmcSocket> {
@@ -177,6 +177,15 @@ mod tests {
                     sockets: s.iter().map(SocketView::new).collect(),
                 };
                 assert_same(&format!("ss-{phase}-ext{ext}"), &v);
+            }
+        }
+    }
+
+    #[test]
+    fn ss_of_every_capture_reads_back_as_printed() {
+        for phase in ["smcr", "smcd", "fallback", "smcd-fallback"] {
+            for ext in [0, 1, 2, 8, 15] {
+                assert_reads_back::<SsView<Vec<crate::ss::Owner>>>(&format!("ss-{phase}-ext{ext}"));
             }
         }
     }

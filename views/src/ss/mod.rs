@@ -1,7 +1,7 @@
 //! `smcrun ss`' view: SMC sockets as sock_diag reports them, which ones a listing shows and
 //! who owns them, as [`json`] and as [`text`] in smcss' columns.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smcrun_kernel::reasons::state;
 use smcrun_kernel::sock_diag::{Mode, SmcSocket};
 
@@ -28,7 +28,7 @@ pub struct Listing {
 }
 
 /// One owner of a socket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Owner {
     /// Process id.
     pub pid: u32,

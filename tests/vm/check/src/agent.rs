@@ -5,7 +5,7 @@ use crate::source::{self, compact};
 use crate::Answer::{self, No, NotYet, Yes};
 use clap::{Args, Subcommand, ValueEnum};
 use smcrun_views::agent_state::{Counts, Sides, State};
-use smcrun_views::ps::json::{PsAllView, WhyKernelView};
+use smcrun_views::ps::json::{PsAllView, SmcProcess, WhyKernelView};
 use std::collections::BTreeMap;
 
 /// A connection's role, as the agent counts it.
@@ -53,7 +53,16 @@ impl Mode {
         }
     }
 
-    fn name(self) -> &'static str {
+    /// A process's sockets in this mode, as `ps --all` counts them.
+    pub(crate) fn of_process(self, p: &SmcProcess) -> usize {
+        match self {
+            Mode::Smcr => p.smcr,
+            Mode::Smcd => p.smcd,
+            Mode::Tcp => p.fallback,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Mode::Smcr => "smcr",
             Mode::Smcd => "smcd",
@@ -335,31 +344,28 @@ impl Question {
                 }
             }),
             Question::PsKernel(Counted { pid, side, mode, n }) => {
-                match source::smcrun::<PsAllView>(&["ps", "--all", "--json"]) {
-                    Err(e) => No(e),
-                    Ok(ps) => {
-                        let mine: Vec<_> = ps
-                            .smc_processes
-                            .as_deref()
-                            .unwrap_or_default()
-                            .iter()
-                            .filter(|p| p.pid == *pid)
-                            .collect();
-                        let counted: Vec<Option<u64>> = mine
-                            .iter()
-                            .map(|p| p.kernel.as_ref().map(|k| mode.of(side.of(k))))
-                            .collect();
-                        if counted == [Some(*n)] {
-                            Yes(String::new())
-                        } else {
-                            No(format!(
-                                "ps --all --json does not count {n} {} for pid {pid}: {}",
-                                mode.name(),
-                                compact(&mine)
-                            ))
-                        }
+                source::with_smcrun(&["ps", "--all", "--json"], |ps: &PsAllView| {
+                    let mine: Vec<_> = ps
+                        .smc_processes
+                        .as_deref()
+                        .unwrap_or_default()
+                        .iter()
+                        .filter(|p| p.pid == *pid)
+                        .collect();
+                    let counted: Vec<Option<u64>> = mine
+                        .iter()
+                        .map(|p| p.kernel.as_ref().map(|k| mode.of(side.of(k))))
+                        .collect();
+                    if counted == [Some(*n)] {
+                        Yes(String::new())
+                    } else {
+                        No(format!(
+                            "ps --all --json does not count {n} {} for pid {pid}: {}",
+                            mode.name(),
+                            compact(&mine)
+                        ))
                     }
-                }
+                })
             }
         }
     }
@@ -375,8 +381,5 @@ fn with_agent(f: impl FnOnce(&State) -> Answer) -> Answer {
 
 /// `f` of `smcrun why PID --json`, a process the agent counted; no when it fails.
 fn with_why(pid: u32, f: impl FnOnce(&WhyKernelView) -> Answer) -> Answer {
-    match source::smcrun::<WhyKernelView>(&["why", &pid.to_string(), "--json"]) {
-        Ok(w) => f(&w),
-        Err(e) => No(e),
-    }
+    source::with_smcrun(&["why", &pid.to_string(), "--json"], f)
 }

@@ -20,20 +20,17 @@ impl Question {
     pub fn ask(&self) -> Answer {
         match self {
             Question::DemoFellBack { file, side, reason } => {
-                match source::file::<DemoReport>(file) {
-                    Err(e) => No(e),
-                    Ok(d) => {
-                        let hit = d.sockets.iter().any(|s| {
-                            s.side == side.as_str()
-                                && s.fallback_reason.as_deref() == Some(reason.as_str())
-                        });
-                        if hit {
-                            Yes(String::new())
-                        } else {
-                            No(format!("no {side} socket fell back with {reason}"))
-                        }
+                source::with_file(file, |d: &DemoReport| {
+                    let hit = d.sockets.iter().any(|s| {
+                        s.side == side.as_str()
+                            && s.fallback_reason.as_deref() == Some(reason.as_str())
+                    });
+                    if hit {
+                        Yes(String::new())
+                    } else {
+                        No(format!("no {side} socket fell back with {reason}"))
                     }
-                }
+                })
             }
         }
     }

@@ -9,8 +9,12 @@
 //! at: starting programs, fifos, signals, `fail`.
 
 mod agent;
+mod bpf;
 mod demo;
+mod doctor;
+mod handshake;
 mod source;
+mod ss;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -45,12 +49,24 @@ enum Question {
     Agent(agent::Question),
     #[command(flatten)]
     Demo(demo::Question),
+    #[command(flatten)]
+    Handshake(handshake::Question),
+    #[command(flatten)]
+    Ss(ss::Question),
+    #[command(flatten)]
+    Doctor(doctor::Question),
+    #[command(flatten)]
+    Bpf(bpf::Question),
 }
 
 fn ask(q: &Question) -> Answer {
     match q {
         Question::Agent(q) => q.ask(),
         Question::Demo(q) => q.ask(),
+        Question::Handshake(q) => q.ask(),
+        Question::Ss(q) => q.ask(),
+        Question::Doctor(q) => q.ask(),
+        Question::Bpf(q) => q.ask(),
     }
 }
 

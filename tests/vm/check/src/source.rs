@@ -1,6 +1,7 @@
 //! Where the JSON comes from: the agent's state file (read and checked as the views read it) and
 //! the output of a `smcrun ... --json` command.
 
+use crate::Answer;
 use serde::de::DeserializeOwned;
 use smcrun_views::agent_state::{self, State};
 use std::process::Command;
@@ -46,4 +47,20 @@ fn first_line(b: &[u8]) -> Option<String> {
 /// `v` as compact JSON, for a message.
 pub fn compact<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|e| format!("({e})"))
+}
+
+/// `f` of FILE's JSON as a `T`; no when it cannot be read (a saved answer does not change).
+pub fn with_file<T: DeserializeOwned>(path: &str, f: impl FnOnce(&T) -> Answer) -> Answer {
+    match file::<T>(path) {
+        Ok(v) => f(&v),
+        Err(e) => Answer::No(e),
+    }
+}
+
+/// `f` of the JSON `smcrun ARGS` prints, as a `T`; no when the command fails.
+pub fn with_smcrun<T: DeserializeOwned>(args: &[&str], f: impl FnOnce(&T) -> Answer) -> Answer {
+    match smcrun::<T>(args) {
+        Ok(v) => f(&v),
+        Err(e) => Answer::No(e),
+    }
 }

@@ -1,0 +1,170 @@
+//! `smcrun ss --json`'s questions: in which mode both ends of a connection run, how many sockets
+//! of a port run in a mode, and that a port has no SMC socket at all.
+
+use crate::source;
+use crate::Answer::{self, No, NotYet, Yes};
+use clap::Subcommand;
+use smcrun_views::ss::json::{SocketView, SsView};
+use smcrun_views::ss::Owner;
+use std::net::SocketAddr;
+
+/// `smcrun ss --json` as read back (with `-p`'s owners when it has them).
+type Listing = SsView<'static, Vec<Owner>>;
+type Socket = SocketView<'static, Vec<Owner>>;
+
+/// What a check asks of `smcrun ss --json`.
+// (the prefix is the command line's: every module's questions share one list of subcommands)
+#[allow(clippy::enum_variant_names)]
+#[derive(Subcommand)]
+pub enum Question {
+    /// FILE, a saved `smcrun ss -a --json`, has the connection to PORT in MODE (`SMCR`, `SMCD`,
+    /// `TCP`) at both ends: the client (peer port PORT) and the server (local port PORT, not
+    /// listening); with --reason, both fell back with that code (`0x03010000`).
+    SsConnection {
+        file: String,
+        port: u16,
+        mode: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// `smcrun ss --json` lists at least N sockets of PORT (its local or peer port) in MODE, not
+    /// listening (waits while fewer); with --served only those whose local port is PORT, the
+    /// server's ends.
+    SsPort {
+        port: u16,
+        mode: String,
+        n: usize,
+        #[arg(long)]
+        served: bool,
+    },
+    /// `smcrun ss --json` lists no socket of PORT: the connection there is plain TCP.
+    SsNone { port: u16 },
+}
+
+/// The port of an address as ss prints it (`127.0.0.1:6379`, `[::1]:6379`).
+fn port(addr: &str) -> Option<u16> {
+    addr.parse::<SocketAddr>().ok().map(|a| a.port())
+}
+
+fn of_port(s: &Socket, p: u16) -> bool {
+    port(&s.local) == Some(p) || port(&s.peer) == Some(p)
+}
+
+fn reason(s: &Socket) -> &str {
+    s.fallback.as_ref().map_or("-", |f| f.reason.as_str())
+}
+
+/// A socket as a message shows it: `STATE LOCAL->PEER MODE [REASON[/PEER'S]]`.
+fn show(s: &Socket) -> String {
+    let mut line = format!("{} {}->{} {}", s.state, s.local, s.peer, s.mode);
+    if let Some(f) = &s.fallback {
+        line += &format!(" {}", f.reason);
+        if f.peer_diagnosis != "0x00000000" {
+            line += &format!("/{}", f.peer_diagnosis);
+        }
+    }
+    line
+}
+
+/// The first four of `sockets` as a message shows them.
+fn show_some<'a>(sockets: impl Iterator<Item = &'a Socket>) -> String {
+    let shown: Vec<String> = sockets.take(4).map(show).collect();
+    if shown.is_empty() {
+        "none".into()
+    } else {
+        shown.join("; ")
+    }
+}
+
+/// An end of a connection as the check prints it: `MODE REASON`, `none -` when it is missing.
+fn end(s: Option<&Socket>) -> String {
+    match s {
+        Some(s) => format!("{} {}", s.mode, reason(s)),
+        None => "none -".into(),
+    }
+}
+
+impl Question {
+    pub fn ask(&self) -> Answer {
+        match self {
+            Question::SsConnection {
+                file,
+                port: p,
+                mode,
+                reason: want,
+            } => source::with_file(file, |l: &Listing| {
+                let client = l
+                    .sockets
+                    .iter()
+                    .find(|s| port(&s.peer) == Some(*p) && port(&s.local) != Some(0));
+                let server = l
+                    .sockets
+                    .iter()
+                    .find(|s| port(&s.local) == Some(*p) && port(&s.peer) != Some(0));
+                let line = format!("client {}, server {}", end(client), end(server));
+                let right = |s: Option<&Socket>| {
+                    s.is_some_and(|s| {
+                        s.mode == mode.as_str() && want.iter().all(|r| reason(s) == r)
+                    })
+                };
+                if right(client) && right(server) {
+                    Yes(line)
+                } else {
+                    let with = want
+                        .as_ref()
+                        .map(|r| format!(" fallen back with {r}"))
+                        .unwrap_or_default();
+                    No(format!(
+                        "the connection to port {p} is {line}, expected {mode}{with} at both ends"
+                    ))
+                }
+            }),
+            Question::SsPort {
+                port: p,
+                mode,
+                n,
+                served,
+            } => source::with_smcrun(&["ss", "--json"], |l: &Listing| {
+                let on: Vec<&Socket> = l
+                    .sockets
+                    .iter()
+                    .filter(|s| {
+                        if *served {
+                            port(&s.local) == Some(*p)
+                        } else {
+                            of_port(s, *p)
+                        }
+                    })
+                    .collect();
+                let count = on
+                    .iter()
+                    .filter(|s| s.mode == mode.as_str() && s.state != "LISTEN")
+                    .count();
+                let line = format!(
+                    "{count} {mode} sockets on port {p}: {}",
+                    show_some(on.iter().copied())
+                );
+                if count >= *n {
+                    Yes(line)
+                } else {
+                    NotYet(format!(
+                        "smcrun ss --json lists {line}; expected at least {n} {mode}"
+                    ))
+                }
+            }),
+            Question::SsNone { port: p } => {
+                source::with_smcrun(&["ss", "--json"], |l: &Listing| {
+                    let mut on = l.sockets.iter().filter(|s| of_port(s, *p)).peekable();
+                    if on.peek().is_none() {
+                        Yes(String::new())
+                    } else {
+                        No(format!(
+                            "smcrun ss --json lists sockets on port {p}: {}",
+                            show_some(on)
+                        ))
+                    }
+                })
+            }
+        }
+    }
+}
