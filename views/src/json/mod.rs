@@ -22,6 +22,7 @@ pub mod reason;
 pub(crate) mod golden {
     //! The golden files in `views/src/json/golden/`.
 
+    use serde::de::DeserializeOwned;
     use serde::Serialize;
     use serde_json::Value;
 
@@ -49,5 +50,14 @@ pub(crate) mod golden {
             serde_json::to_string_pretty(&got).unwrap(),
             serde_json::to_string_pretty(&want).unwrap()
         );
+    }
+
+    /// Assert that `v`'s printed JSON reads back into its own type as the same JSON: the VM's
+    /// guest checks (`tests/vm/check`) read it so.
+    pub fn assert_reads_back<T: Serialize + DeserializeOwned>(name: &str, v: &T) {
+        let text = serde_json::to_string(v).expect("serializes");
+        let back: T = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{name}: does not read back ({e}):\n{text}"));
+        assert_eq!(value(&back), value(v), "{name}: read back differently");
     }
 }

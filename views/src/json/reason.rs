@@ -2,12 +2,12 @@
 
 use std::borrow::Cow;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smcrun_kernel::reasons::{self, Category};
 use smcrun_kernel::smc_genl::ReasonCount;
 
 /// A reason code, decoded: `{code, hex, name, description, category}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReasonView {
     /// The kernel's code.
     pub code: u32,
@@ -36,7 +36,7 @@ impl ReasonView {
 }
 
 /// A reason with how often the kernel counted it (GET_FBACK_STATS).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CountedReason {
     /// The reason.
     #[serde(flatten)]
