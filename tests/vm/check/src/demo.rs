@@ -14,27 +14,48 @@ pub enum Question {
         side: String,
         reason: String,
     },
+    /// FILE, a saved `smcrun demo --json`, has exactly N sockets in SMC-R mode (both ends of
+    /// each connection).
+    DemoSmcr { file: String, n: usize },
 }
 
 impl Question {
     pub fn ask(&self) -> Answer {
         match self {
-            Question::DemoFellBack { file, side, reason } => {
-                match source::file::<DemoReport>(file) {
-                    Err(e) => No(e),
-                    Ok(d) => {
-                        let hit = d.sockets.iter().any(|s| {
-                            s.side == side.as_str()
-                                && s.fallback_reason.as_deref() == Some(reason.as_str())
-                        });
-                        if hit {
-                            Yes(String::new())
-                        } else {
-                            No(format!("no {side} socket fell back with {reason}"))
-                        }
-                    }
+            Question::DemoFellBack { file, side, reason } => with_demo(file, |d| {
+                let hit = d.sockets.iter().any(|s| {
+                    s.side == side.as_str() && s.fallback_reason.as_deref() == Some(reason.as_str())
+                });
+                if hit {
+                    Yes(String::new())
+                } else {
+                    No(format!("no {side} socket fell back with {reason}"))
                 }
-            }
+            }),
+            Question::DemoSmcr { file, n } => with_demo(file, |d| {
+                let smcr = d.sockets.iter().filter(|s| s.mode == "SMC-R").count();
+                if smcr == *n {
+                    Yes(String::new())
+                } else {
+                    let all: Vec<String> = d
+                        .sockets
+                        .iter()
+                        .map(|s| format!("{} {}: {}", s.side, s.mode, s.why))
+                        .collect();
+                    No(format!(
+                        "{smcr} sockets over SMC-R, expected {n}: {}",
+                        all.join("; ")
+                    ))
+                }
+            }),
         }
+    }
+}
+
+/// `f` of the saved `smcrun demo --json` in `file`; no when it cannot be read.
+fn with_demo(file: &str, f: impl FnOnce(&DemoReport) -> Answer) -> Answer {
+    match source::file::<DemoReport>(file) {
+        Ok(d) => f(&d),
+        Err(e) => No(e),
     }
 }

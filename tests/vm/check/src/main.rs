@@ -10,7 +10,10 @@
 
 mod agent;
 mod demo;
+mod exporter;
+mod ps;
 mod source;
+mod stats;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -45,12 +48,21 @@ enum Question {
     Agent(agent::Question),
     #[command(flatten)]
     Demo(demo::Question),
+    #[command(flatten)]
+    Exporter(exporter::Question),
+    #[command(flatten)]
+    Ps(ps::Question),
+    #[command(flatten)]
+    Stats(stats::Question),
 }
 
 fn ask(q: &Question) -> Answer {
     match q {
         Question::Agent(q) => q.ask(),
         Question::Demo(q) => q.ask(),
+        Question::Exporter(q) => q.ask(),
+        Question::Ps(q) => q.ask(),
+        Question::Stats(q) => q.ask(),
     }
 }
 
