@@ -4,11 +4,14 @@
 use crate::source;
 use crate::Answer::{self, No, Yes};
 use clap::Subcommand;
+use smcrun_report::ConnectionCounts;
 use smcrun_views::linkgroup::json::LinkGroupsView;
 use smcrun_views::ps::json::PsEntry;
 use smcrun_views::rdma::json::RdmaView;
 use smcrun_views::stats::json::StatsView;
 
+// (the prefix names the view in vmcheck's flat list of subcommands)
+#[allow(clippy::enum_variant_names)]
 #[derive(Subcommand)]
 pub enum Question {
     /// Every counter of SCRAPE equals STATS' (a `smcrun stats --json` taken before and after the
@@ -80,116 +83,36 @@ fn shown(v: Option<f64>) -> String {
 /// (`None`: the exporter must not serve it).
 type Pair = (&'static str, &'static str, fn(&StatsView) -> Option<u64>);
 
+#[rustfmt::skip]
 const PAIRS: [Pair; 21] = [
-    (
-        r#"smc_connections_total{technology="smcr",role="client",version="v1"}"#,
-        "smcr.clnt_v1_succ_cnt",
-        |s| Some(s.smcr.clnt_v1_succ_cnt),
-    ),
-    (
-        r#"smc_connections_total{technology="smcr",role="client",version="v2"}"#,
-        "smcr.clnt_v2_succ_cnt",
-        |s| Some(s.smcr.clnt_v2_succ_cnt),
-    ),
-    (
-        r#"smc_connections_total{technology="smcr",role="server",version="v1"}"#,
-        "smcr.srv_v1_succ_cnt",
-        |s| Some(s.smcr.srv_v1_succ_cnt),
-    ),
-    (
-        r#"smc_connections_total{technology="smcr",role="server",version="v2"}"#,
-        "smcr.srv_v2_succ_cnt",
-        |s| Some(s.smcr.srv_v2_succ_cnt),
-    ),
-    (
-        r#"smc_bytes_total{technology="smcr",direction="rx"}"#,
-        "smcr.rx_bytes",
-        |s| Some(s.smcr.rx_bytes),
-    ),
-    (
-        r#"smc_bytes_total{technology="smcr",direction="tx"}"#,
-        "smcr.tx_bytes",
-        |s| Some(s.smcr.tx_bytes),
-    ),
-    (
-        r#"smc_requests_total{technology="smcr",direction="rx"}"#,
-        "smcr.rx_cnt",
-        |s| Some(s.smcr.rx_cnt),
-    ),
-    (
-        r#"smc_requests_total{technology="smcr",direction="tx"}"#,
-        "smcr.tx_cnt",
-        |s| Some(s.smcr.tx_cnt),
-    ),
-    (
-        r#"smc_buffer_full_total{technology="smcr",direction="rx"}"#,
-        "smcr.rx.buffer_full",
-        |s| Some(s.smcr.rx.buffer_full),
-    ),
-    (
-        r#"smc_buffer_full_remote_total{technology="smcr",direction="tx"}"#,
-        "smcr.tx.buffer_full_remote",
-        |s| s.smcr.tx.tx_only.map(|t| t.buffer_full_remote),
-    ),
-    (
-        r#"smc_buffer_too_small_total{technology="smcr",direction="tx"}"#,
-        "smcr.tx.buffer_too_small",
-        |s| s.smcr.tx.tx_only.map(|t| t.buffer_too_small),
-    ),
-    (
-        r#"smc_buffer_allocations_total{technology="smcr",direction="rx"}"#,
-        "smcr.rx.buffer_allocs",
-        |s| Some(s.smcr.rx.buffer_allocs),
-    ),
-    (
-        r#"smc_buffer_reuses_total{technology="smcr",direction="tx"}"#,
-        "smcr.tx.buffer_reuses",
-        |s| Some(s.smcr.tx.buffer_reuses),
-    ),
-    (
-        r#"smc_buffers_by_size_total{technology="smcr",direction="rx",size="64k"}"#,
-        "smcr.rx.bufs[\"64k\"]",
-        |s| s.smcr.rx.bufs.bucket("64k"),
-    ),
-    (
-        r#"smc_requests_by_size_total{technology="smcr",direction="tx",size="8k"}"#,
-        "smcr.tx.reqs[\"8k\"]",
-        |s| s.smcr.tx.reqs.bucket("8k"),
-    ),
-    (
-        r#"smc_buffer_usage_bytes{technology="smcr",direction="rx"}"#,
-        "smcr.rx.buffer_usage",
-        |s| s.smcr.rx.buffer_usage,
-    ),
-    (
-        r#"smc_handshake_errors_total{role="client"}"#,
-        "clnt_hs_err_cnt",
-        |s| Some(s.clnt_hs_err_cnt),
-    ),
-    (
-        r#"smc_handshake_errors_total{role="server"}"#,
-        "srv_hs_err_cnt",
-        |s| Some(s.srv_hs_err_cnt),
-    ),
-    (
-        r#"smc_fallbacks_total{role="client"}"#,
-        "fallback.clnt_cnt",
-        |s| Some(s.fallback.clnt_cnt),
-    ),
-    (
-        r#"smc_fallbacks_total{role="server"}"#,
-        "fallback.srv_cnt",
-        |s| Some(s.fallback.srv_cnt),
-    ),
-    (
-        r#"smc_connections_total{technology="smcd",role="client",version="v2"}"#,
-        "smcd.clnt_v2_succ_cnt",
-        |s| Some(s.smcd.clnt_v2_succ_cnt),
-    ),
+    (r#"smc_connections_total{technology="smcr",role="client",version="v1"}"#, "smcr.clnt_v1_succ_cnt", |s| Some(s.smcr.clnt_v1_succ_cnt)),
+    (r#"smc_connections_total{technology="smcr",role="client",version="v2"}"#, "smcr.clnt_v2_succ_cnt", |s| Some(s.smcr.clnt_v2_succ_cnt)),
+    (r#"smc_connections_total{technology="smcr",role="server",version="v1"}"#, "smcr.srv_v1_succ_cnt", |s| Some(s.smcr.srv_v1_succ_cnt)),
+    (r#"smc_connections_total{technology="smcr",role="server",version="v2"}"#, "smcr.srv_v2_succ_cnt", |s| Some(s.smcr.srv_v2_succ_cnt)),
+    (r#"smc_bytes_total{technology="smcr",direction="rx"}"#, "smcr.rx_bytes", |s| Some(s.smcr.rx_bytes)),
+    (r#"smc_bytes_total{technology="smcr",direction="tx"}"#, "smcr.tx_bytes", |s| Some(s.smcr.tx_bytes)),
+    (r#"smc_requests_total{technology="smcr",direction="rx"}"#, "smcr.rx_cnt", |s| Some(s.smcr.rx_cnt)),
+    (r#"smc_requests_total{technology="smcr",direction="tx"}"#, "smcr.tx_cnt", |s| Some(s.smcr.tx_cnt)),
+    (r#"smc_buffer_full_total{technology="smcr",direction="rx"}"#, "smcr.rx.buffer_full", |s| Some(s.smcr.rx.buffer_full)),
+    (r#"smc_buffer_full_remote_total{technology="smcr",direction="tx"}"#, "smcr.tx.buffer_full_remote", |s| s.smcr.tx.tx_only.map(|t| t.buffer_full_remote)),
+    (r#"smc_buffer_too_small_total{technology="smcr",direction="tx"}"#, "smcr.tx.buffer_too_small", |s| s.smcr.tx.tx_only.map(|t| t.buffer_too_small)),
+    (r#"smc_buffer_allocations_total{technology="smcr",direction="rx"}"#, "smcr.rx.buffer_allocs", |s| Some(s.smcr.rx.buffer_allocs)),
+    (r#"smc_buffer_reuses_total{technology="smcr",direction="tx"}"#, "smcr.tx.buffer_reuses", |s| Some(s.smcr.tx.buffer_reuses)),
+    (r#"smc_buffers_by_size_total{technology="smcr",direction="rx",size="64k"}"#, "smcr.rx.bufs[\"64k\"]", |s| s.smcr.rx.bufs.bucket("64k")),
+    (r#"smc_requests_by_size_total{technology="smcr",direction="tx",size="8k"}"#, "smcr.tx.reqs[\"8k\"]", |s| s.smcr.tx.reqs.bucket("8k")),
+    (r#"smc_buffer_usage_bytes{technology="smcr",direction="rx"}"#, "smcr.rx.buffer_usage", |s| s.smcr.rx.buffer_usage),
+    (r#"smc_handshake_errors_total{role="client"}"#, "clnt_hs_err_cnt", |s| Some(s.clnt_hs_err_cnt)),
+    (r#"smc_handshake_errors_total{role="server"}"#, "srv_hs_err_cnt", |s| Some(s.srv_hs_err_cnt)),
+    (r#"smc_fallbacks_total{role="client"}"#, "fallback.clnt_cnt", |s| Some(s.fallback.clnt_cnt)),
+    (r#"smc_fallbacks_total{role="server"}"#, "fallback.srv_cnt", |s| Some(s.fallback.srv_cnt)),
+    (r#"smc_connections_total{technology="smcd",role="client",version="v2"}"#, "smcd.clnt_v2_succ_cnt", |s| Some(s.smcd.clnt_v2_succ_cnt)),
 ];
 
+/// One count of a program's report.
+type Count = fn(&ConnectionCounts) -> u64;
+
 /// The modes of `smcrun_process_connections_total` and the report's count of each.
-const MODES: [(&str, fn(&smcrun_report::ConnectionCounts) -> u64); 4] = [
+const MODES: [(&str, Count); 4] = [
     ("smcr", |c| c.smc_r),
     ("smcd", |c| c.smc_d),
     ("smc", |c| c.smc_unknown),

@@ -6,6 +6,8 @@ use crate::Answer::{self, No, NotYet, Yes};
 use clap::Subcommand;
 use smcrun_views::ps::json::PsEntry;
 
+// (the prefix names the view in vmcheck's flat list of subcommands)
+#[allow(clippy::enum_variant_names)]
 #[derive(Subcommand)]
 pub enum Question {
     /// The processes of PROGRAM (the running ones, with --running) report N SMC-R connections

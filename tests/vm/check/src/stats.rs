@@ -4,7 +4,7 @@
 use crate::source;
 use crate::Answer::{self, No, Yes};
 use clap::{Subcommand, ValueEnum};
-use smcrun_views::stats::json::StatsView;
+use smcrun_views::stats::json::{StatsView, TechView};
 use std::fmt;
 
 /// A connection's role in the kernel's counters.
@@ -25,6 +25,8 @@ pub enum Transport {
     Smcd,
 }
 
+// (the prefix names the view in vmcheck's flat list of subcommands)
+#[allow(clippy::enum_variant_names)]
 #[derive(Subcommand)]
 pub enum Question {
     /// Prints how the kernel's counters grew from BEFORE to AFTER (saved `smcrun stats --json`):
@@ -52,7 +54,8 @@ pub enum Question {
     StatsTransport {
         before: String,
         after: String,
-        #[arg(value_enum)]
+        /// (`SMCR` as the soak checks write it is `smcr`.)
+        #[arg(value_enum, ignore_case = true)]
         transport: Transport,
         n: i64,
     },
@@ -68,39 +71,36 @@ struct Growth {
     smcd_tx: i64,
 }
 
-fn diff(a: u64, b: u64) -> i64 {
-    b.wrapping_sub(a) as i64
+/// Each of `a`'s counters' growth to `b`'s.
+fn growth(a: [u64; 2], b: [u64; 2]) -> [i64; 2] {
+    [0, 1].map(|i| b[i].wrapping_sub(a[i]) as i64)
+}
+
+/// A technology's successes: client, server.
+fn successes(t: &TechView) -> [u64; 2] {
+    [
+        t.clnt_v1_succ_cnt + t.clnt_v2_succ_cnt,
+        t.srv_v1_succ_cnt + t.srv_v2_succ_cnt,
+    ]
+}
+
+/// The fallbacks: client, server.
+fn fallbacks(s: &StatsView) -> [u64; 2] {
+    [s.fallback.clnt_cnt, s.fallback.srv_cnt]
 }
 
 impl Growth {
     fn of(a: &StatsView, b: &StatsView) -> Growth {
+        let [smcr_tx, smcd_tx] = growth(
+            [a.smcr.tx_bytes, a.smcd.tx_bytes],
+            [b.smcr.tx_bytes, b.smcd.tx_bytes],
+        );
         Growth {
-            smcr: [
-                diff(
-                    a.smcr.clnt_v1_succ_cnt + a.smcr.clnt_v2_succ_cnt,
-                    b.smcr.clnt_v1_succ_cnt + b.smcr.clnt_v2_succ_cnt,
-                ),
-                diff(
-                    a.smcr.srv_v1_succ_cnt + a.smcr.srv_v2_succ_cnt,
-                    b.smcr.srv_v1_succ_cnt + b.smcr.srv_v2_succ_cnt,
-                ),
-            ],
-            smcd: [
-                diff(
-                    a.smcd.clnt_v1_succ_cnt + a.smcd.clnt_v2_succ_cnt,
-                    b.smcd.clnt_v1_succ_cnt + b.smcd.clnt_v2_succ_cnt,
-                ),
-                diff(
-                    a.smcd.srv_v1_succ_cnt + a.smcd.srv_v2_succ_cnt,
-                    b.smcd.srv_v1_succ_cnt + b.smcd.srv_v2_succ_cnt,
-                ),
-            ],
-            fallback: [
-                diff(a.fallback.clnt_cnt, b.fallback.clnt_cnt),
-                diff(a.fallback.srv_cnt, b.fallback.srv_cnt),
-            ],
-            smcr_tx: diff(a.smcr.tx_bytes, b.smcr.tx_bytes),
-            smcd_tx: diff(a.smcd.tx_bytes, b.smcd.tx_bytes),
+            smcr: growth(successes(&a.smcr), successes(&b.smcr)),
+            smcd: growth(successes(&a.smcd), successes(&b.smcd)),
+            fallback: growth(fallbacks(a), fallbacks(b)),
+            smcr_tx,
+            smcd_tx,
         }
     }
 
