@@ -1,7 +1,7 @@
 //! `GET_STATS`: the network namespace's SMC-R and SMC-D counters, with their size histograms and
 //! buffer events.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::nests;
 use crate::abi::smc::*;
@@ -9,7 +9,7 @@ use crate::attr::Attr;
 use crate::error::Error;
 
 /// Histogram over sizes: ≤8K, ≤16K, ... ≤1024K, >1024K.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SizeHistogram {
     /// ≤ 8 KiB.
     pub le_8k: u64,
@@ -102,7 +102,7 @@ impl SizeHistogram {
 }
 
 /// Buffer events of one direction (`SMC_NLA_STATS_RMB_*`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BufferStats {
     /// The peer's buffer was too small.
     pub size_small_peer: u64,
@@ -163,7 +163,7 @@ impl BufferStats {
 }
 
 /// Statistics of one technology (SMC-R or SMC-D).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TechStats {
     /// Send buffer sizes allocated.
     pub tx_buffer_sizes: SizeHistogram,

@@ -3,7 +3,8 @@
 # Programs in the guest: the workspace's (tokio-echo, shapes, sockcheck), socat, curl, nginx, redis.
 # Java: a runtime of the JDK's java.base alone (tests/vm/run makes it with jlink) and the host tests'
 # Echo.java, compiled. Python is not copied in (its runtime is too heavy for the busybox initramfs);
-# the shape of its sockets is tokio's and the epoll client's.
+# the shape of its sockets is tokio's and the epoll client's. vmcheck (tests/vm/check) reads the saved
+# `smcrun stats --json` snapshots and asks `smcrun ps --json`.
 #
 # shellcheck disable=SC2015,SC2086,SC2154
 
@@ -29,12 +30,9 @@ summary() {
 }
 # smc_only BEFORE AFTER WHAT MIN: the kernel counted at least MIN SMC-R client successes and no fallback
 smc_only() {
-    local dc dfc dfs
-    dc=$(stats_delta "$1" "$2" clnt_succ)
-    fallback_deltas "$1" "$2"
-    echo "$3: kernel SMC-R client successes +$dc, fallbacks client +$dfc server +$dfs"
-    [ "$dfc" = 0 ] && [ "$dfs" = 0 ] || fail "$3: the kernel counted fallbacks (client +$dfc, server +$dfs)"
-    [ "$dc" -ge "$4" ] || fail "$3: the kernel counted $dc SMC-R client successes, expected >= $4"
+    local line
+    line=$(vmcheck stats-smc-only "$1" "$2" "$4") || fail "$3: $line"
+    echo "$3: $line"
 }
 
 # matrix: the workspace's tokio client and server, an epoll client with nonblocking connects, a socat
@@ -119,10 +117,11 @@ EOF
     case $s in "1 connection, 0 SMC-R, 1 TCP (0x"*) ;; *) fail "curl over ::1: expected a fallback with its reason, got: $s" ;; esac
     # the workers (as nobody, forked from a root master) report what they accepted
     sleep 1.5
-    served=$(smcrun ps --json | jq '[.[] | select(.program == "nginx") | .report.connections.smc_r] | add // 0')
-    echo "nginx workers' reports: $served SMC-R connections"
+    served=$(vmcheck ps-smcr nginx 4)
+    rc=$?
+    echo "nginx workers' reports: $served"
     [ "$nworkers" = 4 ] || fail "nginx runs $nworkers workers, expected 4"
-    [ "$served" -ge 4 ] || fail "nginx workers report $served SMC-R connections, curl made 4 over 127.0.0.1"
+    [ $rc = 0 ] || fail "nginx workers report fewer SMC-R connections than the 4 curl made over 127.0.0.1: $served"
     kill -QUIT "$master"
 
     # Java's shape: a dual-stack server on [::] and an AF_INET6 client to ::ffff:127.0.0.1
@@ -134,7 +133,7 @@ EOF
     echo "$out"
     printf '%s\n' "$out" | grep -q '^echo_ok=true' || fail "dual-stack client: data not intact: $(first "$out")"
     s=$(printf '%s\n' "$out" | grep '^smcrun: pid [0-9]* sockcheck: ' | sed 's/^smcrun: pid [0-9]* sockcheck: //')
-    echo "dual-stack (v4-mapped) client: $s; kernel client successes +$(stats_delta /tmp/mx.s8 /tmp/mx.s9 clnt_succ), fallbacks +$(stats_delta /tmp/mx.s8 /tmp/mx.s9 clnt_fback)"
+    echo "dual-stack (v4-mapped) client: $s; $(vmcheck stats-growth /tmp/mx.s8 /tmp/mx.s9)"
     case $s in "1 connection, 0 SMC-R, 1 TCP (0x"*) ;; *) fail "a v4-mapped AF_INET6 connection: expected TCP with the kernel's reason, got: $s" ;; esac
 
     # memlock: SMC-R's buffers are the kernel's, a program's RLIMIT_MEMLOCK does not limit them
@@ -175,7 +174,7 @@ check_java() {
     grep -q '^127.0.0.1 connections=4 intact=4$' /tmp/java-c.log || fail "Java over 127.0.0.1: data not intact"
     grep -q '^::1 connections=4 intact=4$' /tmp/java-c.log || fail "Java over ::1: data not intact"
     s=$(summary /tmp/java-c.log java)
-    echo "Java client (dual-stack): $s; kernel client successes +$(stats_delta /tmp/jv.s0 /tmp/jv.s1 clnt_succ), fallbacks +$(stats_delta /tmp/jv.s0 /tmp/jv.s1 clnt_fback)"
+    echo "Java client (dual-stack): $s; $(vmcheck stats-growth /tmp/jv.s0 /tmp/jv.s1)"
     case $s in "8 connections, 0 SMC-R, 8 TCP (0x"*) ;; *) fail "Java's AF_INET6 connections: expected 8 over TCP with the kernel's reason, got: $s" ;; esac
     cleanup_procs
 
@@ -240,10 +239,8 @@ check_faults() {
     sleep 1.5
     kill -9 $victim
     wait $victim 2> /dev/null
-    dead=$(smcrun ps --json | jq --arg p "$victim" '[.[] | select((.pid | tostring) == $p and .state == "dead")] | length')
-    again=$(smcrun ps --json | jq --arg p "$victim" '[.[] | select((.pid | tostring) == $p)] | length')
-    echo "after SIGKILL of $victim: shown dead $dead time(s), then listed $again time(s)"
-    [ "$dead" = 1 ] && [ "$again" = 0 ] || fail "smcrun ps after SIGKILL: shown dead $dead, then still listed $again times"
+    line=$(vmcheck ps-killed $victim) || fail "$line"
+    echo "after SIGKILL of $victim: $line"
     stats_snap /tmp/f.s2
     out=$(SMCRUN_REPORT=1 smcrun sockcheck client 127.0.0.1:7010 100000 1500 2>&1)
     stats_snap /tmp/f.s3

@@ -3,7 +3,8 @@
 # counters against `smcrun stats --json` after known traffic, its per-process series against the
 # runtime's reports, doctor's SMC checks, atomic textfile writes under concurrent reads, a scrape
 # with 10,000 AF_SMC sockets, and the smc module unloaded and loaded again under a running
-# exporter. Uses checks.sh's plumbing (fail, ok, bg, stats_snap, need_setup, ...).
+# exporter. Uses checks.sh's plumbing (fail, ok, bg, stats_snap, need_setup, ...); vmcheck
+# (tests/vm/check) reads the views' saved JSON and compares the scrapes with it.
 #
 # shellcheck disable=SC2015,SC2086,SC2016,SC2154
 
@@ -40,29 +41,6 @@ exporter_up() {
     done
 }
 
-# The series of a scrape and the `smcrun stats --json` keys that must hold the same number.
-OPS_PAIRS='smc_connections_total{technology="smcr",role="client",version="v1"}|.smcr.clnt_v1_succ_cnt
-smc_connections_total{technology="smcr",role="client",version="v2"}|.smcr.clnt_v2_succ_cnt
-smc_connections_total{technology="smcr",role="server",version="v1"}|.smcr.srv_v1_succ_cnt
-smc_connections_total{technology="smcr",role="server",version="v2"}|.smcr.srv_v2_succ_cnt
-smc_bytes_total{technology="smcr",direction="rx"}|.smcr.rx_bytes
-smc_bytes_total{technology="smcr",direction="tx"}|.smcr.tx_bytes
-smc_requests_total{technology="smcr",direction="rx"}|.smcr.rx_cnt
-smc_requests_total{technology="smcr",direction="tx"}|.smcr.tx_cnt
-smc_buffer_full_total{technology="smcr",direction="rx"}|.smcr.rx.buffer_full
-smc_buffer_full_remote_total{technology="smcr",direction="tx"}|.smcr.tx.buffer_full_remote
-smc_buffer_too_small_total{technology="smcr",direction="tx"}|.smcr.tx.buffer_too_small
-smc_buffer_allocations_total{technology="smcr",direction="rx"}|.smcr.rx.buffer_allocs
-smc_buffer_reuses_total{technology="smcr",direction="tx"}|.smcr.tx.buffer_reuses
-smc_buffers_by_size_total{technology="smcr",direction="rx",size="64k"}|.smcr.rx.bufs["64k"]
-smc_requests_by_size_total{technology="smcr",direction="tx",size="8k"}|.smcr.tx.reqs["8k"]
-smc_buffer_usage_bytes{technology="smcr",direction="rx"}|.smcr.rx.buffer_usage
-smc_handshake_errors_total{role="client"}|.clnt_hs_err_cnt
-smc_handshake_errors_total{role="server"}|.srv_hs_err_cnt
-smc_fallbacks_total{role="client"}|.fallback.clnt_cnt
-smc_fallbacks_total{role="server"}|.fallback.srv_cnt
-smc_connections_total{technology="smcd",role="client",version="v2"}|.smcd.clnt_v2_succ_cnt'
-
 # 9. ops-exporter: after a known `smcrun demo`, every counter the exporter serves equals
 #    `smcrun stats --json`'s; the demo's connections are counted; link groups, links and RDMA
 #    resources agree with the views; the per-process series agree with `smcrun ps --json`.
@@ -80,74 +58,34 @@ check_ops_exporter() {
     scrape /tmp/ops.m1
     stats_snap /tmp/ops.s2
     cmp -s /tmp/ops.s1 /tmp/ops.s2 || fail "the counters moved while scraping (something else ran): $(diff /tmp/ops.s1 /tmp/ops.s2 | head -n3 | tr '\n' ' ')"
-    checked=0
-    printf '%s\n' "$OPS_PAIRS" > /tmp/ops.pairs
-    while IFS='|' read -r series key; do
-        want=$(jq -r "$key" /tmp/ops.s1)
-        got=$(mval /tmp/ops.m1 "$series")
-        [ "$want" = null ] && want=missing
-        [ "$got" = "$want" ] || fail "$series is $got, smcrun stats --json $key says $want"
-        checked=$((checked + 1))
-    done < /tmp/ops.pairs
+    line=$(vmcheck exporter-stats /tmp/ops.s1 /tmp/ops.m1) || fail "$line"
     d=$(($(mval /tmp/ops.m1 'smc_connections_total{technology="smcr",role="client",version="v2"}') - $(mval /tmp/ops.m0 'smc_connections_total{technology="smcr",role="client",version="v2"}')))
     [ "$d" = $n ] || fail "smc_connections_total (client, v2) grew by $d over the demo of $n connections"
     drx=$(($(mval /tmp/ops.m1 'smc_bytes_total{technology="smcr",direction="rx"}') - $(mval /tmp/ops.m0 'smc_bytes_total{technology="smcr",direction="rx"}')))
     [ "$drx" -ge $((2 * n * 131072)) ] || fail "smc_bytes_total rx grew by $drx, less than the demo's 2 x $n x 128 KiB"
-    for r in $(jq -r '.fallback.srv_reasons[] | "\(.hex)=\(.count)"' /tmp/ops.s1); do
-        hex=${r%%=*}
-        got=$(msum /tmp/ops.m1 smc_fallback_reasons_total "role=\"server\",reason=\"$hex\"")
-        [ "$got" = "${r#*=}" ] || fail "smc_fallback_reasons_total server $hex is $got, stats says ${r#*=}"
-    done
-    echo "ops-exporter: $checked counters equal smcrun stats --json; demo +$n connections, rx +$drx bytes"
+    echo "ops-exporter: $line; demo +$n connections, rx +$drx bytes"
 
     # Open connections: link groups, links, RDMA and the programs' reports.
     p=6400
     bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
-    i=0
-    while :; do
-        smcrun ps --json > /tmp/ops.ps 2> /dev/null
-        # both sides settled (each writes its report at most once a second): the scrape and the
-        # reports read after it must then agree (waiting for the server alone let the client's
-        # report change between the two: "redis-benchmark mode smcr is 0, its report says 2")
-        srv=$(jq -r '[.[] | select(.program == "redis-server" and .state == "running" and .report.connections.smc_r >= 2)][0].pid // empty' /tmp/ops.ps)
-        cli=$(jq -r '[.[] | select(.program == "redis-benchmark" and .state == "running" and .report.connections.smc_r >= 2)][0].pid // empty' /tmp/ops.ps)
-        [ -n "$srv" ] && [ -n "$cli" ] && break
-        i=$((i + 1))
-        [ $i -gt 75 ] && fail "smcrun ps --json never showed redis-server and redis-benchmark with 2 SMC-R connections each: $(head -c 300 /tmp/ops.ps)"
-        sleep 0.2
+    # both sides settled (each writes its report at most once a second): the scrape and the
+    # reports read after it must then agree (waiting for the server alone let the client's
+    # report change between the two: "redis-benchmark mode smcr is 0, its report says 2")
+    for prog in redis-server redis-benchmark; do
+        line=$(vmcheck --wait 150 ps-smcr --running $prog 2) || fail "$line"
+        echo "$line"
     done
     smcrun linkgroup --json > /tmp/ops.lg || fail "smcrun linkgroup --json failed"
     smcrun rdma --json > /tmp/ops.rdma || fail "smcrun rdma --json failed"
     scrape /tmp/ops.m2
     smcrun ps --json > /tmp/ops.ps2 2> /dev/null
-    for pid in $(jq -r '.[] | select(.state == "running" and .report != null) | .pid' /tmp/ops.ps2); do
-        prog=$(jq -r --argjson p "$pid" '.[] | select(.pid == $p) | .program' /tmp/ops.ps2)
-        for m in smcr:smc_r smcd:smc_d smc:smc_unknown tcp:tcp; do
-            want=$(jq -r --argjson p "$pid" ".[] | select(.pid == \$p) | .report.connections.${m#*:}" /tmp/ops.ps2)
-            got=$(mval /tmp/ops.m2 "smcrun_process_connections_total{pid=\"$pid\",program=\"$prog\",mode=\"${m%%:*}\"}")
-            [ "$got" = "$want" ] || fail "smcrun_process_connections_total of $prog ($pid) mode ${m%%:*} is $got, its report says $want"
-        done
-    done
-    nproc=$(jq '[.[] | select(.state == "running" and .report != null)] | length' /tmp/ops.ps2)
-    [ "$(mval /tmp/ops.m2 smcrun_processes)" = "$nproc" ] || fail "smcrun_processes is $(mval /tmp/ops.m2 smcrun_processes), smcrun ps shows $nproc running"
-    lgc=$(jq '[.link_groups[].conns] | add // 0' /tmp/ops.lg)
-    got=$(msum /tmp/ops.m2 smc_link_group_connections 'technology="smcr"')
-    [ "$got" = "$lgc" ] || fail "smc_link_group_connections add up to $got, smcrun linkgroup --json to $lgc"
-    [ "$lgc" -ge 4 ] || fail "only $lgc connections in link groups with 2 idle SMC-R connections open"
-    nl=$(jq '[.link_groups[].links[] | select(.state == "ACTIVE")] | length' /tmp/ops.lg)
-    [ "$(msum /tmp/ops.m2 smc_link_up)" = "$nl" ] || fail "smc_link_up adds up to $(msum /tmp/ops.m2 smc_link_up), linkgroup shows $nl active links"
-    for t in qp mr pd cq; do
-        want=$(jq -r --arg d "$RXE" --arg t $t '.devices[] | select(.name == $d) | .resources[$t].used' /tmp/ops.rdma)
-        got=$(mval /tmp/ops.m2 "smc_rdma_resources_used{device=\"$RXE\",type=\"$t\"}")
-        [ "$got" = "$want" ] || fail "smc_rdma_resources_used $t is $got, smcrun rdma --json says $want"
-        want=$(jq -r --arg d "$RXE" --arg t $t '.devices[] | select(.name == $d) | .resources[$t].max' /tmp/ops.rdma)
-        got=$(mval /tmp/ops.m2 "smc_rdma_resources_max{device=\"$RXE\",type=\"$t\"}")
-        [ "$got" = "$want" ] || fail "smc_rdma_resources_max $t is $got, smcrun rdma --json says $want"
-    done
+    procs=$(vmcheck exporter-ps /tmp/ops.ps2 /tmp/ops.m2) || fail "$procs"
+    lg=$(vmcheck exporter-linkgroup /tmp/ops.lg /tmp/ops.m2 4) || fail "$lg (2 idle SMC-R connections open)"
+    rdma=$(vmcheck exporter-rdma /tmp/ops.rdma /tmp/ops.m2 "$RXE") || fail "$rdma"
     [ "$(mval /tmp/ops.m2 smcrun_scrape_errors_total)" = 0 ] || fail "the exporter counted scrape errors: $(grep collector_success /tmp/ops.m2 | tr '\n' ' ')"
-    echo "ops-exporter: link groups $lgc connections, $nl links up, $RXE qp $(mval /tmp/ops.m2 "smc_rdma_resources_used{device=\"$RXE\",type=\"qp\"}")/$(mval /tmp/ops.m2 "smc_rdma_resources_max{device=\"$RXE\",type=\"qp\"}"), $nproc programs match their reports"
+    echo "ops-exporter: $lg, $rdma, $procs"
     ok
 }
 
@@ -281,13 +219,12 @@ check_ops_reload() {
     # five other jobs on the machine: both sides fell back, server 0x02010000). That fallback is
     # the kernel's, reported as such; the check says so and makes one more connection, which then
     # has to be SMC-R (the counters below count SMC-R connections only).
-    if jq -e '[.sockets[] | select(.side == "server" and .fallback_reason == "0x02010000")] | length > 0' /tmp/rl.demo > /dev/null 2>&1; then
+    if vmcheck demo-fell-back /tmp/rl.demo server 0x02010000 > /dev/null; then
         echo "ops-reload: the first link after the reload timed out confirming (0x02010000, the kernel's wait under TCG): one more demo"
         smcrun demo --json --connections 1 --bytes 64k > /tmp/rl.demo 2>&1 || fail "smcrun demo after the reload failed: $(lastl "$(cat /tmp/rl.demo)")"
         cat /tmp/rl.demo
     fi
-    jq -e '[.sockets[] | select(.mode == "SMC-R")] | length == 2' /tmp/rl.demo > /dev/null ||
-        fail "the demo after the reload did not run over SMC-R: $(jq -r '[.sockets[] | "\(.side) \(.mode): \(.why)"][0]' /tmp/rl.demo 2>&1)"
+    why=$(vmcheck demo-smcr /tmp/rl.demo 2) || fail "the demo after the reload did not run over SMC-R: $why"
     scrape /tmp/rl.m3 $port
     [ "$(mval /tmp/rl.m3 'smc_connections_total{technology="smcr",role="client",version="v2"}')" = 1 ] ||
         fail "after one connection the counter is $(mval /tmp/rl.m3 'smc_connections_total{technology="smcr",role="client",version="v2"}')"

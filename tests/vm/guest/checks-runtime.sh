@@ -1,10 +1,12 @@
 # shellcheck shell=dash
 # Per-process truth over real SMC-R (sourced by checks.sh): pre-fork workers, a server that drops root,
-# short connections counted exactly, and sysctls set by the launcher.
+# short connections counted exactly, and sysctls set by the launcher. vmcheck (tests/vm/check) asks
+# `smcrun ps --json` and the saved `smcrun stats --json` snapshots.
 #
-# shellcheck disable=SC2015,SC2086,SC2016,SC2154
+# shellcheck disable=SC2015,SC2086,SC2154
 
-# rt_wait JQ-CONDITION-ON-THE-LIST: until `smcrun ps --json` satisfies it (20 s); prints the list
+# rt_wait JQ-CONDITION-ON-THE-LIST: until `smcrun ps --json` satisfies it (20 s); prints the list.
+#   (Only checks-smcd.sh's smcd-runtime calls it now: it goes when that check asks vmcheck.)
 rt_wait() {
     local end l
     end=$(($(date +%s) + 20))
@@ -38,21 +40,16 @@ check_runtime_prefork() {
     out=$(smcrun shapes hammer 127.0.0.1:7100 20 4 400 2>&1)
     echo "clients: $out"
     [ "$out" = "made=20 failed=0" ] || fail "clients of the pre-fork server: $(first "$out")"
-    pids=$(echo $kids | tr ' ' ',')
-    list=$(rt_wait "(map(select(.pid as \$p | [$pids] | index(\$p))) | length) == 4 and (map(select(.pid as \$p | [$pids] | index(\$p))) | map(.report.connections.smc_r) | add) == 20") ||
-        fail "root's smcrun ps does not show the 4 workers with 20 SMC-R connections: $(echo $list | cut -c1-300)"
+    set -- $kids
+    [ $# = 4 ] || fail "the pre-fork server started $# workers, expected 4"
+    list=$(vmcheck --wait 200 ps-smcr-only --total 20 $kids) ||
+        fail "root's smcrun ps does not show the 4 workers with 20 SMC-R connections, each SMC-R only: $list"
     echo "$list"
-    for k in $kids; do
-        e=$(printf '%s\n' "$list" | jq -c "select(.pid == $k)")
-        printf '%s\n' "$e" | jq -e '.c.tcp == 0 and .c.smc_r == .c.total and .c.total >= 1' > /dev/null ||
-            fail "worker $k: not every connection SMC-R: $e"
-    done
     i=0
     while ! grep -q '^done=1' /tmp/pf.out && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
     stats_snap /tmp/pf.s1
-    ds=$(stats_delta /tmp/pf.s0 /tmp/pf.s1 srv_succ)
-    fb=$(stats_delta /tmp/pf.s0 /tmp/pf.s1 srv_fback)
-    [ "$ds" = 20 ] && [ "$fb" = 0 ] || fail "the kernel counted $ds SMC-R server successes and $fb fallbacks, expected 20 and 0"
+    line=$(vmcheck stats-side /tmp/pf.s0 /tmp/pf.s1 server 20) || fail "$line"
+    echo "$line"
     ok
 }
 
@@ -67,10 +64,9 @@ check_runtime_dropuid() {
     grep -q '^setuid=0 uid=65534' /tmp/du.out || fail "drop-root did not switch uid: $(tr '\n' ' ' < /tmp/du.out)"
     out=$(smcrun shapes hammer 127.0.0.1:7101 3 1 400 2>&1)
     [ "$out" = "made=3 failed=0" ] || fail "clients of the uid-switching server: $(first "$out")"
-    list=$(rt_wait 'map(select(.uid == 65534 and .report.connections.smc_r == 3)) | length == 1') ||
-        fail "root's smcrun ps does not list the uid-65534 server with 3 SMC-R connections: $(echo $list | cut -c1-300)"
-    echo "$list"
-    pid=$(printf '%s\n' "$list" | jq -r 'select(.uid == 65534) | .pid')
+    pid=$(vmcheck --wait 200 ps-uid 65534 3) ||
+        fail "root's smcrun ps does not list the uid-65534 server with 3 SMC-R connections: $pid"
+    echo "the uid-65534 server: pid $pid, 3 SMC-R connections"
     why=$(smcrun why "$pid" 2>&1) || fail "smcrun why $pid (the uid-switched server) failed: $(first "$why")"
     echo "$why" | head -n 6
     [ "$(printf '%s\n' "$why" | grep -c '^server .* SMC-R ')" = 3 ] || fail "smcrun why $pid does not list 3 SMC-R server connections"
@@ -103,9 +99,8 @@ check_runtime_short() {
         esac
         case $line in *"not classified"*) echo "note: $line" ;; esac
     done
-    dc=$(stats_delta /tmp/sh.s0 /tmp/sh.s1 clnt_succ)
-    fb=$(stats_delta /tmp/sh.s0 /tmp/sh.s1 clnt_fback)
-    [ "$dc" = 500 ] && [ "$fb" = 0 ] || fail "the kernel counted $dc client SMC-R successes and $fb fallbacks"
+    line=$(vmcheck stats-side /tmp/sh.s0 /tmp/sh.s1 client 500) || fail "$line"
+    echo "$line"
     ok
 }
 

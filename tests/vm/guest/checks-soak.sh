@@ -15,22 +15,10 @@
 CHECK_LIMIT_soak=$SOAK_LIMIT
 CHECK_LIMIT_smcd_soak=$SOAK_LIMIT
 
-# soak_deltas BEFORE AFTER: DELTAS = "smcr_clnt smcr_srv smcd_clnt smcd_srv clnt_fback srv_fback
-#   smcr_tx smcd_tx", the growth between two stats snapshots (one jq; STATS_JQ's and SMCD_STATS_JQ's
-#   counters)
-soak_deltas() {
-    DELTAS=$(jq -n -r --slurpfile a "$1" --slurpfile b "$2" "$SMCD_STATS_JQ"'
-        def smcr: ('"$STATS_JQ"');
-        def row: [smcr.clnt_succ, smcr.srv_succ, smcd.clnt_succ, smcd.srv_succ, smcr.clnt_fback,
-            smcr.srv_fback, smcr.tx_bytes, smcd.tx_bytes];
-        ($a[0] | row) as $x | ($b[0] | row) as $y | [range(0; $x | length) | $y[.] - $x[.]] | map(tostring) | join(" ")' 2>&1) ||
-        fail "cannot read smcrun stats --json: $(first "$DELTAS")"
-}
-
 # soak_movers TRANSPORT PORT MAX BIG: the soak by each mover of SOAK_MOVERS over TRANSPORT (SMCR
 #   or SMCD), servers on PORT, PORT+1, ...; fails naming every mover that failed and why
 soak_movers() {
-    local transport=$1 port=$2 movers=${SOAK_MOVERS:-native preload bpf} m pre fam args rc sum bad= bytes0= b srvfail n spid
+    local transport=$1 port=$2 movers=${SOAK_MOVERS:-native preload bpf} m pre fam args rc sum bad= bytes0= b srvfail n spid kernel
     need_setup
     need_prog soak
     n=${SOAK_TRANSFERS:-200}
@@ -59,9 +47,9 @@ soak_movers() {
         wait $spid 2> /dev/null
         cat /tmp/soak.$m.out /tmp/soak.$m.srv
         sum=$(grep '^soak: family=' /tmp/soak.$m.out)
-        soak_deltas /tmp/soak.$m.s0 /tmp/soak.$m.s1
-        set -- $DELTAS
-        echo "$m over $transport: rc=$rc $sum; kernel: SMC-R successes client +$1 server +$2, SMC-D +$3/+$4, fallbacks +$5/+$6, tx bytes SMC-R +$7 SMC-D +$8"
+        # every transfer is one connection: all over TRANSPORT, none fell back
+        kernel=$(vmcheck stats-transport /tmp/soak.$m.s0 /tmp/soak.$m.s1 $transport $n) || bad="$bad; $m: $kernel"
+        echo "$m over $transport: rc=$rc $sum; $kernel"
         if [ -z "$sum" ]; then
             bad="$bad; $m: no summary (rc $rc): $(lastl "$(cat /tmp/soak.$m.out)")"
         elif [ "$rc" != 0 ]; then
@@ -69,15 +57,6 @@ soak_movers() {
         fi
         srvfail=$(grep -c '^soak server: FAIL' /tmp/soak.$m.srv)
         [ "$srvfail" = 0 ] || bad="$bad; $m: the server saw $srvfail failures: $(grep -m1 '^soak server: FAIL' /tmp/soak.$m.srv | sed 's/^soak server: //')"
-        # every transfer is one connection: all over TRANSPORT, none fell back
-        if [ "$transport" = SMCR ]; then
-            [ "$1" = "$n" ] && [ "$2" = "$n" ] && [ "$3" = 0 ] && [ "$4" = 0 ] ||
-                bad="$bad; $m: the kernel counted SMC-R +$1/+$2 and SMC-D +$3/+$4 successes (client/server), expected SMC-R +$n/+$n"
-        else
-            [ "$3" = "$n" ] && [ "$4" = "$n" ] && [ "$1" = 0 ] && [ "$2" = 0 ] ||
-                bad="$bad; $m: the kernel counted SMC-D +$3/+$4 and SMC-R +$1/+$2 successes (client/server), expected SMC-D +$n/+$n"
-        fi
-        [ "$5" = 0 ] && [ "$6" = 0 ] || bad="$bad; $m: the kernel counted fallbacks (client +$5, server +$6)"
         # the same seed and options: the same transfers and bytes for every mover
         b=$(printf '%s\n' "$sum" | sed -n 's/.* bytes=\([0-9]*\) .*/\1/p')
         [ -z "$bytes0" ] && bytes0=$b

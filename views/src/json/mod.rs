@@ -59,4 +59,13 @@ pub(crate) mod golden {
             .unwrap_or_else(|e| panic!("golden/{name}.json does not read back: {e}"));
         assert_same(name, &back);
     }
+
+    /// Assert that `v`'s printed JSON reads back into its own type as the same JSON: the VM's
+    /// guest checks (`tests/vm/check`) read it so.
+    pub fn assert_round_trips<T: Serialize + DeserializeOwned>(name: &str, v: &T) {
+        let text = serde_json::to_string(v).expect("serializes");
+        let back: T = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{name}: does not read back ({e}):\n{text}"));
+        assert_eq!(value(&back), value(v), "{name}: read back differently");
+    }
 }

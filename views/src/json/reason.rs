@@ -36,7 +36,7 @@ impl ReasonView {
 }
 
 /// A reason with how often the kernel counted it (GET_FBACK_STATS).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CountedReason {
     /// The reason.
     #[serde(flatten)]

@@ -1,9 +1,10 @@
 //! `smcrun linkgroup --json`, `smcrun link --json`, `smcrun device --json` and `smcrun info
-//! --json`: link groups, links, devices and what this kernel's SMC can do.
+//! --json`: link groups, links, devices and what this kernel's SMC can do. `linkgroup --json` reads
+//! back too (`Deserialize`): the VM's guest checks (`tests/vm/check`) read it in these types.
 
 use std::borrow::Cow;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smcrun_kernel::reasons;
 use smcrun_kernel::smc_genl::{
     self, Device, DevicePort, Link, LinkGroup, LinkGroupSmcd, LoopbackEvidence, LoopbackIsm,
@@ -25,7 +26,7 @@ pub fn ifname(index: u32) -> String {
 }
 
 /// `smcrun linkgroup --json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LinkGroupsView {
     /// SMC-R link groups of this network namespace.
     pub link_groups: Vec<GroupView>,
@@ -44,7 +45,7 @@ impl LinkGroupsView {
 }
 
 /// One SMC-R link group; the peer's SMCv2 facts are `null` for an SMCv1 group.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GroupView {
     /// Its id (8 hex digits).
     pub id: String,
@@ -135,7 +136,7 @@ impl LinksView {
 }
 
 /// One SMC-R link with its group's id, role and type.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LinkView {
     /// The group's id.
     pub lgr_id: String,
@@ -193,7 +194,7 @@ impl LinkView {
 }
 
 /// One SMC-D link group; GIDs as 16 hex digits.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SmcdGroupView {
     /// Its id.
     pub id: String,
@@ -454,7 +455,7 @@ mod tests {
         assert_eq!(ifname(0), "-");
     }
     use crate::fixtures::raw;
-    use crate::json::golden::{assert_same, value};
+    use crate::json::golden::{assert_round_trips, assert_same, value};
     use smcrun_kernel::smc_genl::*;
 
     const PHASES: [&str; 4] = ["smcr", "smcd", "fallback", "smcd-fallback"];
@@ -507,6 +508,14 @@ mod tests {
             let d = devices(p);
             let v = DevicesView::new(&d.smcr, &d.smcd, d.lo.as_ref());
             assert_same(&format!("device-{p}"), &v);
+        }
+    }
+
+    #[test]
+    fn linkgroup_reads_back_as_printed() {
+        for p in PHASES {
+            let (g, d) = groups(p);
+            assert_round_trips(p, &LinkGroupsView::new(&g, &d));
         }
     }
 

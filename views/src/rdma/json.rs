@@ -1,16 +1,18 @@
 //! `smcrun rdma --json`: RDMA devices with the used and maximum count of every resource type,
 //! and the objects themselves with their owner (a process, or the kernel module that made them).
+//! Read back too (`Deserialize`): the VM's guest checks (`tests/vm/check`) read it in these types.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smcrun_kernel::rdma::{self, Device, Port, Resource, ResourceKind, ResourceSummary};
 use smcrun_kernel::uverbs::Limits;
 
 use super::{max, used};
 
 /// `smcrun rdma --json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RdmaView {
     /// Whether every device's maximums could be read (verbs).
     pub max_known: bool,
@@ -48,7 +50,7 @@ impl RdmaView {
 }
 
 /// One device: its ports and, per resource type, used and maximum.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RdmaDeviceView {
     /// Device name (`rxe_lo`).
     pub name: String,
@@ -59,7 +61,7 @@ pub struct RdmaDeviceView {
     /// Its ports.
     pub ports: Vec<RdmaPortView>,
     /// Per resource type (`qp`, `cq`, ...): used and maximum.
-    pub resources: BTreeMap<&'static str, UsedMax>,
+    pub resources: BTreeMap<Cow<'static, str>, UsedMax>,
     /// Whether this device's maximums could be read.
     pub max_known: bool,
 }
@@ -79,7 +81,7 @@ impl RdmaDeviceView {
                         used: s.and_then(|s| used(s, k)),
                         max: max(l, k),
                     };
-                    (k.name(), um)
+                    (Cow::Borrowed(k.name()), um)
                 })
                 .collect(),
             max_known: l.is_some(),
@@ -88,7 +90,7 @@ impl RdmaDeviceView {
 }
 
 /// Used and maximum count of one resource type (`null` where unknown).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UsedMax {
     /// What the kernel counts as used.
     pub used: Option<u64>,
@@ -97,12 +99,12 @@ pub struct UsedMax {
 }
 
 /// One RDMA port.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RdmaPortView {
     /// Port number.
     pub port: u32,
     /// State name (`ACTIVE`).
-    pub state: Option<&'static str>,
+    pub state: Option<Cow<'static, str>>,
     /// Its net device.
     pub net_dev: Option<String>,
 }
@@ -112,26 +114,26 @@ impl RdmaPortView {
     pub fn new(p: &Port) -> RdmaPortView {
         RdmaPortView {
             port: p.index,
-            state: p.state.map(rdma::port_state),
+            state: p.state.map(|s| Cow::Borrowed(rdma::port_state(s))),
             net_dev: p.netdev.clone(),
         }
     }
 }
 
 /// One object as the view shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Object {
     /// Device name.
     pub device: String,
     /// "qp", "cq", ...
     #[serde(rename = "type")]
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     /// QP number / CQ, MR, PD, CM id, context, SRQ id.
     pub id: Option<u32>,
     /// State by name (QPs and CM ids).
-    pub state: Option<&'static str>,
+    pub state: Option<Cow<'static, str>>,
     /// QP type (RC, UD, GSI, ...), for QPs.
-    pub qp_type: Option<&'static str>,
+    pub qp_type: Option<Cow<'static, str>>,
     /// Creating process.
     pub pid: Option<u32>,
     /// Its command name, when the process still exists.
@@ -145,11 +147,11 @@ impl Object {
     pub fn new(r: &Resource, comm_of: impl Fn(u32) -> Option<String>) -> Object {
         Object {
             device: r.device.clone(),
-            kind: r.kind.name(),
+            kind: Cow::Borrowed(r.kind.name()),
             id: r.number,
-            state: r.state_name(),
+            state: r.state_name().map(Cow::Borrowed),
             qp_type: match r.kind {
-                ResourceKind::Qp => r.object_type.map(rdma::qp_type),
+                ResourceKind::Qp => r.object_type.map(|t| Cow::Borrowed(rdma::qp_type(t))),
                 _ => None,
             },
             pid: r.pid,
@@ -163,7 +165,7 @@ impl Object {
 mod tests {
     use super::*;
     use crate::fixtures::raw;
-    use crate::json::golden::{assert_same, value};
+    use crate::json::golden::{assert_round_trips, assert_same, value};
 
     /// The view of a capture, as `smcrun rdma --json` lists it (objects of every type the
     /// capture has), with `limits` for every device.
@@ -205,6 +207,14 @@ mod tests {
             assert_same(&format!("rdma-{p}"), &captured(p, None));
             assert_same(&format!("rdma-{p}-limits"), &captured(p, Some(LIMITS)));
         }
+    }
+
+    #[test]
+    fn rdma_reads_back_as_printed() {
+        for p in ["smcr", "smcd"] {
+            assert_round_trips(p, &captured(p, Some(LIMITS)));
+        }
+        assert_round_trips("no limits", &captured("smcr", None));
     }
 
     #[test]

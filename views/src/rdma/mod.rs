@@ -32,7 +32,11 @@ pub fn max(l: Option<&Limits>, kind: ResourceKind) -> Option<u32> {
 /// Whether an object passes `--pid` and `--state` (states compare without case).
 pub fn keep(o: &json::Object, pid: Option<u32>, state: Option<&str>) -> bool {
     let pid_ok = pid.is_none_or(|want| o.pid == Some(want));
-    let state_ok = state.is_none_or(|want| o.state.is_some_and(|s| s.eq_ignore_ascii_case(want)));
+    let state_ok = state.is_none_or(|want| {
+        o.state
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case(want))
+    });
     pid_ok && state_ok
 }
 

@@ -31,8 +31,8 @@ pub fn objects_table(objects: &[Object]) -> Table {
             o.device.clone(),
             o.kind.to_string(),
             o.id.map_or_else(|| "-".to_string(), |i| i.to_string()),
-            o.state.unwrap_or("-").to_string(),
-            o.qp_type.unwrap_or("-").to_string(),
+            o.state.as_deref().unwrap_or("-").to_string(),
+            o.qp_type.as_deref().unwrap_or("-").to_string(),
             owner_text(o),
         ]);
     }
@@ -116,9 +116,9 @@ mod tests {
         assert_eq!(smc.len(), 2);
         assert!(smc
             .iter()
-            .all(|o| o.state == Some("RTS") && o.qp_type == Some("RC")));
+            .all(|o| o.state.as_deref() == Some("RTS") && o.qp_type.as_deref() == Some("RC")));
         let gsi = objs.iter().find(|o| o.id == Some(1)).unwrap();
-        assert_eq!(gsi.qp_type, Some("GSI"));
+        assert_eq!(gsi.qp_type.as_deref(), Some("GSI"));
         assert_eq!(gsi.kernel_owner.as_deref(), Some("ib_core"));
         assert!(objs.iter().all(|o| keep(o, None, Some("rts"))));
         assert!(!keep(&objs[0], Some(1), None));

@@ -1,16 +1,20 @@
 //! `smcrun stats --json`: the kernel's SMC counters of this network namespace, per technology in
 //! smc-tools' names and in the seed layout (summary, RX, TX, special calls), with the fallback
-//! reasons decoded.
+//! reasons decoded. Read back too (`Deserialize`): the VM's guest checks (`tests/vm/check`) read
+//! it in these types.
 
-use serde::Serialize;
-use smcrun_kernel::smc_genl::{BufferStats, SizeHistogram, TechStats};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use smcrun_kernel::smc_genl::{BufferStats, SizeHistogram, TechStats, SIZE_BUCKETS};
 
 use crate::counters::{hist_columns, summary, Sample, Summary};
 use crate::json::reason::{most_frequent_first, CountedReason};
 use crate::percent;
 
 /// `smcrun stats --json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StatsView<'a> {
     /// Seconds between the two samples of a delta (`--interval`); `null` for the totals.
     pub interval_seconds: Option<f64>,
@@ -46,7 +50,7 @@ impl<'a> StatsView<'a> {
 }
 
 /// The fallbacks of both roles, each role's reasons most frequent first.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FallbackView {
     /// Client fallbacks in all.
     pub clnt_cnt: u64,
@@ -60,7 +64,7 @@ pub struct FallbackView {
 
 /// One technology: the summary counters under smc-tools' names (lower case; stable since the
 /// first version), the typed counters under `detail`, and the seed layout's figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TechView<'a> {
     /// Client SMCv1 successes.
     pub clnt_v1_succ_cnt: u64,
@@ -81,7 +85,7 @@ pub struct TechView<'a> {
     /// Send calls.
     pub tx_cnt: u64,
     /// Every counter the kernel gave, typed.
-    pub detail: &'a TechStats,
+    pub detail: Cow<'a, TechStats>,
     /// The connections summary.
     pub summary: SummaryView,
     /// Receiving.
@@ -106,7 +110,7 @@ impl<'a> TechView<'a> {
             tx_bytes: t.tx_bytes,
             rx_cnt: t.rx_count,
             tx_cnt: t.tx_count,
-            detail: t,
+            detail: Cow::Borrowed(t),
             summary: SummaryView::from(&sum),
             rx: Direction::rx(t),
             tx: Direction::tx(t),
@@ -116,7 +120,7 @@ impl<'a> TechView<'a> {
 }
 
 /// The connections summary of the seed layout.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SummaryView {
     /// Connections handled (SMC, handshake errors, fallbacks).
     pub total_connections: u64,
@@ -144,7 +148,7 @@ impl From<&Summary> for SummaryView {
 
 /// One direction (RX or TX): bytes, requests, buffer events and their share of the requests,
 /// the size histograms. The text of `smcrun stats` prints these same figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Direction {
     /// Bytes moved.
     pub bytes: u64,
@@ -231,7 +235,7 @@ impl Direction {
 }
 
 /// The sending side's extra buffer events, with their share of the requests.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TxOnly {
     /// The peer's buffer was full.
     pub buffer_full_remote: u64,
@@ -266,10 +270,33 @@ impl Serialize for Histogram {
     }
 }
 
+impl<'de> Deserialize<'de> for Histogram {
+    /// The buckets by name; `gt_512k`, their sum, is left out.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let by_name = BTreeMap::<String, u64>::deserialize(d)?;
+        let mut counts = [0; SIZE_BUCKETS.len()];
+        for (c, name) in counts.iter_mut().zip(SIZE_BUCKETS) {
+            *c = *by_name
+                .get(name)
+                .ok_or_else(|| serde::de::Error::missing_field(name))?;
+        }
+        Ok(Histogram(SizeHistogram::from_counts(counts)))
+    }
+}
+
 impl Histogram {
     /// The histogram of `h`.
     pub fn new(h: &SizeHistogram) -> Histogram {
         Histogram(*h)
+    }
+
+    /// The count of bucket `name` (a [`SIZE_BUCKETS`] name: `64k`), as `bufs` and `reqs` print it.
+    pub fn bucket(&self, name: &str) -> Option<u64> {
+        self.0
+            .buckets()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, c)| c)
     }
 
     /// `smcr stats`' eight columns ([`hist_columns`]), as the text's histogram rows print them.
@@ -282,7 +309,7 @@ impl Histogram {
 mod tests {
     use super::*;
     use crate::counters::delta;
-    use crate::json::golden::{assert_same, value};
+    use crate::json::golden::{assert_round_trips, assert_same, value};
 
     /// The counters of a capture, as `smcrun stats` samples them.
     fn captured(phase: &str) -> Sample {
@@ -302,6 +329,15 @@ mod tests {
                 &StatsView::new(&captured(phase), None),
             );
         }
+    }
+
+    #[test]
+    fn stats_and_deltas_read_back_as_printed() {
+        for phase in ["smcr", "smcd", "fallback", "smcd-fallback"] {
+            assert_round_trips(phase, &StatsView::new(&captured(phase), None));
+        }
+        let d = delta(&captured("smcd"), &captured("smcd-fallback"));
+        assert_round_trips("delta", &StatsView::new(&d, Some(1.0)));
     }
 
     #[test]

@@ -14,6 +14,9 @@ pub enum Question {
         side: String,
         reason: String,
     },
+    /// FILE, a saved `smcrun demo --json`, has exactly N sockets in SMC-R mode (both ends of
+    /// each connection).
+    DemoSmcr { file: String, n: usize },
 }
 
 impl Question {
@@ -32,6 +35,22 @@ impl Question {
                     }
                 })
             }
+            Question::DemoSmcr { file, n } => source::with_file(file, |d: &DemoReport| {
+                let smcr = d.sockets.iter().filter(|s| s.mode == "SMC-R").count();
+                if smcr == *n {
+                    Yes(String::new())
+                } else {
+                    let all: Vec<String> = d
+                        .sockets
+                        .iter()
+                        .map(|s| format!("{} {}: {}", s.side, s.mode, s.why))
+                        .collect();
+                    No(format!(
+                        "{smcr} sockets over SMC-R, expected {n}: {}",
+                        all.join("; ")
+                    ))
+                }
+            }),
         }
     }
 }

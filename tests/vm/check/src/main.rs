@@ -12,9 +12,12 @@ mod agent;
 mod bpf;
 mod demo;
 mod doctor;
+mod exporter;
 mod handshake;
+mod ps;
 mod source;
 mod ss;
+mod stats;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -57,6 +60,12 @@ enum Question {
     Doctor(doctor::Question),
     #[command(flatten)]
     Bpf(bpf::Question),
+    #[command(flatten)]
+    Exporter(exporter::Question),
+    #[command(flatten)]
+    Ps(ps::Question),
+    #[command(flatten)]
+    Stats(stats::Question),
 }
 
 fn ask(q: &Question) -> Answer {
@@ -67,6 +76,9 @@ fn ask(q: &Question) -> Answer {
         Question::Ss(q) => q.ask(),
         Question::Doctor(q) => q.ask(),
         Question::Bpf(q) => q.ask(),
+        Question::Exporter(q) => q.ask(),
+        Question::Ps(q) => q.ask(),
+        Question::Stats(q) => q.ask(),
     }
 }
 
