@@ -7,6 +7,7 @@
 //!   and [`metrics::encode`] into the text exposition format;
 //! - [`doctor`] turns host facts and live counters into checks with one line of advice each;
 //! - [`json`] holds what the views' `--json` output shares (decoded reasons) and its golden files;
+//! - [`error`] is a failed `--json` command's error object;
 //! - [`text`] holds what every view's text shares (smc-tools' short counters, units, tables);
 //! - a view moved next to its data has one folder with its data, `json` and `text` ([`rdma`],
 //!   [`stats`], [`linkgroup`], [`ss`], [`monitor`], [`ps`], [`doctor`], [`bpf`]);
@@ -22,6 +23,7 @@ pub mod bpf;
 pub mod counters;
 pub mod demo;
 pub mod doctor;
+pub mod error;
 pub mod handshake;
 pub mod json;
 pub mod linkgroup;

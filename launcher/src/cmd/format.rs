@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 pub use smcrun_report::text::safe;
+use smcrun_views::error::ErrorView;
 
 /// Whether the command asked for JSON (`-j`/`--json`), set once by `main` from the parsed line.
 static JSON: AtomicBool = AtomicBool::new(false);
@@ -18,16 +19,6 @@ static JSON: AtomicBool = AtomicBool::new(false);
 /// Remember that the command asked for JSON: its failures then print an error object too.
 pub fn set_json(on: bool) {
     JSON.store(on, Ordering::Relaxed);
-}
-
-/// The error object a JSON command prints on stdout when it fails, so that a script reading
-/// stdout learns why there is no data (the same line also goes to stderr).
-#[derive(Serialize)]
-struct ErrorView<'a> {
-    /// The line printed on stderr.
-    error: &'a str,
-    /// The status smcrun exits with.
-    exit_code: u8,
 }
 
 /// A failure (only [`crate::status::Failure::report`] calls it): its one line on stderr and,
@@ -45,7 +36,7 @@ pub fn fail(exit: Exit, line: &str) -> ExitCode {
 pub fn print_error_object(exit: Exit, line: &str) {
     // Best effort: stdout may be what failed.
     let _ = print_json(&ErrorView {
-        error: line,
+        error: line.into(),
         exit_code: exit.code(),
     });
 }

@@ -7,9 +7,11 @@
 # the older netlink or saying in ONE line what this kernel lacks and the Linux version that has it.
 # Uses the plumbing of checks.sh (fail, ok, bg, ss_snap, redis_wait, ...).
 #
-# shellcheck disable=SC2015,SC2086,SC2016,SC2154
+# smcrun's JSON is read by vmcheck (tests/vm/check), one question a call.
+#
+# shellcheck disable=SC2015,SC2086,SC2154
 # (SC2015: `[ a ] && [ b ] || fail` means "fail unless both"; SC2086: word lists split on purpose;
-# SC2016: jq programs in single quotes; SC2154: variables set by checks.sh and init.)
+# SC2154: variables set by checks.sh and init.)
 
 # What each kernel lacks, as smcrun says it (kernel/src/features.rs): the SMC generic netlink
 # family came with 5.11, IPPROTO_SMC with 6.11, the socket() hook of BPF mode with 6.6.
@@ -32,8 +34,7 @@ one_line() {
     grep -qF -- "$5" "$2" || fail "$6 said \"$(first "$(cat "$2")")\", expected it to name \"$5\""
     case " $6 " in
     *" --json "* | *" -j "*)
-        jq -e --arg e "$(cat "$2")" --argjson c "$4" '.error == $e and .exit_code == $c' "$1" >/dev/null 2>&1 ||
-            fail "$6: stdout is not the error object {error, exit_code: $4}: $(first "$(cat "$1")")"
+        n=$(vmcheck error-object "$1" "$(cat "$2")" "$4") || fail "$6: $n (stdout: $(first "$(cat "$1")"))"
         ;;
     *) [ ! -s "$1" ] || fail "$6 printed on stdout too: $(first "$(cat "$1")")" ;;
     esac
@@ -48,25 +49,15 @@ check_old_demo() {
     rc=$?
     printf '%s\n' "$out" > /tmp/od.json
     cat /tmp/od.json /tmp/od.err
-    jq -e . /tmp/od.json > /dev/null 2>&1 || fail "smcrun demo --json exited $rc without JSON: $(lastl "$(cat /tmp/od.err)")"
     [ $rc = 0 ] || fail "smcrun demo exited $rc: $(lastl "$(cat /tmp/od.err)")"
-    set -- $(jq -r '"\(.connections) \(.data_intact) \(.sockets | length) \([.sockets[] | select(.mode == "TCP")] | length)
-        \([.sockets[] | select(.side == "client" and (.why | test("no SMC device found")))] | length)
-        \([.sockets[] | select(.side == "server" and (.why | test("peer declined.*peer: no SMC device found")))] | length)"' /tmp/od.json)
-    [ "$1" = 3 ] && [ "$2" = true ] || fail "smcrun demo: $1 connections, data intact $2 (expected 3, true)"
-    [ "$3" = 6 ] && [ "$4" = 6 ] || fail "smcrun demo: $4 of $3 sockets TCP, expected all 6 to fall back on this kernel"
-    [ "$5" = 3 ] && [ "$6" = 3 ] || fail "smcrun demo: reasons decoded for $5 clients (no SMC device found) and $6 servers (peer declined; peer: no SMC device found), expected 3 each: $(jq -c '[.sockets[].why]' /tmp/od.json | cut -c1-300)"
+    # 3 connections intact, all 6 sockets TCP: clients NOSMCDEV, servers declined by them
+    o=$(vmcheck demo-declined /tmp/od.json 3 "no SMC device found") || fail "$o (stderr: $(lastl "$(cat /tmp/od.err)"))"
     # the same reasons through sock_diag, for connections held open
     p=6390
     redis_bg $p
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
-    ss_wait /tmp/od.ss ".lport == $p and .rport != 0 and .mode == \"TCP\"" 2 -a ||
-        fail "smcrun ss -a --json: no fallen-back sockets on port $p: $(first "$(cat /tmp/od.ss.raw)")"
-    ss_wait /tmp/od.ss ".rport == $p and .mode == \"TCP\"" 2 -a ||
-        fail "smcrun ss -a --json: no fallen-back client sockets to port $p"
-    set -- $(jq -s -r --argjson p $p '"\([.[] | select(.lport == $p and .rport != 0 and .reason == "0x05000000" and .peer_reason == "0x03030000")] | length)
-        \([.[] | select(.rport == $p and .reason == "0x03030000" and .reason_name == "NOSMCDEV")] | length)"' /tmp/od.ss)
-    [ "$1" -ge 2 ] && [ "$2" -ge 2 ] || fail "smcrun ss: $1 server sockets with 0x05000000/0x03030000 and $2 clients with 0x03030000 NOSMCDEV, expected 2 each: $(ss_show /tmp/od.ss ".lport == $p or .rport == $p")"
+    o=$(vmcheck --wait 300 ss-declined $p 2 0x03030000 NOSMCDEV 0x05000000) || fail "$o"
+    echo "$o"
     # and `smcrun why` for the server: its connections TCP, the kernel's reason named
     pid=$(pidof redis-server | cut -d' ' -f1)
     w=$(smcrun why "$pid" 2>&1)
@@ -165,8 +156,7 @@ check_old_views() {
         smcrun stats --json > /tmp/ov.s0 || fail "smcrun stats --json failed"
         smcrun demo --connections 2 --bytes 16k > /dev/null 2>&1 || fail "smcrun demo failed"
         smcrun stats --json > /tmp/ov.s1 || fail "smcrun stats --json failed"
-        set -- $(jq -n -r --slurpfile a /tmp/ov.s0 --slurpfile b /tmp/ov.s1 '"\($b[0].fallback.clnt_cnt - $a[0].fallback.clnt_cnt) \($b[0].fallback.srv_cnt - $a[0].fallback.srv_cnt) \([$b[0].fallback.clnt_reasons[] | select(.hex == "0x03030000")] | length)"')
-        [ "$1" = 2 ] && [ "$2" = 2 ] && [ "$3" = 1 ] || fail "stats: fallbacks grew by client $1, server $2 (expected 2, 2) and NOSMCDEV listed $3 times (expected 1)"
+        o=$(vmcheck stats-fell-back /tmp/ov.s0 /tmp/ov.s1 2 0x03030000) || fail "$o"
         o=$(smcrun ueid add OLD-TEST 2>&1) || fail "smcrun ueid add OLD-TEST: $(first "$o")"
         o=$(smcrun ueid show 2>&1)
         case $o in *OLD-TEST*) ;; *) fail "smcrun ueid show does not list OLD-TEST: $(first "$o")" ;; esac
@@ -215,19 +205,17 @@ check_old_ops() {
     smcrun doctor --json --bpf > /tmp/odr.json 2> /tmp/odr.err
     rc=$?
     smcrun doctor 2>&1 | head -n 30
-    set -- $(jq -r '"\(.exit_code) \([.checks[] | select(.status == "fail")] | map(.id) | join(","))"' /tmp/odr.json 2>/dev/null)
-    [ "$1" = $rc ] || fail "smcrun doctor exited $rc, its JSON says $1"
+    o=$(vmcheck doctor-passed /tmp/odr.json --exit $rc) || fail "$o"
     if old_has_genl; then
-        jq -e '[.checks[] | select(.id == "sysctls" and .status == "pass")] | length == 1' /tmp/odr.json > /dev/null ||
-            fail "doctor: the sysctls check did not pass on $KERNEL: $(jq -c '.checks[] | select(.id == "sysctls")' /tmp/odr.json)"
+        o=$(vmcheck doctor-passed /tmp/odr.json sysctls) || fail "on $KERNEL: $o"
     else
-        n=$(jq --arg t "$OLD_GENL_LACK" '[.checks[] | select(.id == "smc-devices" or .id == "smc-rv2") | select(.status == "skip" and (.detail | contains($t)))] | length' /tmp/odr.json)
-        [ "$n" = 2 ] || fail "doctor: smc-devices and smc-rv2 do not say the kernel lacks SMC_GEN_NETLINK (5.11): $(jq -c '[.checks[] | select(.id == "smc-devices" or .id == "smc-rv2")]' /tmp/odr.json | cut -c1-300)"
-        jq -e '[.checks[] | select(.id == "sysctls" and (.detail | contains("Linux 5.19 added it")))] | length == 1' /tmp/odr.json > /dev/null ||
-            fail "doctor: the sysctls check does not say 5.19 added them: $(jq -c '.checks[] | select(.id == "sysctls")' /tmp/odr.json)"
+        # smc-devices and smc-rv2 skipped: the kernel lacks SMC_GEN_NETLINK (5.11); sysctls: 5.19
+        for id in smc-devices smc-rv2; do
+            o=$(vmcheck doctor-says /tmp/odr.json $id "$OLD_GENL_LACK" --status skip) || fail "$o"
+        done
+        o=$(vmcheck doctor-says /tmp/odr.json sysctls "Linux 5.19 added it") || fail "$o"
     fi
-    jq -e '[.checks[] | select(.id == "bpf:kernel" and (.detail | contains("Linux 6.11 added it")))] | length == 1' /tmp/odr.json > /dev/null ||
-        fail "doctor: bpf:kernel does not say 6.11 added IPPROTO_SMC: $(jq -c '.checks[] | select(.id == "bpf:kernel")' /tmp/odr.json)"
+    o=$(vmcheck doctor-says /tmp/odr.json bpf:kernel "Linux 6.11 added it") || fail "$o"
     ok
 }
 

@@ -101,36 +101,20 @@ check_ops_doctor() {
     rc=$?
     smcrun doctor > /tmp/ops.doc.txt
     cat /tmp/ops.doc.txt
-    jq -e . /tmp/ops.doc > /dev/null 2>&1 || fail "smcrun doctor --json printed no JSON"
-    for id in kernel smc smc_diag rdma smc-devices smc-rv2 pnet sysctls memlock; do
-        st=$(jq -r --arg i $id '[.checks[] | select(.id == $i)][0].status // "missing"' /tmp/ops.doc)
-        [ "$st" = pass ] || fail "doctor's $id check is $st: $(jq -r --arg i $id '[.checks[] | select(.id == $i)][0] | "\(.detail) -> \(.advice)"' /tmp/ops.doc)"
-    done
+    o=$(vmcheck doctor-passed /tmp/ops.doc kernel smc smc_diag rdma smc-devices smc-rv2 pnet sysctls memlock --exit $rc) || fail "$o"
+    echo "$o"
     # The buffer rows judge the live counters (the earlier checks' traffic fills 64 KiB buffers
     # often): whatever they say, their ratio is the kernel's and a warning names the sysctl with
-    # its value now.
+    # its value now. The fallbacks row too judges what the earlier checks did (the fallback check
+    # makes some): its numbers are the kernel's.
     stats_snap /tmp/ops.docs
-    rx=$(printf '%.2f' "$(jq -r '.smcr.rx.buffer_full_pct' /tmp/ops.docs)")
-    detail=$(jq -r '[.checks[] | select(.id == "rx-buffer-full:smcr")][0].detail' /tmp/ops.doc)
-    case $detail in *" $rx% (threshold 5.00%)") ;; *) fail "doctor's rx buffer ratio '$detail' is not stats' $rx%" ;; esac
-    rmem=$(cat /proc/sys/net/smc/rmem)
-    jq -e --arg r "$rmem" '[.checks[] | select(.id == "rx-buffer-full:smcr" and .status == "warn")] | all(.advice | contains("net.smc.rmem (now " + $r + ")"))' /tmp/ops.doc > /dev/null ||
-        fail "doctor's rx buffer advice does not name net.smc.rmem (now $rmem)"
-    # The fallbacks row too judges what the earlier checks did (the fallback check makes some):
-    # its numbers are the kernel's.
-    fb=$(jq '.fallback.clnt_cnt + .fallback.srv_cnt' /tmp/ops.docs)
-    total=$(jq '.smcr.clnt_v1_succ_cnt + .smcr.clnt_v2_succ_cnt + .smcr.srv_v1_succ_cnt + .smcr.srv_v2_succ_cnt + .smcd.clnt_v1_succ_cnt + .smcd.clnt_v2_succ_cnt + .smcd.srv_v1_succ_cnt + .smcd.srv_v2_succ_cnt + .clnt_hs_err_cnt + .srv_hs_err_cnt + .fallback.clnt_cnt + .fallback.srv_cnt' /tmp/ops.docs)
-    detail=$(jq -r '[.checks[] | select(.id == "fallbacks")][0].detail' /tmp/ops.doc)
-    case $detail in "$fb of $total connections fell back to TCP"*) ;; *) fail "doctor's fallbacks row '$detail' is not stats' $fb of $total" ;; esac
-    jq -e '[.checks[] | select(.id == "fallbacks" and .status == "warn")] | all(.advice != "")' /tmp/ops.doc > /dev/null || fail "a fallbacks warning without advice"
-    other=$(jq -r '[.checks[] | select(.status != "pass" and .id != "ipv6-java" and .id != "fallbacks" and .id != "bpf" and (.id | test("buffer") | not)) | .id] | join(",")' /tmp/ops.doc)
-    [ -z "$other" ] || fail "doctor: not passed: $other"
-    [ "$(jq .exit_code /tmp/ops.doc)" = $rc ] || fail "doctor --json says exit_code $(jq .exit_code /tmp/ops.doc), it exited $rc"
+    o=$(vmcheck doctor-counters /tmp/ops.doc /tmp/ops.docs "$(cat /proc/sys/net/smc/rmem)") || fail "$o"
+    echo "$o"
+    o=$(vmcheck doctor-passed-but /tmp/ops.doc ipv6-java fallbacks bpf rx-buffer-full tx-buffer peer-buffer) || fail "$o"
     [ $rc -le 1 ] || fail "smcrun doctor exited $rc on a set-up SMC kernel"
-    jq -e '[.checks[] | select(.id == "sysctls")][0].detail | test("wmem=")' /tmp/ops.doc > /dev/null || fail "doctor does not list net.smc.wmem"
+    o=$(vmcheck doctor-sysctls /tmp/ops.doc wmem) || fail "$o"
     smcrun doctor --json -- redis-server --port 1 > /tmp/ops.doc2
-    st=$(jq -r '[.checks[] | select(.id == "program")][0].status' /tmp/ops.doc2)
-    [ "$st" = pass ] || fail "doctor -- redis-server: $st: $(jq -r '[.checks[] | select(.id == "program")][0].detail' /tmp/ops.doc2)"
+    o=$(vmcheck doctor-passed /tmp/ops.doc2 program) || fail "doctor -- redis-server: $o"
     ok
 }
 

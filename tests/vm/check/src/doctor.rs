@@ -2,11 +2,15 @@
 //! sysctls check list every sysctl the kernel has.
 
 use crate::source::{self, compact};
+use crate::stats;
 use crate::Answer::{self, No, Yes};
 use clap::Subcommand;
 use smcrun_views::doctor::json::DoctorView;
 use smcrun_views::doctor::{Check, Status};
+use smcrun_views::stats::json::StatsView;
 
+// (the prefix names the view in vmcheck's flat list of subcommands)
+#[allow(clippy::enum_variant_names)]
 /// What a check asks of `smcrun doctor --json`.
 #[derive(Subcommand)]
 pub enum Question {
@@ -22,6 +26,26 @@ pub enum Question {
     /// FILE, a saved `smcrun doctor --json`: its sysctls check passed and lists each of NAMES
     /// (net.smc's, without the prefix) with its value.
     DoctorSysctls { file: String, names: Vec<String> },
+    /// FILE, a saved `smcrun doctor --json`: check ID's detail says TEXT (what the kernel lacks,
+    /// the Linux version that added it); with --status, the check has that status (`skip`).
+    DoctorSays {
+        file: String,
+        id: String,
+        text: String,
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// FILE, a saved `smcrun doctor --json`, passed every check but EXCEPT (an id, or the
+    /// name of a per-technology row: `rx-buffer-full` is `rx-buffer-full:smcr` and `:smcd`).
+    DoctorPassedBut { file: String, except: Vec<String> },
+    /// DOCTOR, a saved `smcrun doctor --json`, judged the counters STATS (a `smcrun stats
+    /// --json` taken right after) holds: the SMC-R rx buffer-full ratio, whose warning names
+    /// net.smc.rmem at RMEM; the fallbacks of all connections, whose warning has advice.
+    DoctorCounters {
+        doctor: String,
+        stats: String,
+        rmem: String,
+    },
 }
 
 impl Question {
@@ -73,8 +97,102 @@ impl Question {
                     None => Yes(line),
                 }
             }),
+            Question::DoctorSays {
+                file,
+                id,
+                text,
+                status,
+            } => source::with_file(file, |d: &DoctorView| {
+                let Some(c) = check(d, id) else {
+                    return No(format!("doctor has no check {id}; passed: {}", passed(d)));
+                };
+                let right = status.iter().all(|s| spelled(c.status) == *s);
+                if right && c.detail.contains(text.as_str()) {
+                    Yes(format!("{id}: {} {}", spelled(c.status), c.detail))
+                } else {
+                    let is = status
+                        .as_ref()
+                        .map(|s| format!(" with status {s}"))
+                        .unwrap_or_default();
+                    No(format!(
+                        "doctor: {id} does not say \"{text}\"{is}: {}",
+                        compact(c)
+                    ))
+                }
+            }),
+            Question::DoctorPassedBut { file, except } => {
+                source::with_file(file, |d: &DoctorView| {
+                    let not: Vec<&str> = d
+                        .checks
+                        .iter()
+                        .filter(|c| c.status != Status::Pass)
+                        .filter(|c| !except.iter().any(|id| named(c, id)))
+                        .map(|c| c.id.as_str())
+                        .collect();
+                    if not.is_empty() {
+                        Yes(format!("passed: {}", passed(d)))
+                    } else {
+                        No(format!("doctor: not passed: {}", not.join(",")))
+                    }
+                })
+            }
+            Question::DoctorCounters {
+                doctor,
+                stats,
+                rmem,
+            } => source::with_file(doctor, |d: &DoctorView| {
+                source::with_file(stats, |s: &StatsView| counters(d, s, rmem))
+            }),
         }
     }
+}
+
+/// Whether `c` is the check `id`, or one of the per-technology rows named `id` (`id:smcr`).
+fn named(c: &Check, id: &str) -> bool {
+    let tech = c.id.strip_prefix(id).and_then(|t| t.strip_prefix(':'));
+    c.id == id || matches!(tech, Some("smcr" | "smcd"))
+}
+
+/// Doctor's rx buffer and fallbacks rows against the counters `s` holds.
+fn counters(d: &DoctorView, s: &StatsView, rmem: &str) -> Answer {
+    let (Some(rx), Some(fb)) = (check(d, "rx-buffer-full:smcr"), check(d, "fallbacks")) else {
+        return No(format!(
+            "doctor has no rx-buffer-full:smcr or no fallbacks row; passed: {}",
+            passed(d)
+        ));
+    };
+    let pct = format!("{:.2}%", s.smcr.rx.buffer_full_pct);
+    if !rx.detail.ends_with(&format!(" {pct} (threshold 5.00%)")) {
+        return No(format!(
+            "doctor's rx buffer ratio '{}' is not stats' {pct}",
+            rx.detail
+        ));
+    }
+    let now = format!("net.smc.rmem (now {rmem})");
+    if rx.status == Status::Warn && !rx.advice.contains(&now) {
+        return No(format!(
+            "doctor's rx buffer advice does not name {now}: {}",
+            rx.advice
+        ));
+    }
+    let sum = |roles: [u64; 2]| roles[0] + roles[1];
+    let fell = sum(stats::fallbacks(s));
+    let smc = sum(stats::successes(&s.smcr)) + sum(stats::successes(&s.smcd));
+    let total = smc + s.clnt_hs_err_cnt + s.srv_hs_err_cnt + fell;
+    let of = format!("{fell} of {total} connections fell back to TCP");
+    if !fb.detail.starts_with(&of) {
+        return No(format!(
+            "doctor's fallbacks row '{}' is not stats' {fell} of {total}",
+            fb.detail
+        ));
+    }
+    if fb.status == Status::Warn && fb.advice.is_empty() {
+        return No(format!("a fallbacks warning without advice: {}", fb.detail));
+    }
+    Yes(format!(
+        "rx buffer: {}; fallbacks: {}",
+        rx.detail, fb.detail
+    ))
 }
 
 /// A status as the JSON spells it (`pass`).

@@ -12,6 +12,7 @@ mod agent;
 mod bpf;
 mod demo;
 mod doctor;
+mod error;
 mod exporter;
 mod handshake;
 mod ps;
@@ -66,6 +67,8 @@ enum Question {
     Ps(ps::Question),
     #[command(flatten)]
     Stats(stats::Question),
+    #[command(flatten)]
+    Error(error::Question),
 }
 
 fn ask(q: &Question) -> Answer {
@@ -79,6 +82,7 @@ fn ask(q: &Question) -> Answer {
         Question::Exporter(q) => q.ask(),
         Question::Ps(q) => q.ask(),
         Question::Stats(q) => q.ask(),
+        Question::Error(q) => q.ask(),
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::source;
 use crate::Answer::{self, No, NotYet, Yes};
 use clap::Subcommand;
-use smcrun_views::ss::json::{SocketView, SsView};
+use smcrun_views::ss::json::{SocketFallback, SocketView, SsView};
 use smcrun_views::ss::Owner;
 use std::net::SocketAddr;
 
@@ -39,6 +39,17 @@ pub enum Question {
     },
     /// `smcrun ss --json` lists no socket of PORT: the connection there is plain TCP.
     SsNone { port: u16 },
+    /// `smcrun ss -a --json` lists at least N fallen-back (TCP) ends of connections to PORT on
+    /// each side (waits while fewer): clients (peer port PORT) with reason CLIENT decoded as
+    /// NAME, servers (local port PORT, not listening) with reason SERVER and the clients'
+    /// CLIENT as the peer's diagnosis (a decline).
+    SsDeclined {
+        port: u16,
+        n: usize,
+        client: String,
+        name: String,
+        server: String,
+    },
 }
 
 /// The port of an address as ss prints it (`127.0.0.1:6379`, `[::1]:6379`).
@@ -74,6 +85,13 @@ fn show_some<'a>(sockets: impl Iterator<Item = &'a Socket>) -> String {
     } else {
         shown.join("; ")
     }
+}
+
+/// `s`'s fallback when it runs over TCP, fallen back with `reason` (`0x03030000`).
+fn fell_back<'s>(s: &'s Socket, reason: &str) -> Option<&'s SocketFallback> {
+    s.fallback
+        .as_ref()
+        .filter(|f| s.mode == "TCP" && f.reason == reason)
 }
 
 /// An end of a connection as the check prints it: `MODE REASON`, `none -` when it is missing.
@@ -149,6 +167,39 @@ impl Question {
                 } else {
                     NotYet(format!(
                         "smcrun ss --json lists {line}; expected at least {n} {mode}"
+                    ))
+                }
+            }),
+            Question::SsDeclined {
+                port: p,
+                n,
+                client,
+                name,
+                server,
+            } => source::with_smcrun(&["ss", "-a", "--json"], |l: &Listing| {
+                let clients = l
+                    .sockets
+                    .iter()
+                    .filter(|s| port(&s.peer) == Some(*p))
+                    .filter_map(|s| fell_back(s, client))
+                    .filter(|f| f.reason_decoded.name == name.as_str())
+                    .count();
+                let servers = l
+                    .sockets
+                    .iter()
+                    .filter(|s| port(&s.local) == Some(*p) && port(&s.peer) != Some(0))
+                    .filter_map(|s| fell_back(s, server))
+                    .filter(|f| f.peer_diagnosis == *client)
+                    .count();
+                let line = format!(
+                    "{servers} server sockets with {server}/{client} and {clients} clients with {client} {name}"
+                );
+                if servers >= *n && clients >= *n {
+                    Yes(line)
+                } else {
+                    NotYet(format!(
+                        "smcrun ss -a --json: {line}, expected {n} each: {}",
+                        show_some(l.sockets.iter().filter(|s| of_port(s, *p)))
                     ))
                 }
             }),

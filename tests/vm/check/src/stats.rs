@@ -59,6 +59,14 @@ pub enum Question {
         transport: Transport,
         n: i64,
     },
+    /// N connections from BEFORE to AFTER all fell back: the kernel counted N more fallbacks of
+    /// each role, and AFTER lists the client's REASON (`0x03030000`) among its reasons once.
+    StatsFellBack {
+        before: String,
+        after: String,
+        n: i64,
+        reason: String,
+    },
 }
 
 /// How the counters the checks judge grew between two snapshots (signed: a counter that went
@@ -77,7 +85,7 @@ fn growth(a: [u64; 2], b: [u64; 2]) -> [i64; 2] {
 }
 
 /// A technology's successes: client, server.
-fn successes(t: &TechView) -> [u64; 2] {
+pub fn successes(t: &TechView) -> [u64; 2] {
     [
         t.clnt_v1_succ_cnt + t.clnt_v2_succ_cnt,
         t.srv_v1_succ_cnt + t.srv_v2_succ_cnt,
@@ -85,7 +93,7 @@ fn successes(t: &TechView) -> [u64; 2] {
 }
 
 /// The fallbacks: client, server.
-fn fallbacks(s: &StatsView) -> [u64; 2] {
+pub fn fallbacks(s: &StatsView) -> [u64; 2] {
     [s.fallback.clnt_cnt, s.fallback.srv_cnt]
 }
 
@@ -190,8 +198,36 @@ impl Question {
                     No(format!("{}; {g}", why.join("; ")))
                 }
             }),
+            Question::StatsFellBack {
+                before,
+                after,
+                n,
+                reason,
+            } => match source::file::<StatsView>(after) {
+                Ok(b) => with_growth(before, after, |g| {
+                    let listed = client_reasons(&b, reason);
+                    if g.fallback == [*n, *n] && listed == 1 {
+                        Yes(g.to_string())
+                    } else {
+                        No(format!(
+                            "stats: fallbacks grew by client {}, server {} (expected {n}, {n}) and {reason} listed {listed} times (expected 1); {g}",
+                            g.fallback[0], g.fallback[1]
+                        ))
+                    }
+                }),
+                Err(e) => No(format!("smcrun stats --json: {e}")),
+            },
         }
     }
+}
+
+/// How many of `s`'s client fallback reasons are `reason` (one, when it is listed).
+fn client_reasons(s: &StatsView, reason: &str) -> usize {
+    s.fallback
+        .clnt_reasons
+        .iter()
+        .filter(|r| r.reason.hex == reason)
+        .count()
 }
 
 /// `f` of the growth from snapshot `before` to `after`; no when one cannot be read.
