@@ -374,37 +374,15 @@ need_prog() {
 stats_snap() {
     local _o
     _o=$(smcrun stats --json 2>&1 > "$1") || fail "smcrun stats --json failed: $(first "$_o")"
-    # (a cheap look: jq reads it later, and each jq start costs about 3 s under TCG)
+    # (a cheap look: vmcheck reads it later, into the stats view's own type)
     [ "$(head -c1 "$1")" = "{" ] || fail "smcrun stats --json printed no JSON: $(first "$(cat "$1")")"
 }
-# stats_key FILE KEY: one counter of a stats snapshot (see STATS_JQ for the keys)
-STATS_JQ='
-def req(f): (f) as $v | if $v == null then error("smcrun stats --json lacks a counter these checks read (see STATS_JQ)") else $v end;
-{
-  clnt_succ: (req(.smcr.clnt_v1_succ_cnt) + req(.smcr.clnt_v2_succ_cnt)),
-  srv_succ: (req(.smcr.srv_v1_succ_cnt) + req(.smcr.srv_v2_succ_cnt)),
-  clnt_fback: req(.fallback.clnt_cnt),
-  srv_fback: req(.fallback.srv_cnt),
-  clnt_hs_err: req(.clnt_hs_err_cnt),
-  srv_hs_err: req(.srv_hs_err_cnt),
-  rx_bytes: req(.smcr.rx_bytes),
-  tx_bytes: req(.smcr.tx_bytes)
-}'
-stats_key() {
-    local v
-    v=$(jq -r "$STATS_JQ | .$2" "$1" 2>&1) || fail "cannot read $2 from smcrun stats --json: $(first "$v")"
-    echo "$v"
-}
-# fb_count FILE clnt|srv HEXCODE: the kernel's fallback count for one reason code
-fb_count() {
-    jq -r --arg c "$3" "[.fallback.$2_reasons[] | select(.hex == \$c) | .count] | add // 0" "$1"
-}
-# stats_delta BEFORE AFTER KEY
+# stats_delta BEFORE AFTER KEY: how much one SMC-R counter grew between two stats snapshots; KEY:
+#   clnt_succ, srv_succ (successes), clnt_fback, srv_fback (fallbacks), rx_bytes, tx_bytes
 stats_delta() {
-    local a b
-    a=$(stats_key "$1" "$3")
-    b=$(stats_key "$2" "$3")
-    echo $((b - a))
+    local v
+    v=$(vmcheck stats-count "$1" "$2" "$3" 2>&1) || fail "cannot read $3 from smcrun stats --json: $(first "$v")"
+    echo "$v"
 }
 # fallback_deltas BEFORE AFTER: dfc and dfs, how much the kernel's client and server fallback
 #   counters grew (the caller may print them before fallbacks_none judges them)
@@ -494,23 +472,14 @@ check_demo() {
     printf '%s\n' "$out" > /tmp/demo.json
     cat /tmp/demo.json /tmp/demo.err
     stats_snap /tmp/demo.s1
-    jq -e . /tmp/demo.json > /dev/null 2>&1 || fail "smcrun demo --json exited $rc without JSON: $(lastl "$(cat /tmp/demo.err)")"
-    summary=$(jq -r '"\(.connections) \(.data_intact) \(.sockets | length) \([.sockets[] | select(.mode == "SMC-R")] | length)"' /tmp/demo.json)
-    set -- $summary
-    [ "$1" = "$n" ] || fail "smcrun demo ran $1 connections, asked for $n"
-    [ "$2" = true ] || fail "smcrun demo: data NOT intact ($(jq -r .mismatched_connections /tmp/demo.json) connections corrupted)"
-    [ "$3" = $((2 * n)) ] || fail "smcrun demo reported $3 sockets, expected $((2 * n)) (client + server per connection)"
-    [ "$4" = "$3" ] || fail "smcrun demo: only $4 of $3 sockets SMC-R: $(jq -r '[.sockets[] | select(.mode != "SMC-R")][0] | "\(.side) \(.mode): \(.why)"' /tmp/demo.json)"
+    # (a report that is no JSON: vmcheck says so, with serde's message; the exit code after it,
+    # as before, so that a report with the reason comes first)
+    o=$(vmcheck demo-ran /tmp/demo.json "$n" "$RXE") || fail "$o (smcrun demo exited $rc: $(lastl "$(cat /tmp/demo.err)"))"
+    echo "demo: $o"
     [ $rc = 0 ] || fail "smcrun demo exited $rc: $(lastl "$(cat /tmp/demo.err)")"
-    dev=$(jq "[.sockets[] | select(.device == \"$RXE\")] | length" /tmp/demo.json)
-    [ "$dev" = "$3" ] || fail "smcrun demo names the RDMA device $RXE for $dev of $3 sockets: $(jq -c '[.sockets[].device]' /tmp/demo.json)"
-    dc=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 clnt_succ)
-    ds=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 srv_succ)
-    fallback_deltas /tmp/demo.s0 /tmp/demo.s1
-    echo "demo: $n connections, stats delta client succ $dc server succ $ds fallback client $dfc server $dfs"
-    fallbacks_none
-    [ "$dc" = "$n" ] && [ "$ds" = "$n" ] ||
-        fail "kernel SMC-R successes grew by client +$dc server +$ds, expected +$n each"
+    # (SMC-R successes of both roles, no SMC-D, no fallback)
+    o=$(vmcheck stats-transport /tmp/demo.s0 /tmp/demo.s1 smcr "$n") || fail "demo: $o"
+    echo "demo: $o"
     ok
 }
 
@@ -559,10 +528,8 @@ check_redis() {
     [ "${sets:-0}" -ge 2000 ] && [ "${gets:-0}" -ge 2000 ] || fail "redis-server counted ${sets:-0} SET and ${gets:-0} GET calls, expected 2000 each"
     # 10 idle connections held open (-I): sock_diag must show both ends of each as SMC-R
     bg smcrun redis-benchmark -p $p -I -c 10 > /tmp/idle.log 2>&1
-    filt="(.rport == $p or .lport == $p) and .lport != 0 and .rport != 0"
-    ss_wait /tmp/redis.ss "$filt" 20 || fail "smcrun ss --json shows $(ss_count /tmp/redis.ss "$filt") SMC sockets on port $p, expected 20 (10 connections): $(ss_show /tmp/redis.ss "$filt")"
-    nsmcr=$(ss_count /tmp/redis.ss "$filt and .mode == \"SMCR\"")
-    [ "$nsmcr" -ge 20 ] || fail "only $nsmcr of $(ss_count /tmp/redis.ss "$filt") sockets on port $p are SMCR: $(ss_show /tmp/redis.ss "$filt and .mode != \"SMCR\"")"
+    o=$(vmcheck --wait 300 ss-count SMCR 20 --port $p) || fail "smcrun ss --json (10 connections, 20 sockets): $o"
+    nsmcr=${o%% *}
     stats_snap /tmp/redis.s1
     fallback_deltas /tmp/redis.s0 /tmp/redis.s1
     dc=$(stats_delta /tmp/redis.s0 /tmp/redis.s1 clnt_succ)
@@ -577,7 +544,7 @@ check_redis() {
 #   under smcrun) and asserts the fallback reasons sock_diag reports for each SMC side ("-" = that side is
 #   a plain TCP program with no SMC socket) and that the data came back intact.
 fallback_case() {
-    local name srvpre clipre host p bind want_c want_s val r1 r2 cf sf got code d
+    local name srvpre clipre host p bind want_c want_s val r1 r2 o shown
     name=$1 srvpre=$2 clipre=$3 host=$4 p=$5 bind=$6 want_c=$7 want_s=$8
     stats_snap "/tmp/fb.$name.s0"
     [ "$srvpre" = plain ] && srvpre=
@@ -589,31 +556,23 @@ fallback_case() {
     r1=$($clipre redis-cli -h "$host" -p "$p" set "k$name" "$val" 2>&1)
     r2=$($clipre redis-cli -h "$host" -p "$p" get "k$name" 2>&1)
     [ "$r1" = OK ] && [ "$r2" = "$val" ] || fail "$name: data not intact: SET gave '$(first "$r1")', GET gave '$(first "$r2")'"
-    cf=".rport == $p and .lport != 0"
-    sf=".lport == $p and .rport != 0"
-    if [ "$want_c" != - ]; then
-        ss_wait "/tmp/fb.$name" "$cf" 1 -a || fail "$name: smcrun ss -a --json shows no client socket to port $p"
-        got=$(jq -s -r "[.[] | select($cf)][0] | \"\(.mode) \(.reason) \(.reason_name)\"" "/tmp/fb.$name")
-        [ "$got" = "TCP $want_c" ] || fail "$name: client socket is '$got', expected 'TCP $want_c'"
-    fi
-    if [ "$want_s" != - ]; then
-        ss_wait "/tmp/fb.$name" "$sf" 1 -a || fail "$name: smcrun ss -a --json shows no server socket on port $p"
-        got=$(jq -s -r "[.[] | select($sf)][0] | \"\(.mode) \(.reason)\" + (if .peer_reason and .peer_reason != \"0x00000000\" then \"/\(.peer_reason)\" else \"\" end) + \" \(.reason_name)\" + (if .peer_reason and .peer_reason != \"0x00000000\" then \"/\(.peer_name)\" else \"\" end)" "/tmp/fb.$name")
-        [ "$got" = "TCP $want_s" ] || fail "$name: server socket is '$got', expected 'TCP $want_s'"
-    fi
-    # the kernel's fallback statistics (GET_FBACK_STATS) counted the same reasons
+    # each SMC end's socket in smc_diag (30 s for it to show), then the kernel's fallback
+    # statistics (GET_FBACK_STATS): the same reason counted at least once more
+    shown=
+    [ "$want_c" = - ] || {
+        o=$(vmcheck --wait 300 ss-end "$p" client "TCP $want_c") || fail "$name: $o"
+        shown="client $o"
+    }
+    [ "$want_s" = - ] || {
+        o=$(vmcheck --wait 300 ss-end "$p" server "TCP $want_s") || fail "$name: $o"
+        shown="$shown${shown:+; }server $o"
+    }
     stats_snap "/tmp/fb.$name.s1"
-    if [ "$want_c" != - ]; then
-        code=${want_c%% *}
-        d=$(( $(fb_count "/tmp/fb.$name.s1" clnt "$code") - $(fb_count "/tmp/fb.$name.s0" clnt "$code") ))
-        [ "$d" -ge 1 ] || fail "$name: smcrun stats --json: client fallback reason $code grew by $d"
-    fi
-    if [ "$want_s" != - ]; then
-        code=${want_s%%[/ ]*}
-        d=$(( $(fb_count "/tmp/fb.$name.s1" srv "$code") - $(fb_count "/tmp/fb.$name.s0" srv "$code") ))
-        [ "$d" -ge 1 ] || fail "$name: smcrun stats --json: server fallback reason $code grew by $d"
-    fi
-    echo "fallback $name: ok ($(ss_show "/tmp/fb.$name" ".lport == $p or .rport == $p"))"
+    [ "$want_c" = - ] || o=$(vmcheck stats-reason "/tmp/fb.$name.s0" "/tmp/fb.$name.s1" client "${want_c%% *}" 1 --at-least) ||
+        fail "$name: smcrun stats --json: $o"
+    [ "$want_s" = - ] || o=$(vmcheck stats-reason "/tmp/fb.$name.s0" "/tmp/fb.$name.s1" server "${want_s%%[/ ]*}" 1 --at-least) ||
+        fail "$name: smcrun stats --json: $o"
+    echo "fallback $name: ok ($shown)"
     cleanup_procs
 }
 
@@ -701,11 +660,8 @@ check_modes() {
         # 2 connections = 2 client + 2 accepted sockets, all SMC-R. In inet mode the clients are IPPROTO_SMC
         # (diag family AF_INET) and the accepted ones PF_SMC (the kernel allocates them so); on 6.12
         # smc_diag leaves the addresses of IPPROTO_SMC sockets zero, so match on state and family only.
-        act='.state == "ACTIVE" and .mode == "SMCR"'
-        ss_wait /tmp/modes.$mode "$act" 4 ||
-            fail "--mode $mode: smcrun ss --json shows $(ss_count /tmp/modes.$mode "$act") active SMCR sockets, expected 4: $(ss_show /tmp/modes.$mode 'true')"
-        nf=$(ss_count /tmp/modes.$mode "$act and .family == $want_fam")
-        [ "$nf" -ge 2 ] || fail "--mode $mode: only $nf active SMCR sockets of family $want_fam, expected the 2 clients': $(ss_show /tmp/modes.$mode "$act")"
+        o=$(vmcheck --wait 300 ss-count SMCR 4 --active) || fail "--mode $mode: smcrun ss --json: $o"
+        o=$(vmcheck ss-count SMCR 2 --active --family $want_fam) || fail "--mode $mode: the 2 clients' sockets: $o"
         r=$(smcrun --mode $mode redis-cli -p $p set kmode $mode 2>&1)
         [ "$r" = OK ] || fail "--mode $mode: redis-cli set gave '$(first "$r")'"
         cleanup_procs
@@ -798,13 +754,13 @@ fx_what() { # what request a capture file answers
 #   OK-EXPECT and FB-EXPECT: fx_expect's NAME:MIN-BYTES lists (20 bytes = NLMSG_DONE alone: with
 #   connections open those dumps must have entries).
 fx_scenario() {
-    local p r1
+    local p o r1
     p=6379
     bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p
     smcrun redis-benchmark -p $p -t set,get -n 200 -c 2 -q > /dev/null 2>&1 || fail "redis-benchmark failed before the capture"
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
-    ss_wait /tmp/fx.ss ".mode == \"$1\" and .lport != 0 and .rport != 0" 4 || fail "no open $1 connections to capture$(ueid_hint "SMC-Rv2 and, on x86, SMC-Dv2 need one")"
+    o=$(vmcheck --wait 300 ss-count "$1" 4) || fail "no open $1 connections to capture$(ueid_hint "SMC-Rv2 and, on x86, SMC-Dv2 need one"): $o"
     capture_phase "$2"
     PHASE_DIR=$2 fx_expect "$2" $4
     cleanup_procs
@@ -813,12 +769,12 @@ fx_scenario() {
     redis_wait $p
     bg smcrun redis-benchmark -p $p -I -c 1 > /tmp/idle.log 2>&1
     bg redis-benchmark -p $p -I -c 1 > /tmp/idle2.log 2>&1
-    ss_wait /tmp/fx.ss '.mode == "TCP" and .lport != 0 and .rport != 0' 3 -a
+    o=$(vmcheck --wait 300 ss-count TCP 3 --all)
     r1=$?
     capture_phase "$3"
     PHASE_DIR=$3 fx_expect "$3" $5
     ueid_restore
-    [ $r1 = 0 ] || fail "the fallback connections did not show up in smcrun ss -a --json"
+    [ $r1 = 0 ] || fail "the fallback connections did not show up in smcrun ss -a --json: $o"
     cleanup_procs
 }
 check_fixtures() {
@@ -879,20 +835,20 @@ check_two_vms() {
         bg smcrun redis-server --port $p --bind 10.5.0.1 --protected-mode no --save '' --appendonly no > /tmp/redis.log 2>&1
         # (a PING from this guest to its own 10.5.0.1 falls back: count from after it)
         redis_wait $p 10.5.0.1
-        jq -c .fallback "$(stats_snap /tmp/tv.s0; echo /tmp/tv.s0)"
+        stats_snap /tmp/tv.s0
         # serve until the client sends SHUTDOWN; meanwhile look for the client's connections in sock_diag
         seen=0
         end=$(($(date +%s) + ${TWO_VM_WAIT:-110}))
         while [ "$(date +%s)" -lt $end ] && pidof redis-server > /dev/null; do
-            ss_snap /tmp/tv.ss
             # (IPPROTO_SMC sockets have zero addresses in smc_diag on 6.12: match the port)
-            n=$(ss_count /tmp/tv.ss '.mode == "SMCR" and .state == "ACTIVE" and .lport == 6379')
-            [ "$n" -gt "$seen" ] && seen=$n
+            n=$(vmcheck ss-count SMCR 1 --active --port $p)
+            n=${n%% *}
+            [ "$n" -gt "$seen" ] 2> /dev/null && seen=$n
             sleep 0.2
         done
         pidof redis-server > /dev/null && fail "the client never shut the server down (${TWO_VM_WAIT:-110}s); sock_diag showed up to $seen SMCR sockets from 10.5.0.2"
         stats_snap /tmp/tv.s1
-        jq -c .fallback /tmp/tv.s1
+        vmcheck stats-growth /tmp/tv.s0 /tmp/tv.s1
         ds=$(stats_delta /tmp/tv.s0 /tmp/tv.s1 srv_succ)
         dfs=$(stats_delta /tmp/tv.s0 /tmp/tv.s1 srv_fback)
         echo "two-vms server: up to $seen SMCR sockets from 10.5.0.2 seen, server succ +$ds fallback +$dfs"
@@ -914,7 +870,7 @@ check_two_vms() {
     out=$(printf '%s\n' "$out" | tr '\r' '\n' | grep -v 'rps=')
     printf '%s\n' "$out"
     bg smcrun redis-benchmark -h 10.5.0.1 -p $p -I -c 2 > /tmp/idle.log 2>&1
-    ss_wait /tmp/tv.ss '.mode == "SMCR" and .state == "ACTIVE" and .rport == 6379' 2
+    o=$(vmcheck --wait 300 ss-count SMCR 2 --active --port $p)
     r1=$?
     dd if=/dev/urandom of=/tmp/up bs=1024 count=512 2> /dev/null
     r=$(smcrun redis-cli -h 10.5.0.1 -p $p -x set big < /tmp/up 2>&1)
@@ -925,7 +881,7 @@ check_two_vms() {
     stats_snap /tmp/tv.s1
     [ $rc = 0 ] && printf '%s\n' "$out" | grep -q '^GET: .*requests per second' ||
         fail "redis-benchmark over 10.5.0.1 failed (rc $rc): $(lastl "$out")"
-    [ $r1 = 0 ] || fail "sock_diag shows no 2 active SMCR connections to port $p: $(ss_show /tmp/tv.ss 'true')"
+    [ $r1 = 0 ] || fail "sock_diag shows no 2 active SMCR connections to port $p: $o"
     [ "$r" = OK ] || fail "SET of 512 KiB gave '$(first "$r")'"
     [ "$(sha256sum < /tmp/up)" = "$(sha256sum < /tmp/down)" ] || fail "512 KiB came back different"
     dc=$(stats_delta /tmp/tv.s0 /tmp/tv.s1 clnt_succ)
@@ -1063,27 +1019,6 @@ check_views() {
 }
 
 # ------------------------------------------------------------------ per-process telemetry (sidecar)
-# ps_entry PROGRAM: the `smcrun ps --json` entry of the (single) running PROGRAM, compacted
-ps_entry() {
-    smcrun ps --json 2> /dev/null | jq -c --arg p "$1" '[.[] | select(.program == $p and .state == "running")][0] // empty'
-}
-# ps_wait PROGRAM JQ-CONDITION: until PROGRAM's ps entry satisfies the condition (10 s); prints it
-ps_wait() {
-    local i e
-    i=0
-    while [ $i -lt 50 ]; do
-        e=$(ps_entry "$1")
-        if [ -n "$e" ] && printf '%s\n' "$e" | jq -e "$2" > /dev/null 2>&1; then
-            printf '%s\n' "$e"
-            return 0
-        fi
-        sleep 0.2
-        i=$((i + 1))
-    done
-    printf '%s\n' "${e:-none}"
-    return 1
-}
-
 # sidecar: redis-server and redis-benchmark -c 20 both under smcrun: `smcrun ps` shows each with 20 SMC-R
 #   connections; a plain-TCP server shows as TCP with 0x03010000 decoded in `smcrun why`; and the exit report
 #   of a redis-benchmark run matches the kernel's counters for the same run.
@@ -1094,14 +1029,13 @@ check_sidecar() {
     bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p
     bg smcrun redis-benchmark -p $p -I -c 20 > /tmp/idle.log 2>&1
-    e=$(ps_wait redis-benchmark '.report.connections.smc_r >= 20') ||
+    e=$(vmcheck --wait 100 ps-running redis-benchmark --smcr 20) ||
         fail "smcrun ps: redis-benchmark does not show 20 SMC-R connections: $(first "$e")"
-    echo "ps redis-benchmark: $e" | cut -c1-400
+    echo "ps redis-benchmark: pid $e"
     # the server also has the redis-cli PINGs of redis_wait (SMC-R too): at least 20
-    e=$(ps_wait redis-server '.report.connections.smc_r >= 20 and .report.connections.tcp == 0') ||
-        fail "smcrun ps: redis-server does not show >= 20 SMC-R and no TCP connections: $(first "$e")"
-    echo "ps redis-server: $e" | cut -c1-400
-    spid=$(printf '%s\n' "$e" | jq -r .pid)
+    spid=$(vmcheck --wait 100 ps-running redis-server --smcr 20 --no-tcp) ||
+        fail "smcrun ps: redis-server does not show >= 20 SMC-R and no TCP connections: $(first "$spid")"
+    echo "ps redis-server: pid $spid"
     why=$(smcrun why "$spid" 2>&1) || fail "smcrun why $spid failed: $(first "$why")"
     printf '%s\n' "$why" | grep -q '^server .* SMC-R ' || fail "smcrun why $spid lists no SMC-R server connection: $(first "$why")"
     cleanup_procs
@@ -1130,15 +1064,14 @@ check_sidecar() {
     bg redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p 127.0.0.1 plain
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
-    e=$(ps_wait redis-benchmark '.report.connections.tcp >= 2') ||
-        fail "smcrun ps: redis-benchmark against a plain server does not show 2 TCP connections: $(first "$e")"
-    bpid=$(printf '%s\n' "$e" | jq -r .pid)
+    bpid=$(vmcheck --wait 100 ps-running redis-benchmark --tcp 2) ||
+        fail "smcrun ps: redis-benchmark against a plain server does not show 2 TCP connections: $(first "$bpid")"
     why=$(smcrun why "$bpid" 2>&1)
     echo "$why" | head -n 8
     printf '%s\n' "$why" | grep -q '^client .* TCP .*0x03010000' ||
         fail "smcrun why $bpid does not show a TCP client connection with 0x03010000: $(first "$why")"
-    printf '%s\n' "$e" | jq -e '.report.reasons[0].code == "0x03010000"' > /dev/null ||
-        fail "top reason is not 0x03010000: $(printf '%s\n' "$e" | jq -c .report.reasons)"
+    e=$(vmcheck ps-running redis-benchmark --tcp 2 --top-reason 0x03010000) ||
+        fail "top reason is not 0x03010000: $(first "$e")"
     ok
 }
 

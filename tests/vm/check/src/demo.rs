@@ -3,7 +3,7 @@
 use crate::source;
 use crate::Answer::{self, No, Yes};
 use clap::Subcommand;
-use smcrun_views::demo::DemoReport;
+use smcrun_views::demo::{DemoReport, DemoSocket};
 
 #[derive(Subcommand)]
 pub enum Question {
@@ -17,6 +17,13 @@ pub enum Question {
     /// FILE, a saved `smcrun demo --json`, has exactly N sockets in SMC-R mode (both ends of
     /// each connection).
     DemoSmcr { file: String, n: usize },
+    /// FILE, a saved `smcrun demo --json`, ran N connections with their data intact, and all 2N
+    /// sockets (client and server of each) are SMC-R over the RDMA device DEVICE.
+    DemoRan {
+        file: String,
+        n: u16,
+        device: String,
+    },
 }
 
 impl Question {
@@ -51,6 +58,59 @@ impl Question {
                     ))
                 }
             }),
+            Question::DemoRan { file, n, device } => source::with_file(file, |d: &DemoReport| {
+                ran(d, *n, device)
+            }),
         }
+    }
+}
+
+/// What `demo-ran` asks, failing on the first thing that is wrong.
+fn ran(d: &DemoReport, n: u16, device: &str) -> Answer {
+    let sockets = d.sockets.len();
+    let smcr: Vec<&DemoSocket> = d.sockets.iter().filter(|s| s.mode == "SMC-R").collect();
+    let on = d
+        .sockets
+        .iter()
+        .filter(|s| s.device.as_deref() == Some(device))
+        .count();
+    let line = format!(
+        "{} connections, data intact {}, {sockets} sockets, {} SMC-R, {on} on {device}",
+        d.connections,
+        d.data_intact,
+        smcr.len()
+    );
+    if d.connections != n {
+        No(format!("smcrun demo ran {} connections, asked for {n}", d.connections))
+    } else if !d.data_intact {
+        No(format!(
+            "smcrun demo: data NOT intact ({} connections corrupted)",
+            d.mismatched_connections
+        ))
+    } else if sockets != 2 * usize::from(n) {
+        No(format!(
+            "smcrun demo reported {sockets} sockets, expected {} (client + server per connection)",
+            2 * n
+        ))
+    } else if smcr.len() != sockets {
+        let other = d.sockets.iter().find(|s| s.mode != "SMC-R").expect("one");
+        No(format!(
+            "smcrun demo: only {} of {sockets} sockets SMC-R: {} {}: {}",
+            smcr.len(),
+            other.side,
+            other.mode,
+            other.why
+        ))
+    } else if on != sockets {
+        let devices: Vec<&str> = d
+            .sockets
+            .iter()
+            .map(|s| s.device.as_deref().unwrap_or("null"))
+            .collect();
+        No(format!(
+            "smcrun demo names the RDMA device {device} for {on} of {sockets} sockets: {devices:?}"
+        ))
+    } else {
+        Yes(line)
     }
 }
