@@ -114,19 +114,18 @@ strays() {
         STRAYS="$STRAYS $p:$name"
     done
 }
-# smc_sockets: how many SMC sockets smc_diag lists (all states), or "?" when it cannot be read
-smc_sockets() {
-    smcrun ss -a --json 2> /dev/null | jq '.sockets | length' 2> /dev/null || echo "?"
-}
 # lgr_conns: how many connections the link groups still count, or "?" when it cannot be read. A
 # closing SMC socket leaves smc_diag's list (and /proc/net/protocols' count) when it is unhashed,
 # but keeps its connection in its link group, and the smc module, until it is freed.
 # A kernel without link groups over netlink (5.10: `smcrun linkgroup` exits 125) has none to count.
 lgr_conns() {
-    local out n
-    out=$(smcrun linkgroup --json 2> /dev/null) || { echo 0; return; }
-    n=$(printf '%s\n' "$out" | jq '[.link_groups[]?.conns, .smcd_link_groups[]?.conns] | map(select(. != null)) | add // 0' 2> /dev/null)
-    echo "${n:-?}"
+    local out
+    smcrun linkgroup --json > /tmp/lgr.json 2> /dev/null || { echo 0; return; }
+    out=$(vmcheck linkgroup-idle /tmp/lgr.json)
+    case ${out%% *} in
+    '' | *[!0-9]*) echo "?" ;;
+    *) echo "${out%% *}" ;;
+    esac
 }
 # rxe_recycle: removes the soft-RoCE device and adds it again, then waits until smc sees it active.
 # (Its link groups go with it, and the connections they still counted.)
@@ -134,18 +133,14 @@ rxe_recycle() {
     local i=0
     smcrun setup soft-roce --netdev "${RXE#rxe_}" --name "$RXE" --remove > /dev/null 2>&1 || return 1
     smcrun setup soft-roce --netdev "${RXE#rxe_}" --name "$RXE" > /dev/null 2>&1 || return 1
-    until smcrun device --json 2> /dev/null | jq -e --arg d "$RXE" '[.smcr_devices[] | select(.ib_dev == $d) | .ports[0].state] | index("ACTIVE") != null' > /dev/null; do
-        i=$((i + 1))
-        [ $i -gt 50 ] && return 1
-        sleep 0.2
-    done
+    vmcheck --wait 100 device-active "$RXE" > /dev/null || return 1
     # The first link group on the new device, made here, not by the next check's first connection:
     # under TCG on a loaded host it can time out confirming its QP (server 0x02010000: the kernel's
     # wait; seen once right after a recycle, failing the next check). A few tries until one
     # connection runs over SMC-R.
     for i in 1 2 3; do
-        smcrun demo --json --connections 1 --bytes 4k 2> /dev/null |
-            jq -e '[.sockets[] | select(.mode == "SMC-R")] | length == 2' > /dev/null && return 0
+        smcrun demo --json --connections 1 --bytes 4k > /tmp/recycle.demo 2> /dev/null
+        vmcheck demo-smcr /tmp/recycle.demo 2 > /dev/null && return 0
     done
     return 1
 }
@@ -164,7 +159,8 @@ smc_drain() {
     grep -q '^smc ' /proc/modules || return 0
     while :; do
         n=$(lgr_conns)
-        if grep -q '^smc_diag ' /proc/modules && [ "$(smc_sockets)" != 0 ]; then
+        # (smc_diag lists a socket, in any state; or cannot be read)
+        if grep -q '^smc_diag ' /proc/modules && ! vmcheck ss-empty > /dev/null; then
             stuck=0
         elif [ "$n" = 0 ]; then
             break
@@ -202,8 +198,9 @@ reset_state() {
     fi
     [ "$RECYCLED" = 0 ] || echo "(state: $RECYCLED SMC-R connections stayed in their link groups after their sockets closed" \
         "(closed with unread data: the kernel keeps them): $RXE removed and made again)"
-    if command -v jq > /dev/null && [ -d /sys/fs/bpf ] && n=$(smcrun attach --list --json 2> /dev/null | jq '.scopes | length' 2> /dev/null) && [ "$n" != 0 ]; then
-        echo "(state: $n BPF scope(s) left attached: $(smcrun attach --list 2>&1 | tr '\n' ';'))"
+    # (a kernel without BPF mode's support cannot list: nothing to say then)
+    if [ -d /sys/fs/bpf ] && smcrun attach --list --json > /dev/null 2>&1 && ! n=$(vmcheck bpf-nothing-attached); then
+        echo "(state: BPF mode left something attached: $n; $(smcrun attach --list 2>&1 | tr '\n' ';'))"
     fi
     for f in $BASE_SYSCTLS; do
         read -r v < "${f%%=*}" 2> /dev/null
@@ -328,11 +325,7 @@ smc_reload() {
         smcrun ueid add SMCRUN-TEST > /tmp/smc.insmod 2>&1 || { echo "smcrun ueid add SMCRUN-TEST: $(first "$(cat /tmp/smc.insmod)")"; return 1; }
     fi
     [ -n "$RXE" ] || return 0
-    until smcrun device --json 2> /dev/null | jq -e --arg d "$RXE" '[.smcr_devices[] | select(.ib_dev == $d) | .ports[0].state] | index("ACTIVE") != null' > /dev/null; do
-        i=$((i + 1))
-        [ $i -gt 50 ] && { echo "smc does not see $RXE active: $(smcrun device 2>&1 | tr '\n' ' ')"; return 1; }
-        sleep 0.2
-    done
+    vmcheck --wait 100 device-active "$RXE" > /tmp/smc.insmod || { echo "smc does not see $RXE active: $(first "$(cat /tmp/smc.insmod)")"; return 1; }
 }
 # modules_back: after a check, loads smc and smc_diag again if the check left them unloaded (a
 # check that unloads them and then fails must not fail every later check with it).
@@ -907,97 +900,56 @@ check_views() {
     out=$(smcrun demo --json --connections $n --bytes $b 2> /tmp/views.demo.err)
     rc=$?
     printf '%s\n' "$out" > /tmp/views.demo
-    [ $rc = 0 ] && [ "$(jq -r .data_intact /tmp/views.demo 2>&1)" = true ] ||
-        fail "smcrun demo --connections $n failed (rc $rc): $(lastl "$(cat /tmp/views.demo.err)")"
+    [ $rc = 0 ] || fail "smcrun demo --connections $n failed (rc $rc): $(lastl "$(cat /tmp/views.demo.err)")"
+    o=$(vmcheck demo-intact /tmp/views.demo) || fail "$o"
     stats_snap /tmp/views.s1
     # the summary figures of the new layout, before and after
-    sj='[.smcr.summary.smc_connections, .smcr.rx.bytes, .smcr.tx.bytes, .smcr.rx_bytes, .smcr.rx.requests, .smcr.rx_cnt] | map(tostring) | join(" ")'
-    v=$(jq -r "$sj" /tmp/views.s0)
-    set -- $v
-    c0=$1 rx0=$2 tx0=$3
-    v=$(jq -r "$sj" /tmp/views.s1)
-    set -- $v
-    c1=$1 rx1=$2 tx1=$3
-    [ "$2" = "$4" ] && [ "$5" = "$6" ] || fail "stats --json: .smcr.rx.bytes/.requests ($2/$5) differ from .smcr.rx_bytes/.rx_cnt ($4/$6)"
-    dconn=$((c1 - c0)) drx=$((rx1 - rx0)) dtx=$((tx1 - tx0))
-    echo "views: demo $n x $b B: stats smc_connections +$dconn rx +$drx tx +$dtx"
-    [ "$dconn" = $((2 * n)) ] || fail "stats .smcr.summary.smc_connections grew by $dconn, expected $((2 * n)) ($n connections, both ends)"
-    [ "$drx" -ge $((2 * n * b)) ] && [ "$dtx" -ge $((2 * n * b)) ] ||
-        fail "stats .smcr.rx.bytes +$drx / .tx.bytes +$dtx, expected >= $((2 * n * b)) each ($n connections echoing $b B)"
+    o=$(vmcheck stats-layout /tmp/views.s0 /tmp/views.s1 $((2 * n)) $((2 * n * b))) ||
+        fail "$o ($n connections echoing $b B, both ends)"
+    echo "views: demo $n x $b B: $o"
     smcrun stats -m smcr | head -n 12
 
     # K idle connections held open
     bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p
     bg smcrun redis-benchmark -p $p -I -c $k > /tmp/idle.log 2>&1
-    filt="(.rport == $p or .lport == $p) and .state == \"ACTIVE\" and .mode == \"SMCR\""
-    ss_wait /tmp/views.ss "$filt" $((2 * k)) || fail "smcrun ss --json shows $(ss_count /tmp/views.ss "$filt") active SMCR sockets on port $p, expected $((2 * k)): $(ss_show /tmp/views.ss 'true')"
+    o=$(vmcheck --wait 300 ss-count SMCR $((2 * k)) --active --port $p) || fail "smcrun ss --json: $o"
     # -p: the owners, from /proc/*/fd
-    o=$(smcrun ss -p --json 2>&1) || fail "smcrun ss -p --json failed: $(first "$o")"
-    srv=$(printf '%s\n' "$o" | jq "[.sockets[] | select((.local | endswith(\":$p\")) and .state == \"ACTIVE\") | select(any(.processes[]; .name == \"redis-server\"))] | length")
-    cli=$(printf '%s\n' "$o" | jq "[.sockets[] | select((.peer | endswith(\":$p\")) and .state == \"ACTIVE\") | select(any(.processes[]; .name == \"redis-benchmark\"))] | length")
-    echo "views: ss -p: $srv sockets owned by redis-server, $cli by redis-benchmark"
-    [ "$srv" -ge $k ] && [ "$cli" -ge $k ] || fail "smcrun ss -p --json names redis-server as owner of $srv and redis-benchmark of $cli sockets, expected $k each"
+    o=$(vmcheck ss-owners $p redis-server redis-benchmark $k) || fail "$o"
+    echo "views: ss -p: $o"
     smcrun ss -p | grep ":$p" | head -n 2
     # linkgroup: its connection counts are the SMC-R sockets with a connection (the same moment: retry)
     i=0
     while :; do
         smcrun linkgroup --json > /tmp/views.lg 2> /tmp/views.lg.err || fail "smcrun linkgroup --json failed: $(first "$(cat /tmp/views.lg.err)")"
-        ss_snap /tmp/views.ss
-        lgc=$(jq '[.link_groups[].conns] | add // 0' /tmp/views.lg)
-        ssc=$(ss_count /tmp/views.ss '.mode == "SMCR" and .state != "LISTEN" and .state != "INIT" and .state != "CLOSED"')
-        [ "$lgc" = "$ssc" ] && break
+        o=$(vmcheck linkgroup-ss /tmp/views.lg) && break
         i=$((i + 1))
-        [ $i -lt 10 ] || fail "smcrun linkgroup --json counts $lgc connections, smcrun ss --json shows $ssc SMC-R sockets"
+        [ $i -lt 10 ] || fail "$o"
         sleep 0.5
     done
-    roles=$(jq -r '[.link_groups[] | select(.conns > 0) | .role] | unique | join(",")' /tmp/views.lg)
-    links=$(jq '[.link_groups[].links[]] | length' /tmp/views.lg)
-    eid=$(jq -r '[.link_groups[] | select(.conns > 0) | .eid] | unique | join(",")' /tmp/views.lg)
-    echo "views: linkgroup: $lgc connections (ss: $ssc), roles $roles, $links links, eid $eid"
-    [ "$roles" = "CLNT,SERV" ] || fail "linkgroup --json: groups with connections have roles '$roles', expected CLNT,SERV"
-    [ "$eid" = SMCRUN-TEST ] || fail "linkgroup --json: negotiated EID '$eid', expected SMCRUN-TEST"
+    echo "views: linkgroup: $o"
+    o=$(vmcheck linkgroup-both-ends /tmp/views.lg SMCRUN-TEST) || fail "$o"
+    echo "views: linkgroup: $o"
     smcrun linkgroup
     smcrun link | head -n 3
     smcrun device
     # link, device and info agree with linkgroup and the set-up (rxe on lo, the UEID)
-    smcrun link --json > /tmp/views.link || fail "smcrun link --json failed"
-    nl=$(jq --arg d "$RXE" '[.links[] | select(.state == "ACTIVE" and .ib_dev == $d and .net_dev == "lo")] | length' /tmp/views.link)
-    [ "$nl" = "$links" ] || fail "smcrun link --json lists $nl active links on $RXE/lo, linkgroup --json has $links links"
-    smcrun device --json > /tmp/views.dev || fail "smcrun device --json failed"
-    dl=$(jq -r --arg d "$RXE" '[.smcr_devices[] | select(.ib_dev == $d) | .ports[0] | select(.state == "ACTIVE" and .net_dev == "lo") | .links] | first // "none"' /tmp/views.dev)
-    [ "$dl" != none ] && [ "$dl" -ge 1 ] || fail "smcrun device --json: $RXE port 1 not ACTIVE on lo with links (links: $dl)"
-    smcrun info --json > /tmp/views.info || fail "smcrun info --json failed"
-    jq -e '.smcr_v2 == true and (.ueids | index("SMCRUN-TEST")) != null and .smcr_devices >= 1' /tmp/views.info > /dev/null ||
-        fail "smcrun info --json: $(jq -c '{smcr_v2, ueids, smcr_devices}' /tmp/views.info)"
-    echo "views: link: $nl active links; device: $RXE port 1 ACTIVE on lo, $dl links; info: SMC-Rv2, UEID SMCRUN-TEST"
-    # rdma: one RTS RC QP of "smc" per link, and the summary's used count is the QPs it lists
-    smcrun rdma --json > /tmp/views.rdma 2> /tmp/views.rdma.err || fail "smcrun rdma --json failed: $(first "$(cat /tmp/views.rdma.err)")"
-    v=$(jq -r --arg d "$RXE" '[
-        ([.objects[] | select(.type == "qp" and .kernel_owner == "smc" and .state == "RTS" and .qp_type == "RC")] | length),
-        ([.objects[] | select(.type == "qp" and .device == $d)] | length),
-        (.devices[] | select(.name == $d) | .resources.qp.used),
-        ([.objects[] | select(.type == "mr" and .kernel_owner == "smc")] | length)
-        ] | map(tostring) | join(" ")' /tmp/views.rdma)
-    set -- $v
-    echo "views: rdma: $1 smc RTS QPs for $links links; $RXE qp used $3, $2 listed; $4 smc MRs"
-    [ "$1" = "$links" ] || fail "smcrun rdma --json lists $1 RTS RC QPs owned by smc, linkgroup --json has $links links"
-    [ "$2" = "$3" ] || fail "smcrun rdma --json: $RXE qp used $3 but $2 QPs listed"
-    [ "$4" -ge 1 ] || fail "smcrun rdma --json lists no MR owned by smc"
-    # the maximums, from the device's verbs interface (ib_uverbs is loaded in the guest)
-    v=$(jq -r --arg d "$RXE" '.devices[] | select(.name == $d) | [.max_known, .resources.qp.max, .resources.mr.max, .resources.mr.used] | map(tostring) | join(" ")' /tmp/views.rdma)
-    set -- $v
-    echo "views: rdma: $RXE max known $1, qp max $2, mr $4/$3"
-    [ "$1" = true ] && [ "$2" -gt 0 ] && [ "$3" -ge "$4" ] || fail "smcrun rdma --json: $RXE maximums known $1, qp max $2, mr used $4 of max $3"
+    nl=$(vmcheck link-active /tmp/views.lg "$RXE" lo) || fail "$nl"
+    dl=$(vmcheck device-active "$RXE" --netdev lo --links) || fail "$dl"
+    o=$(vmcheck info-smcr-v2 SMCRUN-TEST) || fail "$o"
+    echo "views: link: $nl; device: $dl; info: $o"
+    # rdma: one RTS RC QP of "smc" per link, and the summary's used count is the QPs it lists; the
+    # maximums, from the device's verbs interface (ib_uverbs is loaded in the guest)
+    o=$(vmcheck rdma-links /tmp/views.lg "$RXE") || fail "$o"
+    echo "views: rdma: $o"
     smcrun rdma
     smcrun rdma "$RXE" qp
     # a plain client falls back (server 0x03010000 PEERNOSMC), decoded in stats -d --json
     stats_snap /tmp/views.s2
     redis-cli -p $p ping > /dev/null 2>&1
     stats_snap /tmp/views.s3
-    pn() { jq '[.fallback.srv_reasons[] | select(.hex == "0x03010000" and .name == "PEERNOSMC") | .count] | add // 0' "$1"; }
-    dpn=$(($(pn /tmp/views.s3) - $(pn /tmp/views.s2)))
-    [ "$dpn" = 1 ] || fail "after one plain client, stats --json server reason 0x03010000 PEERNOSMC grew by $dpn, expected 1"
+    o=$(vmcheck stats-reason /tmp/views.s2 /tmp/views.s3 server 0x03010000 1 --name PEERNOSMC) ||
+        fail "after one plain client: $o"
     smcrun stats -d | tail -n 8
 
     # traffic: monitor and stats --interval while redis-benchmark runs
@@ -1005,16 +957,11 @@ check_views() {
     sleep 1
     smcrun monitor base -i 1 --count 3 --json > /tmp/views.mon 2> /tmp/views.mon.err || fail "smcrun monitor base --json failed: $(first "$(cat /tmp/views.mon.err)")"
     cat /tmp/views.mon
-    lines=$(jq -s 'length' /tmp/views.mon)
-    busy=$(jq -s '[.[] | select(.rx_rate_bytes_per_sec > 0 and .tx_rate_bytes_per_sec > 0 and .rx_requests_per_sec > 0 and .conns >= 2 and .rx_bufs_bytes > 0)] | length' /tmp/views.mon)
-    [ "$lines" = 3 ] || fail "smcrun monitor --count 3 printed $lines lines"
-    [ "$busy" -ge 1 ] || fail "smcrun monitor base showed no line with non-zero rx/tx rates, connections and buffers while redis-benchmark ran: $(lastl "$(cat /tmp/views.mon)")"
+    o=$(vmcheck monitor-busy /tmp/views.mon 3 2) || fail "$o (redis-benchmark running)"
     smcrun monitor base -m smcr -i 1 --count 2
     smcrun stats --interval 1 --json > /tmp/views.iv || fail "smcrun stats --interval 1 --json failed"
-    ivrx=$(jq '.smcr.rx.bytes' /tmp/views.iv)
-    ivs=$(jq '.interval_seconds' /tmp/views.iv)
-    echo "views: stats --interval 1: rx +$ivrx bytes"
-    [ "$ivs" = 1 ] && [ "$ivrx" -gt 0 ] || fail "smcrun stats --interval 1 --json: interval_seconds $ivs, .smcr.rx.bytes $ivrx during traffic"
+    o=$(vmcheck stats-interval /tmp/views.iv 1) || fail "$o"
+    echo "views: stats --interval 1: $o"
     ok
 }
 

@@ -24,6 +24,8 @@ pub enum Question {
         n: u16,
         device: String,
     },
+    /// FILE, a saved `smcrun demo --json`: every connection's data came back intact.
+    DemoIntact { file: String },
 }
 
 impl Question {
@@ -55,6 +57,16 @@ impl Question {
                     No(format!(
                         "{smcr} sockets over SMC-R, expected {n}: {}",
                         all.join("; ")
+                    ))
+                }
+            }),
+            Question::DemoIntact { file } => source::with_file(file, |d: &DemoReport| {
+                if d.data_intact {
+                    Yes(format!("{} connections, data intact", d.connections))
+                } else {
+                    No(format!(
+                        "smcrun demo: data NOT intact ({} connections corrupted)",
+                        d.mismatched_connections
                     ))
                 }
             }),

@@ -14,6 +14,8 @@ mod demo;
 mod doctor;
 mod exporter;
 mod handshake;
+mod linkgroup;
+mod monitor;
 mod ps;
 mod source;
 mod ss;
@@ -66,6 +68,10 @@ enum Question {
     Ps(ps::Question),
     #[command(flatten)]
     Stats(stats::Question),
+    #[command(flatten)]
+    Linkgroup(linkgroup::Question),
+    #[command(flatten)]
+    Monitor(monitor::Question),
 }
 
 fn ask(q: &Question) -> Answer {
@@ -79,6 +85,8 @@ fn ask(q: &Question) -> Answer {
         Question::Exporter(q) => q.ask(),
         Question::Ps(q) => q.ask(),
         Question::Stats(q) => q.ask(),
+        Question::Linkgroup(q) => q.ask(),
+        Question::Monitor(q) => q.ask(),
     }
 }
 

@@ -10,7 +10,7 @@ use smcrun_views::ss::Owner;
 use std::net::SocketAddr;
 
 /// `smcrun ss --json` as read back (with `-p`'s owners when it has them).
-type Listing = SsView<'static, Vec<Owner>>;
+pub type Listing = SsView<'static, Vec<Owner>>;
 type Socket = SocketView<'static, Vec<Owner>>;
 
 /// What a check asks of `smcrun ss --json`.
@@ -40,6 +40,8 @@ pub enum Question {
     },
     /// `smcrun ss --json` lists no socket of PORT: the connection there is plain TCP.
     SsNone { port: u16 },
+    /// `smcrun ss -a --json` lists no SMC socket in any state (the check's are all closed).
+    SsEmpty,
     /// `smcrun ss --json` (`-a` with --all) lists at least N connected sockets in MODE (`SMCR`,
     /// `SMCD`, `TCP`), of FAMILY (43, 2, 10) with --family, of PORT (local or peer) with --port;
     /// waits while fewer. Its line starts with the count. Connected: local and peer port not 0;
@@ -226,6 +228,17 @@ impl Question {
                     }
                 })
             }
+            Question::SsEmpty => source::with_smcrun(&["ss", "-a", "--json"], |l: &Listing| {
+                if l.sockets.is_empty() {
+                    Yes(String::new())
+                } else {
+                    No(format!(
+                        "smcrun ss -a --json lists {} sockets: {}",
+                        l.sockets.len(),
+                        show_some(l.sockets.iter())
+                    ))
+                }
+            }),
             Question::SsCount {
                 mode,
                 n,

@@ -81,6 +81,18 @@ pub enum Question {
         #[arg(long)]
         at_least: bool,
     },
+    /// From BEFORE to AFTER the SMC-R summary counted exactly CONNECTIONS more SMC connections
+    /// and the bytes each way grew by BYTES or more, in the new layout (`summary`, `rx`, `tx`),
+    /// which AFTER's old counters (`rx_bytes`, `rx_cnt`) agree with.
+    StatsLayout {
+        before: String,
+        after: String,
+        connections: u64,
+        bytes: u64,
+    },
+    /// FILE, a saved `smcrun stats --interval SECONDS --json`, is that interval's delta and
+    /// counted SMC-R bytes received in it.
+    StatsInterval { file: String, seconds: f64 },
 }
 
 /// A counter `stats-count` reports, by the names checks.sh's `stats_delta` has always used.
@@ -249,6 +261,27 @@ impl Question {
                     No(format!("{}; {g}", why.join("; ")))
                 }
             }),
+            Question::StatsLayout {
+                before,
+                after,
+                connections,
+                bytes,
+            } => with_both(before, after, |a, b| layout(a, b, *connections, *bytes)),
+            Question::StatsInterval { file, seconds } => {
+                source::with_file(file, |s: &StatsView| {
+                    let line = format!(
+                        "interval_seconds {:?}, .smcr.rx.bytes {}",
+                        s.interval_seconds, s.smcr.rx.bytes
+                    );
+                    if s.interval_seconds == Some(*seconds) && s.smcr.rx.bytes > 0 {
+                        Yes(line)
+                    } else {
+                        No(format!(
+                            "smcrun stats --interval {seconds} --json during traffic: {line}"
+                        ))
+                    }
+                })
+            }
             Question::StatsCount {
                 before,
                 after,
@@ -290,6 +323,31 @@ impl Question {
                 }
             }),
         }
+    }
+}
+
+/// What `stats-layout` asks of snapshots `a` and `b`.
+fn layout(a: &StatsView, b: &StatsView, connections: u64, bytes: u64) -> Answer {
+    let (x, y) = (&a.smcr, &b.smcr);
+    let conns = y.summary.smc_connections.wrapping_sub(x.summary.smc_connections);
+    let rx = y.rx.bytes.wrapping_sub(x.rx.bytes);
+    let tx = y.tx.bytes.wrapping_sub(x.tx.bytes);
+    let line = format!("stats smc_connections +{conns} rx +{rx} tx +{tx}");
+    if y.rx.bytes != y.rx_bytes || y.rx.requests != y.rx_cnt {
+        No(format!(
+            "stats --json: .smcr.rx.bytes/.requests ({}/{}) differ from .smcr.rx_bytes/.rx_cnt ({}/{})",
+            y.rx.bytes, y.rx.requests, y.rx_bytes, y.rx_cnt
+        ))
+    } else if conns != connections {
+        No(format!(
+            "stats .smcr.summary.smc_connections grew by {conns}, expected {connections}; {line}"
+        ))
+    } else if rx < bytes || tx < bytes {
+        No(format!(
+            "stats .smcr.rx.bytes +{rx} / .tx.bytes +{tx}, expected >= {bytes} each"
+        ))
+    } else {
+        Yes(line)
     }
 }
 
