@@ -124,7 +124,8 @@ mod tests {
         };
         for l in [line(None), line(Some(b))] {
             crate::json::golden::assert_round_trips("monitor line", &l);
-            let back: MonitorLine = serde_json::from_str(&serde_json::to_string(&l).unwrap()).unwrap();
+            let back: MonitorLine =
+                serde_json::from_str(&serde_json::to_string(&l).unwrap()).unwrap();
             assert_eq!(back, l);
         }
     }

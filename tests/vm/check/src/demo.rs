@@ -5,6 +5,8 @@ use crate::Answer::{self, No, Yes};
 use clap::Subcommand;
 use smcrun_views::demo::{DemoReport, DemoSocket};
 
+// (the prefix names the view in vmcheck's flat list of subcommands)
+#[allow(clippy::enum_variant_names)]
 #[derive(Subcommand)]
 pub enum Question {
     /// FILE, a saved `smcrun demo --json`, has a SIDE socket that fell back with REASON
@@ -70,9 +72,9 @@ impl Question {
                     ))
                 }
             }),
-            Question::DemoRan { file, n, device } => source::with_file(file, |d: &DemoReport| {
-                ran(d, *n, device)
-            }),
+            Question::DemoRan { file, n, device } => {
+                source::with_file(file, |d: &DemoReport| ran(d, *n, device))
+            }
         }
     }
 }
@@ -93,7 +95,10 @@ fn ran(d: &DemoReport, n: u16, device: &str) -> Answer {
         smcr.len()
     );
     if d.connections != n {
-        No(format!("smcrun demo ran {} connections, asked for {n}", d.connections))
+        No(format!(
+            "smcrun demo ran {} connections, asked for {n}",
+            d.connections
+        ))
     } else if !d.data_intact {
         No(format!(
             "smcrun demo: data NOT intact ({} connections corrupted)",
@@ -114,13 +119,10 @@ fn ran(d: &DemoReport, n: u16, device: &str) -> Answer {
             other.why
         ))
     } else if on != sockets {
-        let devices: Vec<&str> = d
-            .sockets
-            .iter()
-            .map(|s| s.device.as_deref().unwrap_or("null"))
-            .collect();
+        let devices: Vec<Option<&str>> = d.sockets.iter().map(|s| s.device.as_deref()).collect();
         No(format!(
-            "smcrun demo names the RDMA device {device} for {on} of {sockets} sockets: {devices:?}"
+            "smcrun demo names the RDMA device {device} for {on} of {sockets} sockets: {}",
+            source::compact(&devices)
         ))
     } else {
         Yes(line)

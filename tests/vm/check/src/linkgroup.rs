@@ -10,7 +10,7 @@ use smcrun_views::linkgroup::json::{DevicesView, InfoView, LinkGroupsView, Links
 use smcrun_views::rdma::json::RdmaView;
 use std::collections::BTreeSet;
 
-// (the prefix names the view in vmcheck's flat list of subcommands)
+/// What a check asks of the link groups and what they run on.
 #[derive(Subcommand)]
 pub enum Question {
     /// FILE, a saved `smcrun linkgroup --json`, counts no connection in any link group (SMC-R
@@ -117,7 +117,9 @@ impl Question {
                     let nl = k
                         .links
                         .iter()
-                        .filter(|k| k.state == "ACTIVE" && k.ib_dev == *device && k.net_dev == *netdev)
+                        .filter(|k| {
+                            k.state == "ACTIVE" && k.ib_dev == *device && k.net_dev == *netdev
+                        })
                         .count();
                     if nl == links(l) {
                         Yes(format!("{nl} active links on {device}/{netdev}"))
@@ -176,23 +178,29 @@ impl Question {
                     }
                 }
             },
-            Question::InfoSmcrV2 { ueid } => source::with_smcrun(&["info", "--json"], |i: &InfoView| {
-                let ueids = i.ueids.as_deref().unwrap_or_default();
-                let line = format!(
-                    "smcr_v2 {}, ueids {ueids:?}, smcr_devices {}",
-                    i.smcr_v2, i.smcr_devices
-                );
-                if i.smcr_v2 && ueids.contains(ueid) && i.smcr_devices >= 1 {
-                    Yes(line)
-                } else {
-                    No(format!(
+            Question::InfoSmcrV2 { ueid } => {
+                source::with_smcrun(&["info", "--json"], |i: &InfoView| {
+                    let ueids = i.ueids.as_deref().unwrap_or_default();
+                    let line = format!(
+                        "smcr_v2 {}, ueids {ueids:?}, smcr_devices {}",
+                        i.smcr_v2, i.smcr_devices
+                    );
+                    if i.smcr_v2 && ueids.contains(ueid) && i.smcr_devices >= 1 {
+                        Yes(line)
+                    } else {
+                        No(format!(
                         "smcrun info --json: {line}; expected SMC-Rv2, UEID {ueid}, an SMC-R device"
                     ))
-                }
-            }),
-            Question::RdmaLinks { file, device } => source::with_file(file, |l: &LinkGroupsView| {
-                source::with_smcrun(&["rdma", "--json"], |r: &RdmaView| rdma_links(r, links(l), device))
-            }),
+                    }
+                })
+            }
+            Question::RdmaLinks { file, device } => {
+                source::with_file(file, |l: &LinkGroupsView| {
+                    source::with_smcrun(&["rdma", "--json"], |r: &RdmaView| {
+                        rdma_links(r, links(l), device)
+                    })
+                })
+            }
         }
     }
 }
@@ -223,25 +231,38 @@ fn rdma_links(r: &RdmaView, links: usize, device: &str) -> Answer {
     let res = |k: &str| dev.resources.get(k);
     let qp_used = res("qp").and_then(|u| u.used);
     let qp_max = res("qp").and_then(|u| u.max);
-    let (mr_used, mr_max) = (res("mr").and_then(|u| u.used), res("mr").and_then(|u| u.max));
+    let (mr_used, mr_max) = (
+        res("mr").and_then(|u| u.used),
+        res("mr").and_then(|u| u.max),
+    );
+    let (qp_used_, qp_max_, mr_used_, mr_max_) = (
+        or_null(qp_used),
+        or_null(qp_max),
+        or_null(mr_used),
+        or_null(mr_max),
+    );
     let line = format!(
-        "{qps} smc RTS QPs for {links} links; {device} qp used {qp_used:?}, {listed} listed; {mrs} smc MRs; max known {}, qp max {qp_max:?}, mr {mr_used:?}/{mr_max:?}",
+        "{qps} smc RTS QPs for {links} links; {device} qp used {qp_used_}, {listed} listed; {mrs} smc MRs; max known {}, qp max {qp_max_}, mr {mr_used_}/{mr_max_}",
         dev.max_known
     );
     let mut why = Vec::new();
     if qps != links {
-        why.push(format!("{qps} RTS RC QPs owned by smc, linkgroup --json has {links} links"));
+        why.push(format!(
+            "{qps} RTS RC QPs owned by smc, linkgroup --json has {links} links"
+        ));
     }
     if qp_used != Some(listed as u64) {
-        why.push(format!("{device} qp used {qp_used:?} but {listed} QPs listed"));
+        why.push(format!(
+            "{device} qp used {qp_used_} but {listed} QPs listed"
+        ));
     }
     if mrs == 0 {
         why.push("no MR owned by smc".into());
     }
     let within = matches!((mr_used, mr_max), (Some(u), Some(m)) if u64::from(m) >= u);
-    if !dev.max_known || !qp_max.is_some_and(|m| m > 0) || !within {
+    if !dev.max_known || !matches!(qp_max, Some(m) if m > 0) || !within {
         why.push(format!(
-            "{device} maximums known {}, qp max {qp_max:?}, mr used {mr_used:?} of max {mr_max:?}",
+            "{device} maximums known {}, qp max {qp_max_}, mr used {mr_used_} of max {mr_max_}",
             dev.max_known
         ));
     }
@@ -250,4 +271,9 @@ fn rdma_links(r: &RdmaView, links: usize, device: &str) -> Answer {
     } else {
         No(format!("smcrun rdma --json: {} ({line})", why.join("; ")))
     }
+}
+
+/// A figure the view may leave out, as its JSON shows it.
+fn or_null<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or("null".into(), |v| v.to_string())
 }

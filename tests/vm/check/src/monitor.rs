@@ -9,7 +9,11 @@ pub enum Question {
     /// FILE, a saved `smcrun monitor ... --count LINES --json`, has LINES lines, one of them
     /// busy: bytes and requests received per second, bytes sent per second, CONNS connections
     /// or more and receive buffers in use.
-    MonitorBusy { file: String, lines: usize, conns: u64 },
+    MonitorBusy {
+        file: String,
+        lines: usize,
+        conns: u64,
+    },
 }
 
 /// Whether a line saw traffic on CONNS connections or more.
@@ -33,13 +37,21 @@ impl Question {
         for (i, l) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
             match serde_json::from_str::<MonitorLine>(l) {
                 Ok(m) => read.push(m),
-                Err(e) => return No(format!("{file}: line {} is not a monitor line ({e}): {l}", i + 1)),
+                Err(e) => {
+                    return No(format!(
+                        "{file}: line {} is not a monitor line ({e}): {l}",
+                        i + 1
+                    ))
+                }
             }
         }
         let n = read.iter().filter(|l| busy(l, *conns)).count();
         let last = text.lines().last().unwrap_or_default();
         if read.len() != *lines {
-            No(format!("smcrun monitor --count {lines} printed {} lines", read.len()))
+            No(format!(
+                "smcrun monitor --count {lines} printed {} lines",
+                read.len()
+            ))
         } else if n == 0 {
             No(format!("smcrun monitor showed no line with non-zero rx/tx rates, {conns} connections and buffers while the traffic ran: {last}"))
         } else {

@@ -2,8 +2,8 @@
 //! of a port run in a mode, and that a port has no SMC socket at all.
 
 use crate::source;
-use crate::Answer::{self, No, NotYet, Yes};
 use crate::stats::Side;
+use crate::Answer::{self, No, NotYet, Yes};
 use clap::{Subcommand, ValueEnum};
 use smcrun_views::ss::json::{SocketView, SsView};
 use smcrun_views::ss::Owner;
@@ -262,15 +262,17 @@ impl Question {
                             } else {
                                 connected(s)
                             }) && s.mode == mode.as_str()
-                                && family.map_or(true, |f| s.family == f)
-                                && p.map_or(true, |p| of_port(s, p))
+                                && family.iter().all(|f| s.family == *f)
+                                && p.iter().all(|p| of_port(s, *p))
                         })
                         .collect();
                     let what = format!(
                         "{} {} {mode} sockets{}{}",
                         counted.len(),
                         if *active { "ACTIVE" } else { "connected" },
-                        family.map(|f| format!(" of family {f}")).unwrap_or_default(),
+                        family
+                            .map(|f| format!(" of family {f}"))
+                            .unwrap_or_default(),
                         p.map(|p| format!(" on port {p}")).unwrap_or_default()
                     );
                     if counted.len() >= *n {

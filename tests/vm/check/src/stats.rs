@@ -270,8 +270,9 @@ impl Question {
             Question::StatsInterval { file, seconds } => {
                 source::with_file(file, |s: &StatsView| {
                     let line = format!(
-                        "interval_seconds {:?}, .smcr.rx.bytes {}",
-                        s.interval_seconds, s.smcr.rx.bytes
+                        "interval_seconds {}, .smcr.rx.bytes {}",
+                        s.interval_seconds.map_or("null".into(), |i| i.to_string()),
+                        s.smcr.rx.bytes
                     );
                     if s.interval_seconds == Some(*seconds) && s.smcr.rx.bytes > 0 {
                         Yes(line)
@@ -329,7 +330,10 @@ impl Question {
 /// What `stats-layout` asks of snapshots `a` and `b`.
 fn layout(a: &StatsView, b: &StatsView, connections: u64, bytes: u64) -> Answer {
     let (x, y) = (&a.smcr, &b.smcr);
-    let conns = y.summary.smc_connections.wrapping_sub(x.summary.smc_connections);
+    let conns = y
+        .summary
+        .smc_connections
+        .wrapping_sub(x.summary.smc_connections);
     let rx = y.rx.bytes.wrapping_sub(x.rx.bytes);
     let tx = y.tx.bytes.wrapping_sub(x.tx.bytes);
     let line = format!("stats smc_connections +{conns} rx +{rx} tx +{tx}");
@@ -359,7 +363,7 @@ fn reason_count(s: &StatsView, side: Side, code: &str, name: Option<&str>) -> i6
     };
     listed
         .iter()
-        .filter(|r| r.reason.hex == code && name.map_or(true, |n| r.reason.name == n))
+        .filter(|r| r.reason.hex == code && name.iter().all(|n| r.reason.name == *n))
         .map(|r| i64::from(r.count))
         .sum()
 }
@@ -370,7 +374,11 @@ fn with_growth(before: &str, after: &str, f: impl FnOnce(&Growth) -> Answer) -> 
 }
 
 /// `f` of snapshots `before` and `after`; no when one cannot be read.
-fn with_both(before: &str, after: &str, f: impl FnOnce(&StatsView, &StatsView) -> Answer) -> Answer {
+fn with_both(
+    before: &str,
+    after: &str,
+    f: impl FnOnce(&StatsView, &StatsView) -> Answer,
+) -> Answer {
     match (
         source::file::<StatsView>(before),
         source::file::<StatsView>(after),
