@@ -4,6 +4,7 @@ use crate::Answer::{self, No, Yes};
 use clap::Subcommand;
 use smcrun_views::monitor::json::MonitorLine;
 
+/// What a check asks of `smcrun monitor --json`.
 #[derive(Subcommand)]
 pub enum Question {
     /// FILE, a saved `smcrun monitor ... --count LINES --json`, has LINES lines, one of them
