@@ -2,12 +2,14 @@
 # Checks of the smcrun VM test bed, sourced by /init (busybox sh) in the guest. Each check_NAME runs in
 # a subshell under a watchdog; it ends with `ok` or `fail "one-line reason"`. Nothing here mocks the
 # kernel: every check asserts behaviour the guest's real SMC kernel showed, and can fail.
+# smcrun's JSON is read by vmcheck (tests/vm/check), one question a call, into the views' own types.
 # Needs from init: say, vmlog, $role.
 #
 # shellcheck disable=SC2015,SC2086,SC2016,SC2013,SC2154
 # (SC2015: `[ a ] && [ b ] || fail` means "fail unless both", as intended; SC2086: prefixes such as
-# $clipre (empty or "smcrun") and `set -- $summary` are split on purpose, other unquoted values are
-# fixed words; SC2016: jq programs in single quotes; SC2013: pid/word lists; SC2154: $role is set by init.)
+# $clipre (empty or "smcrun") are split on purpose, other unquoted values are fixed words; SC2016:
+# jq programs in single quotes (the ss helpers other files still call); SC2013: pid/word lists;
+# SC2154: $role is set by init.)
 
 SETUP_ERR=
 RXE=
@@ -114,19 +116,18 @@ strays() {
         STRAYS="$STRAYS $p:$name"
     done
 }
-# smc_sockets: how many SMC sockets smc_diag lists (all states), or "?" when it cannot be read
-smc_sockets() {
-    smcrun ss -a --json 2> /dev/null | jq '.sockets | length' 2> /dev/null || echo "?"
-}
 # lgr_conns: how many connections the link groups still count, or "?" when it cannot be read. A
 # closing SMC socket leaves smc_diag's list (and /proc/net/protocols' count) when it is unhashed,
 # but keeps its connection in its link group, and the smc module, until it is freed.
 # A kernel without link groups over netlink (5.10: `smcrun linkgroup` exits 125) has none to count.
 lgr_conns() {
-    local out n
-    out=$(smcrun linkgroup --json 2> /dev/null) || { echo 0; return; }
-    n=$(printf '%s\n' "$out" | jq '[.link_groups[]?.conns, .smcd_link_groups[]?.conns] | map(select(. != null)) | add // 0' 2> /dev/null)
-    echo "${n:-?}"
+    local out
+    smcrun linkgroup --json > /tmp/lgr.json 2> /dev/null || { echo 0; return; }
+    out=$(vmcheck linkgroup-idle /tmp/lgr.json)
+    case ${out%% *} in
+    '' | *[!0-9]*) echo "?" ;;
+    *) echo "${out%% *}" ;;
+    esac
 }
 # rxe_recycle: removes the soft-RoCE device and adds it again, then waits until smc sees it active.
 # (Its link groups go with it, and the connections they still counted.)
@@ -134,18 +135,14 @@ rxe_recycle() {
     local i=0
     smcrun setup soft-roce --netdev "${RXE#rxe_}" --name "$RXE" --remove > /dev/null 2>&1 || return 1
     smcrun setup soft-roce --netdev "${RXE#rxe_}" --name "$RXE" > /dev/null 2>&1 || return 1
-    until smcrun device --json 2> /dev/null | jq -e --arg d "$RXE" '[.smcr_devices[] | select(.ib_dev == $d) | .ports[0].state] | index("ACTIVE") != null' > /dev/null; do
-        i=$((i + 1))
-        [ $i -gt 50 ] && return 1
-        sleep 0.2
-    done
+    vmcheck --wait 100 device-active "$RXE" > /dev/null || return 1
     # The first link group on the new device, made here, not by the next check's first connection:
     # under TCG on a loaded host it can time out confirming its QP (server 0x02010000: the kernel's
     # wait; seen once right after a recycle, failing the next check). A few tries until one
     # connection runs over SMC-R.
     for i in 1 2 3; do
-        smcrun demo --json --connections 1 --bytes 4k 2> /dev/null |
-            jq -e '[.sockets[] | select(.mode == "SMC-R")] | length == 2' > /dev/null && return 0
+        smcrun demo --json --connections 1 --bytes 4k > /tmp/recycle.demo 2> /dev/null
+        vmcheck demo-smcr /tmp/recycle.demo 2 > /dev/null && return 0
     done
     return 1
 }
@@ -164,7 +161,8 @@ smc_drain() {
     grep -q '^smc ' /proc/modules || return 0
     while :; do
         n=$(lgr_conns)
-        if grep -q '^smc_diag ' /proc/modules && [ "$(smc_sockets)" != 0 ]; then
+        # (smc_diag lists a socket, in any state; or cannot be read)
+        if grep -q '^smc_diag ' /proc/modules && ! vmcheck ss-empty > /dev/null; then
             stuck=0
         elif [ "$n" = 0 ]; then
             break
@@ -202,8 +200,9 @@ reset_state() {
     fi
     [ "$RECYCLED" = 0 ] || echo "(state: $RECYCLED SMC-R connections stayed in their link groups after their sockets closed" \
         "(closed with unread data: the kernel keeps them): $RXE removed and made again)"
-    if command -v jq > /dev/null && [ -d /sys/fs/bpf ] && n=$(smcrun attach --list --json 2> /dev/null | jq '.scopes | length' 2> /dev/null) && [ "$n" != 0 ]; then
-        echo "(state: $n BPF scope(s) left attached: $(smcrun attach --list 2>&1 | tr '\n' ';'))"
+    # (a kernel without BPF mode's support cannot list: nothing to say then)
+    if [ -d /sys/fs/bpf ] && smcrun attach --list --json > /dev/null 2>&1 && ! n=$(vmcheck bpf-nothing-attached); then
+        echo "(state: BPF mode left something attached: $n; $(smcrun attach --list 2>&1 | tr '\n' ';'))"
     fi
     for f in $BASE_SYSCTLS; do
         read -r v < "${f%%=*}" 2> /dev/null
@@ -328,11 +327,7 @@ smc_reload() {
         smcrun ueid add SMCRUN-TEST > /tmp/smc.insmod 2>&1 || { echo "smcrun ueid add SMCRUN-TEST: $(first "$(cat /tmp/smc.insmod)")"; return 1; }
     fi
     [ -n "$RXE" ] || return 0
-    until smcrun device --json 2> /dev/null | jq -e --arg d "$RXE" '[.smcr_devices[] | select(.ib_dev == $d) | .ports[0].state] | index("ACTIVE") != null' > /dev/null; do
-        i=$((i + 1))
-        [ $i -gt 50 ] && { echo "smc does not see $RXE active: $(smcrun device 2>&1 | tr '\n' ' ')"; return 1; }
-        sleep 0.2
-    done
+    vmcheck --wait 100 device-active "$RXE" > /tmp/smc.insmod || { echo "smc does not see $RXE active: $(first "$(cat /tmp/smc.insmod)")"; return 1; }
 }
 # modules_back: after a check, loads smc and smc_diag again if the check left them unloaded (a
 # check that unloads them and then fails must not fail every later check with it).
@@ -374,37 +369,15 @@ need_prog() {
 stats_snap() {
     local _o
     _o=$(smcrun stats --json 2>&1 > "$1") || fail "smcrun stats --json failed: $(first "$_o")"
-    # (a cheap look: jq reads it later, and each jq start costs about 3 s under TCG)
+    # (a cheap look: vmcheck reads it later, into the stats view's own type)
     [ "$(head -c1 "$1")" = "{" ] || fail "smcrun stats --json printed no JSON: $(first "$(cat "$1")")"
 }
-# stats_key FILE KEY: one counter of a stats snapshot (see STATS_JQ for the keys)
-STATS_JQ='
-def req(f): (f) as $v | if $v == null then error("smcrun stats --json lacks a counter these checks read (see STATS_JQ)") else $v end;
-{
-  clnt_succ: (req(.smcr.clnt_v1_succ_cnt) + req(.smcr.clnt_v2_succ_cnt)),
-  srv_succ: (req(.smcr.srv_v1_succ_cnt) + req(.smcr.srv_v2_succ_cnt)),
-  clnt_fback: req(.fallback.clnt_cnt),
-  srv_fback: req(.fallback.srv_cnt),
-  clnt_hs_err: req(.clnt_hs_err_cnt),
-  srv_hs_err: req(.srv_hs_err_cnt),
-  rx_bytes: req(.smcr.rx_bytes),
-  tx_bytes: req(.smcr.tx_bytes)
-}'
-stats_key() {
-    local v
-    v=$(jq -r "$STATS_JQ | .$2" "$1" 2>&1) || fail "cannot read $2 from smcrun stats --json: $(first "$v")"
-    echo "$v"
-}
-# fb_count FILE clnt|srv HEXCODE: the kernel's fallback count for one reason code
-fb_count() {
-    jq -r --arg c "$3" "[.fallback.$2_reasons[] | select(.hex == \$c) | .count] | add // 0" "$1"
-}
-# stats_delta BEFORE AFTER KEY
+# stats_delta BEFORE AFTER KEY: how much one SMC-R counter grew between two stats snapshots; KEY:
+#   clnt_succ, srv_succ (successes), clnt_fback, srv_fback (fallbacks), rx_bytes, tx_bytes
 stats_delta() {
-    local a b
-    a=$(stats_key "$1" "$3")
-    b=$(stats_key "$2" "$3")
-    echo $((b - a))
+    local v
+    v=$(vmcheck stats-count "$1" "$2" "$3" 2>&1) || fail "cannot read $3 from smcrun stats --json: $(first "$v")"
+    echo "$v"
 }
 # fallback_deltas BEFORE AFTER: dfc and dfs, how much the kernel's client and server fallback
 #   counters grew (the caller may print them before fallbacks_none judges them)
@@ -418,11 +391,13 @@ fallbacks_none() {
 }
 # no_fallback BEFORE AFTER: the kernel counted no fallback between two stats snapshots
 no_fallback() {
-    local dfc dfs
-    fallback_deltas "$1" "$2"
-    fallbacks_none
+    local o
+    o=$(vmcheck stats-smc-only "$1" "$2" 0) || fail "$o"
 }
 
+# The jq helpers of smcrun ss --json: this file's checks ask vmcheck (ss-count, ss-end, ss-owners,
+# ss-empty) instead; ss_snap, ss_wait, ss_show and SS_JQ stay while checks-old.sh and checks-smcd.sh
+# (slices of their own) still call them.
 # ss_snap FILE [-a]: `smcrun ss [-a] --json` into FILE, normalised by SS_JQ to one object per socket:
 #   {state, mode ("SMCR"|"SMCD"|"TCP"), family, lport, rport, laddr, raddr, reason, peer_reason}
 ss_snap() {
@@ -452,6 +427,25 @@ def addr: sub(":[0-9]+$"; "") | ltrimstr("[") | rtrimstr("]");
 # ss_count FILE JQ-FILTER: how many normalised sockets match
 ss_count() {
     jq -s "[.[] | select($2)] | length" "$1"
+}
+# ss_wait FILE FILTER N [SS-ARGS]: snapshot `smcrun ss --json` until at least N sockets match FILTER
+#   (30 s at most: a round costs 2 jq starts, about 6 s under TCG, so a count of rounds said little)
+ss_wait() {
+    local f filt want end n
+    f=$1 filt=$2 want=$3 end=$(($(date +%s) + 30))
+    shift 3
+    while :; do
+        ss_snap "$f" "$@"
+        n=$(ss_count "$f" "$filt")
+        [ "$n" -ge "$want" ] && return 0
+        [ "$(date +%s)" -ge "$end" ] && return 1
+        sleep 0.2
+    done
+}
+# describe the sockets of a snapshot that match a filter, for messages
+ss_show() {
+    jq -s -r "[.[] | select($2) | \"\(.state) \(.laddr):\(.lport)->\(.raddr):\(.rport) \(.mode)\" +
+        (if .reason then \" \(.reason)\" else \"\" end)] | .[:3] | join(\"; \")" "$1"
 }
 
 # ------------------------------------------------------------------ redis helpers
@@ -494,44 +488,15 @@ check_demo() {
     printf '%s\n' "$out" > /tmp/demo.json
     cat /tmp/demo.json /tmp/demo.err
     stats_snap /tmp/demo.s1
-    jq -e . /tmp/demo.json > /dev/null 2>&1 || fail "smcrun demo --json exited $rc without JSON: $(lastl "$(cat /tmp/demo.err)")"
-    summary=$(jq -r '"\(.connections) \(.data_intact) \(.sockets | length) \([.sockets[] | select(.mode == "SMC-R")] | length)"' /tmp/demo.json)
-    set -- $summary
-    [ "$1" = "$n" ] || fail "smcrun demo ran $1 connections, asked for $n"
-    [ "$2" = true ] || fail "smcrun demo: data NOT intact ($(jq -r .mismatched_connections /tmp/demo.json) connections corrupted)"
-    [ "$3" = $((2 * n)) ] || fail "smcrun demo reported $3 sockets, expected $((2 * n)) (client + server per connection)"
-    [ "$4" = "$3" ] || fail "smcrun demo: only $4 of $3 sockets SMC-R: $(jq -r '[.sockets[] | select(.mode != "SMC-R")][0] | "\(.side) \(.mode): \(.why)"' /tmp/demo.json)"
+    # (a report that is no JSON: vmcheck says so, with serde's message; the exit code after it,
+    # as before, so that a report with the reason comes first)
+    o=$(vmcheck demo-ran /tmp/demo.json "$n" "$RXE") || fail "$o (smcrun demo exited $rc: $(lastl "$(cat /tmp/demo.err)"))"
+    echo "demo: $o"
     [ $rc = 0 ] || fail "smcrun demo exited $rc: $(lastl "$(cat /tmp/demo.err)")"
-    dev=$(jq "[.sockets[] | select(.device == \"$RXE\")] | length" /tmp/demo.json)
-    [ "$dev" = "$3" ] || fail "smcrun demo names the RDMA device $RXE for $dev of $3 sockets: $(jq -c '[.sockets[].device]' /tmp/demo.json)"
-    dc=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 clnt_succ)
-    ds=$(stats_delta /tmp/demo.s0 /tmp/demo.s1 srv_succ)
-    fallback_deltas /tmp/demo.s0 /tmp/demo.s1
-    echo "demo: $n connections, stats delta client succ $dc server succ $ds fallback client $dfc server $dfs"
-    fallbacks_none
-    [ "$dc" = "$n" ] && [ "$ds" = "$n" ] ||
-        fail "kernel SMC-R successes grew by client +$dc server +$ds, expected +$n each"
+    # (SMC-R successes of both roles, no SMC-D, no fallback)
+    o=$(vmcheck stats-transport /tmp/demo.s0 /tmp/demo.s1 smcr "$n") || fail "demo: $o"
+    echo "demo: $o"
     ok
-}
-
-# ss_wait FILE FILTER N [SS-ARGS]: snapshot `smcrun ss --json` until at least N sockets match FILTER
-#   (30 s at most: a round costs 2 jq starts, about 6 s under TCG, so a count of rounds said little)
-ss_wait() {
-    local f filt want end n
-    f=$1 filt=$2 want=$3 end=$(($(date +%s) + 30))
-    shift 3
-    while :; do
-        ss_snap "$f" "$@"
-        n=$(ss_count "$f" "$filt")
-        [ "$n" -ge "$want" ] && return 0
-        [ "$(date +%s)" -ge "$end" ] && return 1
-        sleep 0.2
-    done
-}
-# describe the sockets of a snapshot that match a filter, for messages
-ss_show() {
-    jq -s -r "[.[] | select($2) | \"\(.state) \(.laddr):\(.lport)->\(.raddr):\(.rport) \(.mode)\" +
-        (if .reason then \" \(.reason)\" else \"\" end)] | .[:3] | join(\"; \")" "$1"
 }
 
 # 2. redis: redis-benchmark under smcrun against redis-server under smcrun: every request succeeds and the
@@ -559,16 +524,12 @@ check_redis() {
     [ "${sets:-0}" -ge 2000 ] && [ "${gets:-0}" -ge 2000 ] || fail "redis-server counted ${sets:-0} SET and ${gets:-0} GET calls, expected 2000 each"
     # 10 idle connections held open (-I): sock_diag must show both ends of each as SMC-R
     bg smcrun redis-benchmark -p $p -I -c 10 > /tmp/idle.log 2>&1
-    filt="(.rport == $p or .lport == $p) and .lport != 0 and .rport != 0"
-    ss_wait /tmp/redis.ss "$filt" 20 || fail "smcrun ss --json shows $(ss_count /tmp/redis.ss "$filt") SMC sockets on port $p, expected 20 (10 connections): $(ss_show /tmp/redis.ss "$filt")"
-    nsmcr=$(ss_count /tmp/redis.ss "$filt and .mode == \"SMCR\"")
-    [ "$nsmcr" -ge 20 ] || fail "only $nsmcr of $(ss_count /tmp/redis.ss "$filt") sockets on port $p are SMCR: $(ss_show /tmp/redis.ss "$filt and .mode != \"SMCR\"")"
+    o=$(vmcheck --wait 300 ss-count SMCR 20 --port $p) || fail "smcrun ss --json (10 connections, 20 sockets): $o"
+    nsmcr=${o%% *}
     stats_snap /tmp/redis.s1
-    fallback_deltas /tmp/redis.s0 /tmp/redis.s1
-    dc=$(stats_delta /tmp/redis.s0 /tmp/redis.s1 clnt_succ)
-    echo "redis: SET $sets GET $gets, $nsmcr SMCR sockets, stats client succ +$dc, fallback client +$dfc server +$dfs"
-    fallbacks_none
-    [ "$dc" -ge 30 ] || fail "kernel SMC-R client successes grew by $dc, expected >= 30 (20 benchmark + 10 idle connections)"
+    # (20 benchmark + 10 idle connections: 30 SMC-R client successes or more, no fallback)
+    o=$(vmcheck stats-smc-only /tmp/redis.s0 /tmp/redis.s1 30) || fail "redis: $o"
+    echo "redis: SET $sets GET $gets, $nsmcr SMCR sockets; $o"
     ok
 }
 
@@ -577,7 +538,7 @@ check_redis() {
 #   under smcrun) and asserts the fallback reasons sock_diag reports for each SMC side ("-" = that side is
 #   a plain TCP program with no SMC socket) and that the data came back intact.
 fallback_case() {
-    local name srvpre clipre host p bind want_c want_s val r1 r2 cf sf got code d
+    local name srvpre clipre host p bind want_c want_s val r1 r2 o shown
     name=$1 srvpre=$2 clipre=$3 host=$4 p=$5 bind=$6 want_c=$7 want_s=$8
     stats_snap "/tmp/fb.$name.s0"
     [ "$srvpre" = plain ] && srvpre=
@@ -589,31 +550,23 @@ fallback_case() {
     r1=$($clipre redis-cli -h "$host" -p "$p" set "k$name" "$val" 2>&1)
     r2=$($clipre redis-cli -h "$host" -p "$p" get "k$name" 2>&1)
     [ "$r1" = OK ] && [ "$r2" = "$val" ] || fail "$name: data not intact: SET gave '$(first "$r1")', GET gave '$(first "$r2")'"
-    cf=".rport == $p and .lport != 0"
-    sf=".lport == $p and .rport != 0"
-    if [ "$want_c" != - ]; then
-        ss_wait "/tmp/fb.$name" "$cf" 1 -a || fail "$name: smcrun ss -a --json shows no client socket to port $p"
-        got=$(jq -s -r "[.[] | select($cf)][0] | \"\(.mode) \(.reason) \(.reason_name)\"" "/tmp/fb.$name")
-        [ "$got" = "TCP $want_c" ] || fail "$name: client socket is '$got', expected 'TCP $want_c'"
-    fi
-    if [ "$want_s" != - ]; then
-        ss_wait "/tmp/fb.$name" "$sf" 1 -a || fail "$name: smcrun ss -a --json shows no server socket on port $p"
-        got=$(jq -s -r "[.[] | select($sf)][0] | \"\(.mode) \(.reason)\" + (if .peer_reason and .peer_reason != \"0x00000000\" then \"/\(.peer_reason)\" else \"\" end) + \" \(.reason_name)\" + (if .peer_reason and .peer_reason != \"0x00000000\" then \"/\(.peer_name)\" else \"\" end)" "/tmp/fb.$name")
-        [ "$got" = "TCP $want_s" ] || fail "$name: server socket is '$got', expected 'TCP $want_s'"
-    fi
-    # the kernel's fallback statistics (GET_FBACK_STATS) counted the same reasons
+    # each SMC end's socket in smc_diag (30 s for it to show), then the kernel's fallback
+    # statistics (GET_FBACK_STATS): the same reason counted at least once more
+    shown=
+    [ "$want_c" = - ] || {
+        o=$(vmcheck --wait 300 ss-end "$p" client "TCP $want_c") || fail "$name: $o"
+        shown="client $o"
+    }
+    [ "$want_s" = - ] || {
+        o=$(vmcheck --wait 300 ss-end "$p" server "TCP $want_s") || fail "$name: $o"
+        shown="$shown${shown:+; }server $o"
+    }
     stats_snap "/tmp/fb.$name.s1"
-    if [ "$want_c" != - ]; then
-        code=${want_c%% *}
-        d=$(( $(fb_count "/tmp/fb.$name.s1" clnt "$code") - $(fb_count "/tmp/fb.$name.s0" clnt "$code") ))
-        [ "$d" -ge 1 ] || fail "$name: smcrun stats --json: client fallback reason $code grew by $d"
-    fi
-    if [ "$want_s" != - ]; then
-        code=${want_s%%[/ ]*}
-        d=$(( $(fb_count "/tmp/fb.$name.s1" srv "$code") - $(fb_count "/tmp/fb.$name.s0" srv "$code") ))
-        [ "$d" -ge 1 ] || fail "$name: smcrun stats --json: server fallback reason $code grew by $d"
-    fi
-    echo "fallback $name: ok ($(ss_show "/tmp/fb.$name" ".lport == $p or .rport == $p"))"
+    [ "$want_c" = - ] || o=$(vmcheck stats-reason "/tmp/fb.$name.s0" "/tmp/fb.$name.s1" client "${want_c%% *}" 1 --at-least) ||
+        fail "$name: smcrun stats --json: $o"
+    [ "$want_s" = - ] || o=$(vmcheck stats-reason "/tmp/fb.$name.s0" "/tmp/fb.$name.s1" server "${want_s%%[/ ]*}" 1 --at-least) ||
+        fail "$name: smcrun stats --json: $o"
+    echo "fallback $name: ok ($shown)"
     cleanup_procs
 }
 
@@ -701,11 +654,8 @@ check_modes() {
         # 2 connections = 2 client + 2 accepted sockets, all SMC-R. In inet mode the clients are IPPROTO_SMC
         # (diag family AF_INET) and the accepted ones PF_SMC (the kernel allocates them so); on 6.12
         # smc_diag leaves the addresses of IPPROTO_SMC sockets zero, so match on state and family only.
-        act='.state == "ACTIVE" and .mode == "SMCR"'
-        ss_wait /tmp/modes.$mode "$act" 4 ||
-            fail "--mode $mode: smcrun ss --json shows $(ss_count /tmp/modes.$mode "$act") active SMCR sockets, expected 4: $(ss_show /tmp/modes.$mode 'true')"
-        nf=$(ss_count /tmp/modes.$mode "$act and .family == $want_fam")
-        [ "$nf" -ge 2 ] || fail "--mode $mode: only $nf active SMCR sockets of family $want_fam, expected the 2 clients': $(ss_show /tmp/modes.$mode "$act")"
+        o=$(vmcheck --wait 300 ss-count SMCR 4 --active) || fail "--mode $mode: smcrun ss --json: $o"
+        o=$(vmcheck ss-count SMCR 2 --active --family $want_fam) || fail "--mode $mode: the 2 clients' sockets: $o"
         r=$(smcrun --mode $mode redis-cli -p $p set kmode $mode 2>&1)
         [ "$r" = OK ] || fail "--mode $mode: redis-cli set gave '$(first "$r")'"
         cleanup_procs
@@ -798,13 +748,13 @@ fx_what() { # what request a capture file answers
 #   OK-EXPECT and FB-EXPECT: fx_expect's NAME:MIN-BYTES lists (20 bytes = NLMSG_DONE alone: with
 #   connections open those dumps must have entries).
 fx_scenario() {
-    local p r1
+    local p o r1
     p=6379
     bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p
     smcrun redis-benchmark -p $p -t set,get -n 200 -c 2 -q > /dev/null 2>&1 || fail "redis-benchmark failed before the capture"
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
-    ss_wait /tmp/fx.ss ".mode == \"$1\" and .lport != 0 and .rport != 0" 4 || fail "no open $1 connections to capture$(ueid_hint "SMC-Rv2 and, on x86, SMC-Dv2 need one")"
+    o=$(vmcheck --wait 300 ss-count "$1" 4) || fail "no open $1 connections to capture$(ueid_hint "SMC-Rv2 and, on x86, SMC-Dv2 need one"): $o"
     capture_phase "$2"
     PHASE_DIR=$2 fx_expect "$2" $4
     cleanup_procs
@@ -813,12 +763,12 @@ fx_scenario() {
     redis_wait $p
     bg smcrun redis-benchmark -p $p -I -c 1 > /tmp/idle.log 2>&1
     bg redis-benchmark -p $p -I -c 1 > /tmp/idle2.log 2>&1
-    ss_wait /tmp/fx.ss '.mode == "TCP" and .lport != 0 and .rport != 0' 3 -a
+    o=$(vmcheck --wait 300 ss-count TCP 3 --all)
     r1=$?
     capture_phase "$3"
     PHASE_DIR=$3 fx_expect "$3" $5
     ueid_restore
-    [ $r1 = 0 ] || fail "the fallback connections did not show up in smcrun ss -a --json"
+    [ $r1 = 0 ] || fail "the fallback connections did not show up in smcrun ss -a --json: $o"
     cleanup_procs
 }
 check_fixtures() {
@@ -879,20 +829,20 @@ check_two_vms() {
         bg smcrun redis-server --port $p --bind 10.5.0.1 --protected-mode no --save '' --appendonly no > /tmp/redis.log 2>&1
         # (a PING from this guest to its own 10.5.0.1 falls back: count from after it)
         redis_wait $p 10.5.0.1
-        jq -c .fallback "$(stats_snap /tmp/tv.s0; echo /tmp/tv.s0)"
+        stats_snap /tmp/tv.s0
         # serve until the client sends SHUTDOWN; meanwhile look for the client's connections in sock_diag
         seen=0
         end=$(($(date +%s) + ${TWO_VM_WAIT:-110}))
         while [ "$(date +%s)" -lt $end ] && pidof redis-server > /dev/null; do
-            ss_snap /tmp/tv.ss
             # (IPPROTO_SMC sockets have zero addresses in smc_diag on 6.12: match the port)
-            n=$(ss_count /tmp/tv.ss '.mode == "SMCR" and .state == "ACTIVE" and .lport == 6379')
-            [ "$n" -gt "$seen" ] && seen=$n
+            n=$(vmcheck ss-count SMCR 1 --active --port $p)
+            n=${n%% *}
+            [ "$n" -gt "$seen" ] 2> /dev/null && seen=$n
             sleep 0.2
         done
         pidof redis-server > /dev/null && fail "the client never shut the server down (${TWO_VM_WAIT:-110}s); sock_diag showed up to $seen SMCR sockets from 10.5.0.2"
         stats_snap /tmp/tv.s1
-        jq -c .fallback /tmp/tv.s1
+        vmcheck stats-growth /tmp/tv.s0 /tmp/tv.s1
         ds=$(stats_delta /tmp/tv.s0 /tmp/tv.s1 srv_succ)
         dfs=$(stats_delta /tmp/tv.s0 /tmp/tv.s1 srv_fback)
         echo "two-vms server: up to $seen SMCR sockets from 10.5.0.2 seen, server succ +$ds fallback +$dfs"
@@ -914,7 +864,7 @@ check_two_vms() {
     out=$(printf '%s\n' "$out" | tr '\r' '\n' | grep -v 'rps=')
     printf '%s\n' "$out"
     bg smcrun redis-benchmark -h 10.5.0.1 -p $p -I -c 2 > /tmp/idle.log 2>&1
-    ss_wait /tmp/tv.ss '.mode == "SMCR" and .state == "ACTIVE" and .rport == 6379' 2
+    o=$(vmcheck --wait 300 ss-count SMCR 2 --active --port $p)
     r1=$?
     dd if=/dev/urandom of=/tmp/up bs=1024 count=512 2> /dev/null
     r=$(smcrun redis-cli -h 10.5.0.1 -p $p -x set big < /tmp/up 2>&1)
@@ -925,7 +875,7 @@ check_two_vms() {
     stats_snap /tmp/tv.s1
     [ $rc = 0 ] && printf '%s\n' "$out" | grep -q '^GET: .*requests per second' ||
         fail "redis-benchmark over 10.5.0.1 failed (rc $rc): $(lastl "$out")"
-    [ $r1 = 0 ] || fail "sock_diag shows no 2 active SMCR connections to port $p: $(ss_show /tmp/tv.ss 'true')"
+    [ $r1 = 0 ] || fail "sock_diag shows no 2 active SMCR connections to port $p: $o"
     [ "$r" = OK ] || fail "SET of 512 KiB gave '$(first "$r")'"
     [ "$(sha256sum < /tmp/up)" = "$(sha256sum < /tmp/down)" ] || fail "512 KiB came back different"
     dc=$(stats_delta /tmp/tv.s0 /tmp/tv.s1 clnt_succ)
@@ -951,97 +901,56 @@ check_views() {
     out=$(smcrun demo --json --connections $n --bytes $b 2> /tmp/views.demo.err)
     rc=$?
     printf '%s\n' "$out" > /tmp/views.demo
-    [ $rc = 0 ] && [ "$(jq -r .data_intact /tmp/views.demo 2>&1)" = true ] ||
-        fail "smcrun demo --connections $n failed (rc $rc): $(lastl "$(cat /tmp/views.demo.err)")"
+    [ $rc = 0 ] || fail "smcrun demo --connections $n failed (rc $rc): $(lastl "$(cat /tmp/views.demo.err)")"
+    o=$(vmcheck demo-intact /tmp/views.demo) || fail "$o"
     stats_snap /tmp/views.s1
     # the summary figures of the new layout, before and after
-    sj='[.smcr.summary.smc_connections, .smcr.rx.bytes, .smcr.tx.bytes, .smcr.rx_bytes, .smcr.rx.requests, .smcr.rx_cnt] | map(tostring) | join(" ")'
-    v=$(jq -r "$sj" /tmp/views.s0)
-    set -- $v
-    c0=$1 rx0=$2 tx0=$3
-    v=$(jq -r "$sj" /tmp/views.s1)
-    set -- $v
-    c1=$1 rx1=$2 tx1=$3
-    [ "$2" = "$4" ] && [ "$5" = "$6" ] || fail "stats --json: .smcr.rx.bytes/.requests ($2/$5) differ from .smcr.rx_bytes/.rx_cnt ($4/$6)"
-    dconn=$((c1 - c0)) drx=$((rx1 - rx0)) dtx=$((tx1 - tx0))
-    echo "views: demo $n x $b B: stats smc_connections +$dconn rx +$drx tx +$dtx"
-    [ "$dconn" = $((2 * n)) ] || fail "stats .smcr.summary.smc_connections grew by $dconn, expected $((2 * n)) ($n connections, both ends)"
-    [ "$drx" -ge $((2 * n * b)) ] && [ "$dtx" -ge $((2 * n * b)) ] ||
-        fail "stats .smcr.rx.bytes +$drx / .tx.bytes +$dtx, expected >= $((2 * n * b)) each ($n connections echoing $b B)"
+    o=$(vmcheck stats-layout /tmp/views.s0 /tmp/views.s1 $((2 * n)) $((2 * n * b))) ||
+        fail "$o ($n connections echoing $b B, both ends)"
+    echo "views: demo $n x $b B: $o"
     smcrun stats -m smcr | head -n 12
 
     # K idle connections held open
     bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p
     bg smcrun redis-benchmark -p $p -I -c $k > /tmp/idle.log 2>&1
-    filt="(.rport == $p or .lport == $p) and .state == \"ACTIVE\" and .mode == \"SMCR\""
-    ss_wait /tmp/views.ss "$filt" $((2 * k)) || fail "smcrun ss --json shows $(ss_count /tmp/views.ss "$filt") active SMCR sockets on port $p, expected $((2 * k)): $(ss_show /tmp/views.ss 'true')"
+    o=$(vmcheck --wait 300 ss-count SMCR $((2 * k)) --active --port $p) || fail "smcrun ss --json: $o"
     # -p: the owners, from /proc/*/fd
-    o=$(smcrun ss -p --json 2>&1) || fail "smcrun ss -p --json failed: $(first "$o")"
-    srv=$(printf '%s\n' "$o" | jq "[.sockets[] | select((.local | endswith(\":$p\")) and .state == \"ACTIVE\") | select(any(.processes[]; .name == \"redis-server\"))] | length")
-    cli=$(printf '%s\n' "$o" | jq "[.sockets[] | select((.peer | endswith(\":$p\")) and .state == \"ACTIVE\") | select(any(.processes[]; .name == \"redis-benchmark\"))] | length")
-    echo "views: ss -p: $srv sockets owned by redis-server, $cli by redis-benchmark"
-    [ "$srv" -ge $k ] && [ "$cli" -ge $k ] || fail "smcrun ss -p --json names redis-server as owner of $srv and redis-benchmark of $cli sockets, expected $k each"
+    o=$(vmcheck ss-owners $p redis-server redis-benchmark $k) || fail "$o"
+    echo "views: ss -p: $o"
     smcrun ss -p | grep ":$p" | head -n 2
     # linkgroup: its connection counts are the SMC-R sockets with a connection (the same moment: retry)
     i=0
     while :; do
         smcrun linkgroup --json > /tmp/views.lg 2> /tmp/views.lg.err || fail "smcrun linkgroup --json failed: $(first "$(cat /tmp/views.lg.err)")"
-        ss_snap /tmp/views.ss
-        lgc=$(jq '[.link_groups[].conns] | add // 0' /tmp/views.lg)
-        ssc=$(ss_count /tmp/views.ss '.mode == "SMCR" and .state != "LISTEN" and .state != "INIT" and .state != "CLOSED"')
-        [ "$lgc" = "$ssc" ] && break
+        o=$(vmcheck linkgroup-ss /tmp/views.lg) && break
         i=$((i + 1))
-        [ $i -lt 10 ] || fail "smcrun linkgroup --json counts $lgc connections, smcrun ss --json shows $ssc SMC-R sockets"
+        [ $i -lt 10 ] || fail "$o"
         sleep 0.5
     done
-    roles=$(jq -r '[.link_groups[] | select(.conns > 0) | .role] | unique | join(",")' /tmp/views.lg)
-    links=$(jq '[.link_groups[].links[]] | length' /tmp/views.lg)
-    eid=$(jq -r '[.link_groups[] | select(.conns > 0) | .eid] | unique | join(",")' /tmp/views.lg)
-    echo "views: linkgroup: $lgc connections (ss: $ssc), roles $roles, $links links, eid $eid"
-    [ "$roles" = "CLNT,SERV" ] || fail "linkgroup --json: groups with connections have roles '$roles', expected CLNT,SERV"
-    [ "$eid" = SMCRUN-TEST ] || fail "linkgroup --json: negotiated EID '$eid', expected SMCRUN-TEST"
+    echo "views: linkgroup: $o"
+    o=$(vmcheck linkgroup-both-ends /tmp/views.lg SMCRUN-TEST) || fail "$o"
+    echo "views: linkgroup: $o"
     smcrun linkgroup
     smcrun link | head -n 3
     smcrun device
     # link, device and info agree with linkgroup and the set-up (rxe on lo, the UEID)
-    smcrun link --json > /tmp/views.link || fail "smcrun link --json failed"
-    nl=$(jq --arg d "$RXE" '[.links[] | select(.state == "ACTIVE" and .ib_dev == $d and .net_dev == "lo")] | length' /tmp/views.link)
-    [ "$nl" = "$links" ] || fail "smcrun link --json lists $nl active links on $RXE/lo, linkgroup --json has $links links"
-    smcrun device --json > /tmp/views.dev || fail "smcrun device --json failed"
-    dl=$(jq -r --arg d "$RXE" '[.smcr_devices[] | select(.ib_dev == $d) | .ports[0] | select(.state == "ACTIVE" and .net_dev == "lo") | .links] | first // "none"' /tmp/views.dev)
-    [ "$dl" != none ] && [ "$dl" -ge 1 ] || fail "smcrun device --json: $RXE port 1 not ACTIVE on lo with links (links: $dl)"
-    smcrun info --json > /tmp/views.info || fail "smcrun info --json failed"
-    jq -e '.smcr_v2 == true and (.ueids | index("SMCRUN-TEST")) != null and .smcr_devices >= 1' /tmp/views.info > /dev/null ||
-        fail "smcrun info --json: $(jq -c '{smcr_v2, ueids, smcr_devices}' /tmp/views.info)"
-    echo "views: link: $nl active links; device: $RXE port 1 ACTIVE on lo, $dl links; info: SMC-Rv2, UEID SMCRUN-TEST"
-    # rdma: one RTS RC QP of "smc" per link, and the summary's used count is the QPs it lists
-    smcrun rdma --json > /tmp/views.rdma 2> /tmp/views.rdma.err || fail "smcrun rdma --json failed: $(first "$(cat /tmp/views.rdma.err)")"
-    v=$(jq -r --arg d "$RXE" '[
-        ([.objects[] | select(.type == "qp" and .kernel_owner == "smc" and .state == "RTS" and .qp_type == "RC")] | length),
-        ([.objects[] | select(.type == "qp" and .device == $d)] | length),
-        (.devices[] | select(.name == $d) | .resources.qp.used),
-        ([.objects[] | select(.type == "mr" and .kernel_owner == "smc")] | length)
-        ] | map(tostring) | join(" ")' /tmp/views.rdma)
-    set -- $v
-    echo "views: rdma: $1 smc RTS QPs for $links links; $RXE qp used $3, $2 listed; $4 smc MRs"
-    [ "$1" = "$links" ] || fail "smcrun rdma --json lists $1 RTS RC QPs owned by smc, linkgroup --json has $links links"
-    [ "$2" = "$3" ] || fail "smcrun rdma --json: $RXE qp used $3 but $2 QPs listed"
-    [ "$4" -ge 1 ] || fail "smcrun rdma --json lists no MR owned by smc"
-    # the maximums, from the device's verbs interface (ib_uverbs is loaded in the guest)
-    v=$(jq -r --arg d "$RXE" '.devices[] | select(.name == $d) | [.max_known, .resources.qp.max, .resources.mr.max, .resources.mr.used] | map(tostring) | join(" ")' /tmp/views.rdma)
-    set -- $v
-    echo "views: rdma: $RXE max known $1, qp max $2, mr $4/$3"
-    [ "$1" = true ] && [ "$2" -gt 0 ] && [ "$3" -ge "$4" ] || fail "smcrun rdma --json: $RXE maximums known $1, qp max $2, mr used $4 of max $3"
+    nl=$(vmcheck link-active /tmp/views.lg "$RXE" lo) || fail "$nl"
+    dl=$(vmcheck device-active "$RXE" --netdev lo --links) || fail "$dl"
+    o=$(vmcheck info-smcr-v2 SMCRUN-TEST) || fail "$o"
+    echo "views: link: $nl; device: $dl; info: $o"
+    # rdma: one RTS RC QP of "smc" per link, and the summary's used count is the QPs it lists; the
+    # maximums, from the device's verbs interface (ib_uverbs is loaded in the guest)
+    o=$(vmcheck rdma-links /tmp/views.lg "$RXE") || fail "$o"
+    echo "views: rdma: $o"
     smcrun rdma
     smcrun rdma "$RXE" qp
     # a plain client falls back (server 0x03010000 PEERNOSMC), decoded in stats -d --json
     stats_snap /tmp/views.s2
     redis-cli -p $p ping > /dev/null 2>&1
     stats_snap /tmp/views.s3
-    pn() { jq '[.fallback.srv_reasons[] | select(.hex == "0x03010000" and .name == "PEERNOSMC") | .count] | add // 0' "$1"; }
-    dpn=$(($(pn /tmp/views.s3) - $(pn /tmp/views.s2)))
-    [ "$dpn" = 1 ] || fail "after one plain client, stats --json server reason 0x03010000 PEERNOSMC grew by $dpn, expected 1"
+    o=$(vmcheck stats-reason /tmp/views.s2 /tmp/views.s3 server 0x03010000 1 --name PEERNOSMC) ||
+        fail "after one plain client: $o"
     smcrun stats -d | tail -n 8
 
     # traffic: monitor and stats --interval while redis-benchmark runs
@@ -1049,41 +958,15 @@ check_views() {
     sleep 1
     smcrun monitor base -i 1 --count 3 --json > /tmp/views.mon 2> /tmp/views.mon.err || fail "smcrun monitor base --json failed: $(first "$(cat /tmp/views.mon.err)")"
     cat /tmp/views.mon
-    lines=$(jq -s 'length' /tmp/views.mon)
-    busy=$(jq -s '[.[] | select(.rx_rate_bytes_per_sec > 0 and .tx_rate_bytes_per_sec > 0 and .rx_requests_per_sec > 0 and .conns >= 2 and .rx_bufs_bytes > 0)] | length' /tmp/views.mon)
-    [ "$lines" = 3 ] || fail "smcrun monitor --count 3 printed $lines lines"
-    [ "$busy" -ge 1 ] || fail "smcrun monitor base showed no line with non-zero rx/tx rates, connections and buffers while redis-benchmark ran: $(lastl "$(cat /tmp/views.mon)")"
+    o=$(vmcheck monitor-busy /tmp/views.mon 3 2) || fail "$o (redis-benchmark running)"
     smcrun monitor base -m smcr -i 1 --count 2
     smcrun stats --interval 1 --json > /tmp/views.iv || fail "smcrun stats --interval 1 --json failed"
-    ivrx=$(jq '.smcr.rx.bytes' /tmp/views.iv)
-    ivs=$(jq '.interval_seconds' /tmp/views.iv)
-    echo "views: stats --interval 1: rx +$ivrx bytes"
-    [ "$ivs" = 1 ] && [ "$ivrx" -gt 0 ] || fail "smcrun stats --interval 1 --json: interval_seconds $ivs, .smcr.rx.bytes $ivrx during traffic"
+    o=$(vmcheck stats-interval /tmp/views.iv 1) || fail "$o"
+    echo "views: stats --interval 1: $o"
     ok
 }
 
 # ------------------------------------------------------------------ per-process telemetry (sidecar)
-# ps_entry PROGRAM: the `smcrun ps --json` entry of the (single) running PROGRAM, compacted
-ps_entry() {
-    smcrun ps --json 2> /dev/null | jq -c --arg p "$1" '[.[] | select(.program == $p and .state == "running")][0] // empty'
-}
-# ps_wait PROGRAM JQ-CONDITION: until PROGRAM's ps entry satisfies the condition (10 s); prints it
-ps_wait() {
-    local i e
-    i=0
-    while [ $i -lt 50 ]; do
-        e=$(ps_entry "$1")
-        if [ -n "$e" ] && printf '%s\n' "$e" | jq -e "$2" > /dev/null 2>&1; then
-            printf '%s\n' "$e"
-            return 0
-        fi
-        sleep 0.2
-        i=$((i + 1))
-    done
-    printf '%s\n' "${e:-none}"
-    return 1
-}
-
 # sidecar: redis-server and redis-benchmark -c 20 both under smcrun: `smcrun ps` shows each with 20 SMC-R
 #   connections; a plain-TCP server shows as TCP with 0x03010000 decoded in `smcrun why`; and the exit report
 #   of a redis-benchmark run matches the kernel's counters for the same run.
@@ -1094,14 +977,13 @@ check_sidecar() {
     bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p
     bg smcrun redis-benchmark -p $p -I -c 20 > /tmp/idle.log 2>&1
-    e=$(ps_wait redis-benchmark '.report.connections.smc_r >= 20') ||
+    e=$(vmcheck --wait 100 ps-running redis-benchmark --smcr 20) ||
         fail "smcrun ps: redis-benchmark does not show 20 SMC-R connections: $(first "$e")"
-    echo "ps redis-benchmark: $e" | cut -c1-400
+    echo "ps redis-benchmark: pid $e"
     # the server also has the redis-cli PINGs of redis_wait (SMC-R too): at least 20
-    e=$(ps_wait redis-server '.report.connections.smc_r >= 20 and .report.connections.tcp == 0') ||
-        fail "smcrun ps: redis-server does not show >= 20 SMC-R and no TCP connections: $(first "$e")"
-    echo "ps redis-server: $e" | cut -c1-400
-    spid=$(printf '%s\n' "$e" | jq -r .pid)
+    spid=$(vmcheck --wait 100 ps-running redis-server --smcr 20 --no-tcp) ||
+        fail "smcrun ps: redis-server does not show >= 20 SMC-R and no TCP connections: $(first "$spid")"
+    echo "ps redis-server: pid $spid"
     why=$(smcrun why "$spid" 2>&1) || fail "smcrun why $spid failed: $(first "$why")"
     printf '%s\n' "$why" | grep -q '^server .* SMC-R ' || fail "smcrun why $spid lists no SMC-R server connection: $(first "$why")"
     cleanup_procs
@@ -1130,15 +1012,14 @@ check_sidecar() {
     bg redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p 127.0.0.1 plain
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
-    e=$(ps_wait redis-benchmark '.report.connections.tcp >= 2') ||
-        fail "smcrun ps: redis-benchmark against a plain server does not show 2 TCP connections: $(first "$e")"
-    bpid=$(printf '%s\n' "$e" | jq -r .pid)
+    bpid=$(vmcheck --wait 100 ps-running redis-benchmark --tcp 2) ||
+        fail "smcrun ps: redis-benchmark against a plain server does not show 2 TCP connections: $(first "$bpid")"
     why=$(smcrun why "$bpid" 2>&1)
     echo "$why" | head -n 8
     printf '%s\n' "$why" | grep -q '^client .* TCP .*0x03010000' ||
         fail "smcrun why $bpid does not show a TCP client connection with 0x03010000: $(first "$why")"
-    printf '%s\n' "$e" | jq -e '.report.reasons[0].code == "0x03010000"' > /dev/null ||
-        fail "top reason is not 0x03010000: $(printf '%s\n' "$e" | jq -c .report.reasons)"
+    e=$(vmcheck ps-running redis-benchmark --tcp 2 --top-reason 0x03010000) ||
+        fail "top reason is not 0x03010000: $(first "$e")"
     ok
 }
 

@@ -3,7 +3,7 @@
 use crate::source;
 use crate::Answer::{self, No, Yes};
 use clap::Subcommand;
-use smcrun_views::demo::DemoReport;
+use smcrun_views::demo::{DemoReport, DemoSocket};
 
 // (the prefix names the view in vmcheck's flat list of subcommands)
 #[allow(clippy::enum_variant_names)]
@@ -24,6 +24,15 @@ pub enum Question {
     /// says the peer declined with WHY as the peer's diagnosis (`...; peer: WHY`): what a kernel
     /// without an SMC device does on both ends.
     DemoDeclined { file: String, n: u16, why: String },
+    /// FILE, a saved `smcrun demo --json`, ran N connections with their data intact, and all 2N
+    /// sockets (client and server of each) are SMC-R over the RDMA device DEVICE.
+    DemoRan {
+        file: String,
+        n: u16,
+        device: String,
+    },
+    /// FILE, a saved `smcrun demo --json`: every connection's data came back intact.
+    DemoIntact { file: String },
 }
 
 impl Question {
@@ -60,6 +69,19 @@ impl Question {
             }),
             Question::DemoDeclined { file, n, why } => {
                 source::with_file(file, |d: &DemoReport| declined(d, *n, why))
+            }
+            Question::DemoIntact { file } => source::with_file(file, |d: &DemoReport| {
+                if d.data_intact {
+                    Yes(format!("{} connections, data intact", d.connections))
+                } else {
+                    No(format!(
+                        "smcrun demo: data NOT intact ({} connections corrupted)",
+                        d.mismatched_connections
+                    ))
+                }
+            }),
+            Question::DemoRan { file, n, device } => {
+                source::with_file(file, |d: &DemoReport| ran(d, *n, device))
             }
         }
     }
@@ -104,5 +126,55 @@ fn declined(d: &DemoReport, n: u16, why: &str) -> Answer {
             "smcrun demo: reasons decoded for {clients} clients ({why}) and {servers} servers (peer declined; {peer}), expected {n} each: {}",
             whys.join(" | ")
         ))
+    }
+}
+
+/// What `demo-ran` asks, failing on the first thing that is wrong.
+fn ran(d: &DemoReport, n: u16, device: &str) -> Answer {
+    let sockets = d.sockets.len();
+    let smcr: Vec<&DemoSocket> = d.sockets.iter().filter(|s| s.mode == "SMC-R").collect();
+    let on = d
+        .sockets
+        .iter()
+        .filter(|s| s.device.as_deref() == Some(device))
+        .count();
+    let line = format!(
+        "{} connections, data intact {}, {sockets} sockets, {} SMC-R, {on} on {device}",
+        d.connections,
+        d.data_intact,
+        smcr.len()
+    );
+    if d.connections != n {
+        No(format!(
+            "smcrun demo ran {} connections, asked for {n}",
+            d.connections
+        ))
+    } else if !d.data_intact {
+        No(format!(
+            "smcrun demo: data NOT intact ({} connections corrupted)",
+            d.mismatched_connections
+        ))
+    } else if sockets != 2 * usize::from(n) {
+        No(format!(
+            "smcrun demo reported {sockets} sockets, expected {} (client + server per connection)",
+            2 * n
+        ))
+    } else if smcr.len() != sockets {
+        let other = d.sockets.iter().find(|s| s.mode != "SMC-R").expect("one");
+        No(format!(
+            "smcrun demo: only {} of {sockets} sockets SMC-R: {} {}: {}",
+            smcr.len(),
+            other.side,
+            other.mode,
+            other.why
+        ))
+    } else if on != sockets {
+        let devices: Vec<Option<&str>> = d.sockets.iter().map(|s| s.device.as_deref()).collect();
+        No(format!(
+            "smcrun demo names the RDMA device {device} for {on} of {sockets} sockets: {}",
+            source::compact(&devices)
+        ))
+    } else {
+        Yes(line)
     }
 }

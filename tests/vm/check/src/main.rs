@@ -15,6 +15,8 @@ mod doctor;
 mod error;
 mod exporter;
 mod handshake;
+mod linkgroup;
+mod monitor;
 mod ps;
 mod source;
 mod ss;
@@ -69,6 +71,10 @@ enum Question {
     Stats(stats::Question),
     #[command(flatten)]
     Error(error::Question),
+    #[command(flatten)]
+    Linkgroup(linkgroup::Question),
+    #[command(flatten)]
+    Monitor(monitor::Question),
 }
 
 fn ask(q: &Question) -> Answer {
@@ -83,6 +89,8 @@ fn ask(q: &Question) -> Answer {
         Question::Ps(q) => q.ask(),
         Question::Stats(q) => q.ask(),
         Question::Error(q) => q.ask(),
+        Question::Linkgroup(q) => q.ask(),
+        Question::Monitor(q) => q.ask(),
     }
 }
 

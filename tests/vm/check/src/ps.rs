@@ -32,6 +32,20 @@ pub enum Question {
     PsUid { uid: u32, n: u64 },
     /// PID, killed, is shown dead by one `smcrun ps --json` and no longer listed by the next.
     PsKilled { pid: u32 },
+    /// The first running PROGRAM reports at least --smcr SMC-R and --tcp TCP connections (none
+    /// TCP with --no-tcp; its most frequent reason --top-reason, `0x03010000`); waits while not.
+    /// Prints its pid.
+    PsRunning {
+        program: String,
+        #[arg(long, default_value_t = 0)]
+        smcr: u64,
+        #[arg(long, default_value_t = 0)]
+        tcp: u64,
+        #[arg(long)]
+        no_tcp: bool,
+        #[arg(long)]
+        top_reason: Option<String>,
+    },
 }
 
 /// An entry as a message shows it: pid, program, uid, state and its report's counts.
@@ -134,6 +148,41 @@ impl Question {
                         ))
                     }
                 })
+            }),
+            Question::PsRunning {
+                program,
+                smcr: min_smcr,
+                tcp,
+                no_tcp,
+                top_reason,
+            } => with_ps(|ps| {
+                let Some(e) = ps
+                    .iter()
+                    .find(|e| &e.program == program && e.state == "running")
+                else {
+                    return NotYet(format!(
+                        "smcrun ps --json lists no running {program}: {}",
+                        briefs(ps)
+                    ));
+                };
+                let top = e
+                    .report
+                    .as_ref()
+                    .and_then(|r| r.reasons.first())
+                    .and_then(|r| r.code.clone());
+                let c = e.report.as_ref().map(|r| &r.connections);
+                let right = c.is_some_and(|c| {
+                    c.smc_r >= *min_smcr && c.tcp >= *tcp && (!no_tcp || c.tcp == 0)
+                }) && top_reason.iter().all(|want| top.as_ref() == Some(want));
+                if right {
+                    Yes(e.pid.to_string())
+                } else {
+                    let reasons = e
+                        .report
+                        .as_ref()
+                        .map_or("none".into(), |r| compact(&r.reasons));
+                    NotYet(format!("{}; reasons {reasons}", brief(e)))
+                }
             }),
         }
     }

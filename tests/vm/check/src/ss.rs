@@ -2,14 +2,15 @@
 //! of a port run in a mode, and that a port has no SMC socket at all.
 
 use crate::source;
+use crate::stats::Side;
 use crate::Answer::{self, No, NotYet, Yes};
-use clap::Subcommand;
+use clap::{Subcommand, ValueEnum};
 use smcrun_views::ss::json::{SocketFallback, SocketView, SsView};
 use smcrun_views::ss::Owner;
 use std::net::SocketAddr;
 
 /// `smcrun ss --json` as read back (with `-p`'s owners when it has them).
-type Listing = SsView<'static, Vec<Owner>>;
+pub type Listing = SsView<'static, Vec<Owner>>;
 type Socket = SocketView<'static, Vec<Owner>>;
 
 /// What a check asks of `smcrun ss --json`.
@@ -50,6 +51,68 @@ pub enum Question {
         name: String,
         server: String,
     },
+    /// `smcrun ss -a --json` lists no SMC socket in any state (the check's are all closed).
+    SsEmpty,
+    /// `smcrun ss --json` (`-a` with --all) lists at least N connected sockets in MODE (`SMCR`,
+    /// `SMCD`, `TCP`), of FAMILY (43, 2, 10) with --family, of PORT (local or peer) with --port;
+    /// waits while fewer. Its line starts with the count. Connected: local and peer port not 0;
+    /// with --active, ACTIVE instead (6.12's smc_diag leaves an IPPROTO_SMC socket's addresses 0).
+    SsCount {
+        mode: String,
+        n: usize,
+        #[arg(long)]
+        port: Option<u16>,
+        #[arg(long)]
+        family: Option<u8>,
+        #[arg(long)]
+        active: bool,
+        #[arg(long)]
+        all: bool,
+    },
+    /// `smcrun ss -a --json`'s SIDE of the connection to PORT (the client: peer port PORT; the
+    /// server: local port PORT) shows as WANT: `MODE REASON[/PEER'S] NAME[/PEER'S]` (`TCP
+    /// 0x05000000/0x03030000 PEERDECL/NOSMCDEV`); waits while that end is not listed.
+    SsEnd {
+        port: u16,
+        #[arg(value_enum)]
+        side: Side,
+        want: String,
+    },
+    /// `smcrun ss -p --json` lists at least N ACTIVE sockets of local port PORT owned by SERVER
+    /// and N of peer port PORT owned by CLIENT (program names).
+    SsOwners {
+        port: u16,
+        server: String,
+        client: String,
+        n: usize,
+    },
+}
+
+/// Whether a socket is connected: both its ports are known (a listener's peer port is 0).
+fn connected(s: &Socket) -> bool {
+    !matches!(port(&s.local), None | Some(0)) && !matches!(port(&s.peer), None | Some(0))
+}
+
+/// An end as `ss-end` compares it: `MODE REASON[/PEER'S] NAME[/PEER'S]`, the peer's part only
+/// when the peer sent a diagnosis.
+fn end_shown(s: &Socket) -> String {
+    match &s.fallback {
+        None => s.mode.to_string(),
+        Some(f) if f.peer_diagnosis != "0x00000000" => format!(
+            "{} {}/{} {}/{}",
+            s.mode,
+            f.reason,
+            f.peer_diagnosis,
+            f.reason_decoded.name,
+            f.peer_diagnosis_decoded.name
+        ),
+        Some(f) => format!("{} {} {}", s.mode, f.reason, f.reason_decoded.name),
+    }
+}
+
+/// Whether a socket is owned by a process named `name` (`ss -p`).
+fn owned_by(s: &Socket, name: &str) -> bool {
+    s.processes.iter().flatten().any(|o| o.name == name)
 }
 
 /// The port of an address as ss prints it (`127.0.0.1:6379`, `[::1]:6379`).
@@ -216,6 +279,113 @@ impl Question {
                     }
                 })
             }
+            Question::SsEmpty => source::with_smcrun(&["ss", "-a", "--json"], |l: &Listing| {
+                if l.sockets.is_empty() {
+                    Yes(String::new())
+                } else {
+                    No(format!(
+                        "smcrun ss -a --json lists {} sockets: {}",
+                        l.sockets.len(),
+                        show_some(l.sockets.iter())
+                    ))
+                }
+            }),
+            Question::SsCount {
+                mode,
+                n,
+                port: p,
+                family,
+                active,
+                all,
+            } => {
+                let args: &[&str] = if *all {
+                    &["ss", "-a", "--json"]
+                } else {
+                    &["ss", "--json"]
+                };
+                source::with_smcrun(args, |l: &Listing| {
+                    let counted: Vec<&Socket> = l
+                        .sockets
+                        .iter()
+                        .filter(|s| {
+                            (if *active {
+                                s.state == "ACTIVE"
+                            } else {
+                                connected(s)
+                            }) && s.mode == mode.as_str()
+                                && family.iter().all(|f| s.family == *f)
+                                && p.iter().all(|p| of_port(s, *p))
+                        })
+                        .collect();
+                    let what = format!(
+                        "{} {} {mode} sockets{}{}",
+                        counted.len(),
+                        if *active { "ACTIVE" } else { "connected" },
+                        family
+                            .map(|f| format!(" of family {f}"))
+                            .unwrap_or_default(),
+                        p.map(|p| format!(" on port {p}")).unwrap_or_default()
+                    );
+                    if counted.len() >= *n {
+                        Yes(format!("{what}: {}", show_some(counted.into_iter())))
+                    } else {
+                        NotYet(format!(
+                            "{what}, expected at least {n}; smcrun {} lists: {}",
+                            args.join(" "),
+                            show_some(l.sockets.iter())
+                        ))
+                    }
+                })
+            }
+            Question::SsEnd {
+                port: p,
+                side,
+                want,
+            } => source::with_smcrun(&["ss", "-a", "--json"], |l: &Listing| {
+                let end = l.sockets.iter().find(|s| {
+                    connected(s)
+                        && match side {
+                            Side::Client => port(&s.peer) == Some(*p),
+                            Side::Server => port(&s.local) == Some(*p),
+                        }
+                });
+                let name = side.to_possible_value().expect("a value");
+                match end {
+                    None => NotYet(format!(
+                        "smcrun ss -a --json shows no {} socket of port {p}: {}",
+                        name.get_name(),
+                        show_some(l.sockets.iter())
+                    )),
+                    Some(s) if end_shown(s) == *want => Yes(show(s)),
+                    Some(s) => No(format!(
+                        "{} socket is '{}', expected '{want}'",
+                        name.get_name(),
+                        end_shown(s)
+                    )),
+                }
+            }),
+            Question::SsOwners {
+                port: p,
+                server,
+                client,
+                n,
+            } => source::with_smcrun(&["ss", "-p", "--json"], |l: &Listing| {
+                let active = || l.sockets.iter().filter(|s| s.state == "ACTIVE");
+                let srv = active()
+                    .filter(|s| port(&s.local) == Some(*p) && owned_by(s, server))
+                    .count();
+                let cli = active()
+                    .filter(|s| port(&s.peer) == Some(*p) && owned_by(s, client))
+                    .count();
+                let line = format!("{srv} sockets owned by {server}, {cli} by {client}");
+                if srv >= *n && cli >= *n {
+                    Yes(line)
+                } else {
+                    No(format!(
+                        "smcrun ss -p --json names {server} as owner of {srv} and {client} of {cli} sockets on port {p}, expected {n} each"
+                    ))
+                }
+            }),
         }
     }
 }

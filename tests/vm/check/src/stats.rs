@@ -7,7 +7,7 @@ use clap::{Subcommand, ValueEnum};
 use smcrun_views::stats::json::{StatsView, TechView};
 use std::fmt;
 
-/// A connection's role in the kernel's counters.
+/// A connection's role (in the kernel's counters, and which end of it a socket is).
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Side {
     /// Connected.
@@ -67,6 +67,63 @@ pub enum Question {
         n: i64,
         reason: String,
     },
+    /// Prints how much one SMC-R COUNTER grew from BEFORE to AFTER (a number, for checks.sh's
+    /// `stats_delta`, whose callers compare and log it); no only when a snapshot cannot be read.
+    StatsCount {
+        before: String,
+        after: String,
+        #[arg(value_enum)]
+        counter: Counter,
+    },
+    /// The kernel counted SIDE fallbacks with reason CODE (`0x03010000`; named NAME with
+    /// --name) N more times from BEFORE to AFTER (N or more with --at-least).
+    StatsReason {
+        before: String,
+        after: String,
+        #[arg(value_enum)]
+        side: Side,
+        code: String,
+        n: i64,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        at_least: bool,
+    },
+    /// From BEFORE to AFTER the SMC-R summary counted exactly CONNECTIONS more SMC connections
+    /// and the bytes each way grew by BYTES or more, in the new layout (`summary`, `rx`, `tx`),
+    /// which AFTER's old counters (`rx_bytes`, `rx_cnt`) agree with.
+    StatsLayout {
+        before: String,
+        after: String,
+        connections: u64,
+        bytes: u64,
+    },
+    /// FILE, a saved `smcrun stats --interval SECONDS --json`, is that interval's delta and
+    /// counted SMC-R bytes received in it.
+    StatsInterval { file: String, seconds: f64 },
+}
+
+/// A counter `stats-count` reports, by the names checks.sh's `stats_delta` has always used.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Counter {
+    /// SMC-R client successes (v1 and v2).
+    #[value(name = "clnt_succ")]
+    ClientSuccesses,
+    /// SMC-R server successes (v1 and v2).
+    #[value(name = "srv_succ")]
+    ServerSuccesses,
+    /// Client fallbacks (all technologies: the kernel counts them once).
+    #[value(name = "clnt_fback")]
+    ClientFallbacks,
+    /// Server fallbacks.
+    #[value(name = "srv_fback")]
+    ServerFallbacks,
+    /// SMC-R bytes received.
+    #[value(name = "rx_bytes")]
+    RxBytes,
+    /// SMC-R bytes sent.
+    #[value(name = "tx_bytes")]
+    TxBytes,
 }
 
 /// How the counters the checks judge grew between two snapshots (signed: a counter that went
@@ -77,6 +134,7 @@ struct Growth {
     fallback: [i64; 2],
     smcr_tx: i64,
     smcd_tx: i64,
+    smcr_rx: i64,
 }
 
 /// Each of `a`'s counters' growth to `b`'s.
@@ -104,6 +162,7 @@ impl Growth {
             [b.smcr.tx_bytes, b.smcd.tx_bytes],
         );
         Growth {
+            smcr_rx: b.smcr.rx_bytes.wrapping_sub(a.smcr.rx_bytes) as i64,
             smcr: growth(successes(&a.smcr), successes(&b.smcr)),
             smcd: growth(successes(&a.smcd), successes(&b.smcd)),
             fallback: growth(fallbacks(a), fallbacks(b)),
@@ -116,6 +175,18 @@ impl Growth {
     fn side(&self, side: Side) -> (i64, i64) {
         let i = side as usize;
         (self.smcr[i], self.fallback[i])
+    }
+
+    /// One counter's growth.
+    fn count(&self, c: Counter) -> i64 {
+        match c {
+            Counter::ClientSuccesses => self.smcr[0],
+            Counter::ServerSuccesses => self.smcr[1],
+            Counter::ClientFallbacks => self.fallback[0],
+            Counter::ServerFallbacks => self.fallback[1],
+            Counter::RxBytes => self.smcr_rx,
+            Counter::TxBytes => self.smcr_tx,
+        }
     }
 }
 
@@ -217,6 +288,68 @@ impl Question {
                 }),
                 Err(e) => No(format!("smcrun stats --json: {e}")),
             },
+            Question::StatsLayout {
+                before,
+                after,
+                connections,
+                bytes,
+            } => with_both(before, after, |a, b| layout(a, b, *connections, *bytes)),
+            Question::StatsInterval { file, seconds } => {
+                source::with_file(file, |s: &StatsView| {
+                    let line = format!(
+                        "interval_seconds {}, .smcr.rx.bytes {}",
+                        s.interval_seconds.map_or("null".into(), |i| i.to_string()),
+                        s.smcr.rx.bytes
+                    );
+                    if s.interval_seconds == Some(*seconds) && s.smcr.rx.bytes > 0 {
+                        Yes(line)
+                    } else {
+                        No(format!(
+                            "smcrun stats --interval {seconds} --json during traffic: {line}"
+                        ))
+                    }
+                })
+            }
+            Question::StatsCount {
+                before,
+                after,
+                counter,
+            } => with_growth(before, after, |g| Yes(g.count(*counter).to_string())),
+            Question::StatsReason {
+                before,
+                after,
+                side,
+                code,
+                n,
+                name,
+                at_least,
+            } => with_both(before, after, |a, b| {
+                let role = side.to_possible_value().expect("a value");
+                let [was, is] = [a, b].map(|s| reason_count(s, *side, code, name.as_deref()));
+                let grew = is - was;
+                let named = name.as_ref().map(|n| format!(" {n}")).unwrap_or_default();
+                let line = format!(
+                    "the kernel counted {} fallback reason {code}{named} {was} then {is} times (+{grew})",
+                    role.get_name()
+                );
+                if grew == *n || (*at_least && grew > *n) {
+                    Yes(line)
+                } else {
+                    let more = if *at_least { " or more" } else { "" };
+                    let listed = match side {
+                        Side::Client => &b.fallback.clnt_reasons,
+                        Side::Server => &b.fallback.srv_reasons,
+                    };
+                    let all: Vec<String> = listed
+                        .iter()
+                        .map(|r| format!("{} {} {}", r.reason.hex, r.reason.name, r.count))
+                        .collect();
+                    No(format!(
+                        "{line}, expected +{n}{more}; after, its reasons: [{}]",
+                        all.join(", ")
+                    ))
+                }
+            }),
         }
     }
 }
@@ -230,13 +363,63 @@ fn client_reasons(s: &StatsView, reason: &str) -> usize {
         .count()
 }
 
+/// What `stats-layout` asks of snapshots `a` and `b`.
+fn layout(a: &StatsView, b: &StatsView, connections: u64, bytes: u64) -> Answer {
+    let (x, y) = (&a.smcr, &b.smcr);
+    let conns = y
+        .summary
+        .smc_connections
+        .wrapping_sub(x.summary.smc_connections);
+    let rx = y.rx.bytes.wrapping_sub(x.rx.bytes);
+    let tx = y.tx.bytes.wrapping_sub(x.tx.bytes);
+    let line = format!("stats smc_connections +{conns} rx +{rx} tx +{tx}");
+    if y.rx.bytes != y.rx_bytes || y.rx.requests != y.rx_cnt {
+        No(format!(
+            "stats --json: .smcr.rx.bytes/.requests ({}/{}) differ from .smcr.rx_bytes/.rx_cnt ({}/{})",
+            y.rx.bytes, y.rx.requests, y.rx_bytes, y.rx_cnt
+        ))
+    } else if conns != connections {
+        No(format!(
+            "stats .smcr.summary.smc_connections grew by {conns}, expected {connections}; {line}"
+        ))
+    } else if rx < bytes || tx < bytes {
+        No(format!(
+            "stats .smcr.rx.bytes +{rx} / .tx.bytes +{tx}, expected >= {bytes} each"
+        ))
+    } else {
+        Yes(line)
+    }
+}
+
+/// How often a snapshot counts SIDE's fallback reason CODE (named NAME, when given).
+fn reason_count(s: &StatsView, side: Side, code: &str, name: Option<&str>) -> i64 {
+    let listed = match side {
+        Side::Client => &s.fallback.clnt_reasons,
+        Side::Server => &s.fallback.srv_reasons,
+    };
+    listed
+        .iter()
+        .filter(|r| r.reason.hex == code && name.iter().all(|n| r.reason.name == *n))
+        .map(|r| i64::from(r.count))
+        .sum()
+}
+
 /// `f` of the growth from snapshot `before` to `after`; no when one cannot be read.
 fn with_growth(before: &str, after: &str, f: impl FnOnce(&Growth) -> Answer) -> Answer {
+    with_both(before, after, |a, b| f(&Growth::of(a, b)))
+}
+
+/// `f` of snapshots `before` and `after`; no when one cannot be read.
+fn with_both(
+    before: &str,
+    after: &str,
+    f: impl FnOnce(&StatsView, &StatsView) -> Answer,
+) -> Answer {
     match (
         source::file::<StatsView>(before),
         source::file::<StatsView>(after),
     ) {
-        (Ok(a), Ok(b)) => f(&Growth::of(&a, &b)),
+        (Ok(a), Ok(b)) => f(&a, &b),
         (Err(e), _) | (_, Err(e)) => No(format!("smcrun stats --json: {e}")),
     }
 }
