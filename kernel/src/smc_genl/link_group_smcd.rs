@@ -1,7 +1,7 @@
 //! `GET_LGR_SMCD`: SMC-D link groups, and loopback-ism, the software SMC-D device, as far as the
 //! kernel shows it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::link_group::{v2_common, LinkGroupV2};
 use super::{nests, Device, SysInfo};
@@ -63,7 +63,7 @@ impl LinkGroupSmcd {
 /// Where loopback-ism was seen. The kernel's SMC-D device dump (`GET_DEV_SMCD`) leaves it out
 /// (6.12 skips it in `smc_nl_prep_smcd_dev`), and it has no sysfs entry, so it is found from
 /// what the kernel does report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LoopbackEvidence {
     /// SMC-D link groups with loopback-ism's CHID exist: it is there and in use.

@@ -247,7 +247,7 @@ impl SmcdGroupView {
 }
 
 /// `smcrun device --json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DevicesView {
     /// SMC-R devices.
     pub smcr_devices: Vec<DeviceView>,
@@ -269,7 +269,7 @@ impl DevicesView {
 }
 
 /// One SMC device with its ports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DeviceView {
     /// RDMA device name.
     pub ib_dev: String,
@@ -323,7 +323,7 @@ pub fn port_state(p: &DevicePort) -> &'static str {
 }
 
 /// One port of a device.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PortView {
     /// Port number (from 1).
     pub port: usize,
@@ -332,7 +332,7 @@ pub struct PortView {
     /// Net device index.
     pub net_dev_index: u32,
     /// `ACTIVE` or `INACTIVE`.
-    pub state: &'static str,
+    pub state: Cow<'static, str>,
     /// Whether SMC may use it.
     pub valid: bool,
     /// Links on it.
@@ -350,7 +350,7 @@ impl PortView {
             port,
             net_dev: ifname(p.netdev),
             net_dev_index: p.netdev,
-            state: port_state(p),
+            state: port_state(p).into(),
             valid: p.valid,
             links: p.link_count,
             pnet_id: p.pnetid.clone(),
@@ -360,10 +360,10 @@ impl PortView {
 }
 
 /// loopback-ism as far as the kernel shows it: never in the device dump.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoopbackView {
     /// `loopback-ism`.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// Its channel id.
     pub chid: u32,
     /// Always false: Linux leaves it out of the SMC-D device dump.
@@ -380,7 +380,7 @@ impl LoopbackView {
     /// The view of `l`.
     pub fn new(l: &LoopbackIsm) -> LoopbackView {
         LoopbackView {
-            name: smc_genl::LOOPBACK_ISM,
+            name: smc_genl::LOOPBACK_ISM.into(),
             chid: smc_genl::LOOPBACK_ISM_CHID,
             in_device_dump: false,
             seen_from: l.seen_from,
@@ -391,7 +391,7 @@ impl LoopbackView {
 }
 
 /// `smcrun info --json`; the text of `smcrun info` is made from it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InfoView {
     /// `VERSION.RELEASE`.
     pub smc_version: String,
@@ -455,7 +455,7 @@ mod tests {
         assert_eq!(ifname(0), "-");
     }
     use crate::fixtures::raw;
-    use crate::json::golden::{assert_round_trips, assert_same, value};
+    use crate::json::golden::{assert_reads_back, assert_round_trips, assert_same, value};
     use smcrun_kernel::smc_genl::*;
 
     const PHASES: [&str; 4] = ["smcr", "smcd", "fallback", "smcd-fallback"];
@@ -517,6 +517,15 @@ mod tests {
             let (g, d) = groups(p);
             assert_round_trips(p, &LinkGroupsView::new(&g, &d));
         }
+    }
+
+    #[test]
+    fn device_and_info_read_back_as_printed() {
+        for p in PHASES {
+            assert_reads_back::<DevicesView>(&format!("device-{p}"));
+            assert_reads_back::<InfoView>(&format!("info-{p}"));
+        }
+        assert_reads_back::<InfoView>("info-unknown");
     }
 
     #[test]

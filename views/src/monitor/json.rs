@@ -2,17 +2,19 @@
 //! view does not show in this mode (`--view speed` has no connections) or the kernel did not
 //! give is left out of the line, so that a consumer tells "not measured" from 0.
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use super::{Line, MonMode};
 
-/// One monitor line.
-#[derive(Serialize, Debug, Clone, PartialEq)]
+/// One monitor line. The VM's guest checks (`tests/vm/check`) read the lines back.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct MonitorLine<'a> {
     /// Local time, "YYYY-MM-DD HH:MM:SS".
-    pub date: &'a str,
+    pub date: Cow<'a, str>,
     /// What the line counts: smcr, smcd, smc (both) or fallback.
-    pub mode: &'a str,
+    pub mode: Cow<'a, str>,
     /// The interval asked for, in seconds.
     pub interval_seconds: f64,
     /// Bytes received per second.
@@ -36,7 +38,7 @@ pub struct MonitorLine<'a> {
 }
 
 /// The memory of the connections' buffers.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Buffers {
     /// Receive buffers (RMBs / DMBs) in use, bytes.
     pub rx_bufs_bytes: u64,
@@ -44,7 +46,7 @@ pub struct Buffers {
     pub tx_bufs_bytes: u64,
     /// Where the figures come from: "kernel" (its usage counters) or "sockets" (summed from
     /// sock_diag on kernels without them); null when neither said.
-    pub bufs_source: Option<&'static str>,
+    pub bufs_source: Option<Cow<'static, str>>,
 }
 
 /// One JSON line.
@@ -53,13 +55,13 @@ pub fn line_json<'a>(mode: MonMode, date: &'a str, interval: f64, l: &Line) -> M
         (Some(rx), Some(tx)) => Some(Buffers {
             rx_bufs_bytes: rx,
             tx_bufs_bytes: tx,
-            bufs_source: l.bufs_source,
+            bufs_source: l.bufs_source.map(Cow::Borrowed),
         }),
         _ => None,
     };
     MonitorLine {
-        date,
-        mode: mode.name(),
+        date: date.into(),
+        mode: mode.name().into(),
         interval_seconds: interval,
         rx_rate_bytes_per_sec: l.rx_rate,
         rx_requests_per_sec: l.rx_rps,
@@ -76,8 +78,8 @@ mod tests {
 
     fn line(bufs: Option<Buffers>) -> MonitorLine<'static> {
         MonitorLine {
-            date: "2026-12-01 12:00:00",
-            mode: "smcr",
+            date: "2026-12-01 12:00:00".into(),
+            mode: "smcr".into(),
             interval_seconds: 1.0,
             rx_rate_bytes_per_sec: Some(2048.0),
             rx_requests_per_sec: None,
@@ -102,12 +104,25 @@ mod tests {
         let b = Buffers {
             rx_bufs_bytes: 65536,
             tx_bufs_bytes: 16384,
-            bufs_source: Some("kernel"),
+            bufs_source: Some("kernel".into()),
         };
         let v = serde_json::to_value(line(Some(b))).unwrap();
         assert_eq!(v["rx_bufs_bytes"], 65536);
         assert_eq!(v["tx_bufs_bytes"], 16384);
         assert_eq!(v["bufs_source"], "kernel");
         assert_eq!(v.as_object().unwrap().len(), 9);
+    }
+
+    /// A line reads back as printed, with and without its buffers.
+    #[test]
+    fn lines_read_back() {
+        let b = Buffers {
+            rx_bufs_bytes: 65536,
+            tx_bufs_bytes: 16384,
+            bufs_source: Some("sockets".into()),
+        };
+        for l in [line(None), line(Some(b))] {
+            crate::json::golden::assert_round_trips("monitor line", &l);
+        }
     }
 }

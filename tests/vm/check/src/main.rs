@@ -15,6 +15,7 @@ mod doctor;
 mod exporter;
 mod handshake;
 mod ps;
+mod smcd;
 mod source;
 mod ss;
 mod stats;
@@ -66,6 +67,8 @@ enum Question {
     Ps(ps::Question),
     #[command(flatten)]
     Stats(stats::Question),
+    #[command(flatten)]
+    Smcd(smcd::Question),
 }
 
 fn ask(q: &Question) -> Answer {
@@ -79,6 +82,7 @@ fn ask(q: &Question) -> Answer {
         Question::Exporter(q) => q.ask(),
         Question::Ps(q) => q.ask(),
         Question::Stats(q) => q.ask(),
+        Question::Smcd(q) => q.ask(),
     }
 }
 

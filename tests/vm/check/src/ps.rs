@@ -32,6 +32,8 @@ pub enum Question {
     PsUid { uid: u32, n: u64 },
     /// PID, killed, is shown dead by one `smcrun ps --json` and no longer listed by the next.
     PsKilled { pid: u32 },
+    /// PID is listed once, reporting N SMC-D connections (waits while not).
+    PsSmcd { pid: u32, n: u64 },
 }
 
 /// An entry as a message shows it: pid, program, uid, state and its report's counts.
@@ -113,6 +115,22 @@ impl Question {
                     [e] => Yes(e.pid.to_string()),
                     _ => NotYet(format!(
                         "smcrun ps --json does not list one process of uid {uid} with {n} SMC-R connections: {}",
+                        briefs(ps)
+                    )),
+                }
+            }),
+            Question::PsSmcd { pid, n } => with_ps(|ps| {
+                let mine: Vec<&PsEntry> = ps
+                    .iter()
+                    .filter(|e| {
+                        e.pid == *pid
+                            && e.report.as_ref().is_some_and(|r| r.connections.smc_d == *n)
+                    })
+                    .collect();
+                match mine[..] {
+                    [e] => Yes(brief(e)),
+                    _ => NotYet(format!(
+                        "smcrun ps --json does not list {pid} once with {n} SMC-D connections: {}",
                         briefs(ps)
                     )),
                 }

@@ -77,7 +77,7 @@ fn growth(a: [u64; 2], b: [u64; 2]) -> [i64; 2] {
 }
 
 /// A technology's successes: client, server.
-fn successes(t: &TechView) -> [u64; 2] {
+pub fn successes(t: &TechView) -> [u64; 2] {
     [
         t.clnt_v1_succ_cnt + t.clnt_v2_succ_cnt,
         t.srv_v1_succ_cnt + t.srv_v2_succ_cnt,
@@ -196,11 +196,20 @@ impl Question {
 
 /// `f` of the growth from snapshot `before` to `after`; no when one cannot be read.
 fn with_growth(before: &str, after: &str, f: impl FnOnce(&Growth) -> Answer) -> Answer {
+    with_snapshots(before, after, |a, b| f(&Growth::of(a, b)))
+}
+
+/// `f` of snapshots `before` and `after`; no when one cannot be read.
+pub fn with_snapshots(
+    before: &str,
+    after: &str,
+    f: impl FnOnce(&StatsView, &StatsView) -> Answer,
+) -> Answer {
     match (
         source::file::<StatsView>(before),
         source::file::<StatsView>(after),
     ) {
-        (Ok(a), Ok(b)) => f(&Growth::of(&a, &b)),
+        (Ok(a), Ok(b)) => f(&a, &b),
         (Err(e), _) | (_, Err(e)) => No(format!("smcrun stats --json: {e}")),
     }
 }
