@@ -4,8 +4,8 @@
 # cgroup scopes with `smcrun attach/detach --cgroup`, and the smc module held while attached.
 # Every check asserts what the guest kernel did: SO_PROTOCOL of the client's socket, smc_diag
 # modes, the SMC-R counters, and the data echoed back. smcrun's JSON (ss, ps --all, attach --list)
-# is read by vmcheck (tests/vm/check) into the views' own types; the kernel's stats snapshots are
-# read by checks.sh's helpers (stats_delta, no_fallback) and smcd_deltas, still with jq.
+# is read by vmcheck (tests/vm/check) into the views' own types; the kernel's stats snapshots by
+# checks.sh's helpers (stats_delta, no_fallback, smcr_grew) and vmcheck's stats-smcd.
 #
 # shellcheck disable=SC2015,SC2086,SC2154
 
@@ -89,10 +89,8 @@ bpf_echo_pair() {
     done
     stats_snap /tmp/$name.s1
     if [ "$mode" = SMCD ]; then
-        smcd_deltas /tmp/$name.s0 /tmp/$name.s1
-        set -- $DELTAS
-        echo "SMC-D successes: client +$1, server +$2 (expected +$n)"
-        [ "$1" = "$n" ] && [ "$2" = "$n" ] || fail "SMC-D successes grew by client +$1 server +$2, expected +$n each"
+        o=$(vmcheck stats-smcd /tmp/$name.s0 /tmp/$name.s1 --client $n --server $n) || fail "$o"
+        echo "$o"
     else
         smcr_grew /tmp/$name.s0 /tmp/$name.s1 $n
     fi

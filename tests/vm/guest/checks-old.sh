@@ -257,7 +257,7 @@ check_old_fixtures() {
     smcrun redis-benchmark -p $p -t set,get -n 100 -c 2 -q > /dev/null 2>&1 || fail "redis-benchmark failed before the capture"
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
     bg redis-benchmark -p $p -I -c 1 > /tmp/idle2.log 2>&1
-    ss_wait /tmp/fx.ss ".mode == \"TCP\" and .lport == $p and .rport != 0" 3 -a || fail "the fallback connections did not show up in smcrun ss -a --json"
+    o=$(vmcheck --wait 300 ss-port $p TCP 3 --served) || fail "the fallback connections did not show up in smcrun ss --json: $o"
     dir=k$KERNEL
     capture_phase "$dir"
     [ -s "/tmp/fx/$dir/sock_diag_ext0.bin" ] || fail "no sock_diag capture"

@@ -5,23 +5,6 @@
 #
 # shellcheck disable=SC2015,SC2086,SC2154
 
-# rt_wait JQ-CONDITION-ON-THE-LIST: until `smcrun ps --json` satisfies it (20 s); prints the list.
-#   (Only checks-smcd.sh's smcd-runtime calls it now: it goes when that check asks vmcheck.)
-rt_wait() {
-    local end l
-    end=$(($(date +%s) + 20))
-    while [ "$(date +%s)" -lt $end ]; do
-        l=$(smcrun ps --json 2> /dev/null)
-        if printf '%s\n' "$l" | jq -e "$1" > /dev/null 2>&1; then
-            printf '%s\n' "$l" | jq -c '.[] | {pid, program, uid, state, c: .report.connections}'
-            return 0
-        fi
-        sleep 0.2
-    done
-    printf '%s\n' "$l" | jq -c '.[] | {pid, program, uid, state, c: .report.connections}' 2> /dev/null
-    return 1
-}
-
 # runtime-prefork: a pre-fork server (the parent listens, 4 forked workers accept on the inherited
 #   listener) and 20 client connections, both under smcrun: root's `smcrun ps` lists every worker with
 #   the connections it accepted, all SMC-R; the kernel's SMC-R server successes grew by 20.

@@ -3,37 +3,13 @@
 # kernel with SMC-D loopback (loopback-ism), set up by init like the SMC-R suite (soft-RoCE on lo and the
 # UEID SMCRUN-TEST), so every check also shows SMC-D chosen over SMC-R. SMC-Dv2 on x86 needs the UEID
 # (the SEID is zero and disabled outside s390): SMCRUN_VM_BREAK=no-ueid makes these checks fail, each
-# saying so. Uses the plumbing of checks.sh (fail, ok, bg, stats_snap, ss_snap, ss_wait, ...).
+# saying so. Uses the plumbing of checks.sh (fail, ok, bg, stats_snap, ...). smcrun's JSON is read by
+# vmcheck (tests/vm/check) into the views' own types: the checks save the kernel's answers to files and
+# ask vmcheck one question of each set.
 #
-# shellcheck disable=SC2015,SC2086,SC2016,SC2154
+# shellcheck disable=SC2015,SC2086,SC2154
 # (SC2015: `[ a ] && [ b ] || fail` means "fail unless both"; SC2086: `set -- $v` splits on purpose;
-# SC2016: jq programs in single quotes; SC2154: variables set by checks.sh and init.)
-
-# Every jq start costs about 3 s under TCG (jq 1.6 compiles its builtins first), so these checks save
-# the kernel's answers to files and read each set with one jq.
-
-# The SMC-D counters of a `smcrun stats --json` snapshot (stats_snap), like STATS_JQ for SMC-R.
-SMCD_STATS_JQ='
-def req(f): (f) as $v | if $v == null then error("smcrun stats --json lacks a counter these checks read (see SMCD_STATS_JQ)") else $v end;
-def smcd: {
-  clnt_succ: (req(.smcd.clnt_v1_succ_cnt) + req(.smcd.clnt_v2_succ_cnt)),
-  srv_succ: (req(.smcd.srv_v1_succ_cnt) + req(.smcd.srv_v2_succ_cnt)),
-  smcr_succ: req(.smcr.succ_cnt),
-  clnt_fback: req(.fallback.clnt_cnt),
-  srv_fback: req(.fallback.srv_cnt),
-  srv_peernosmc: ([.fallback.srv_reasons[] | select(.hex == "0x03010000") | .count] | add // 0),
-  rx_bytes: req(.smcd.rx.bytes),
-  tx_bytes: req(.smcd.tx.bytes),
-  conns: req(.smcd.summary.smc_connections)
-};'
-SMCD_KEYS="clnt_succ srv_succ smcr_succ clnt_fback srv_fback srv_peernosmc rx_bytes tx_bytes conns"
-# smcd_deltas BEFORE AFTER: DELTAS = the growth of each of SMCD_KEYS between two snapshots, in that
-#   order (one jq; called directly, not in $(...), so that its fail ends the check)
-smcd_deltas() {
-    DELTAS=$(jq -n -r --slurpfile a "$1" --slurpfile b "$2" --arg keys "$SMCD_KEYS" "$SMCD_STATS_JQ"'
-        ($a[0] | smcd) as $x | ($b[0] | smcd) as $y | [$keys | split(" ")[] | $y[.] - $x[.]] | map(tostring) | join(" ")' 2>&1) ||
-        fail "cannot read smcrun stats --json: $(first "$DELTAS")"
-}
+# SC2154: variables set by checks.sh and init.)
 
 # sd_ss RAW [SS-ARGS]: `smcrun ss [ARGS] --json` into RAW, unread
 sd_ss() {
@@ -41,26 +17,6 @@ sd_ss() {
     f=$1
     shift
     _o=$(smcrun ss "$@" --json 2>&1 > "$f") || fail "smcrun ss $* --json failed: $(first "$_o")"
-}
-# sd_wait RAW FILTER N SECONDS [SS-ARGS]: `smcrun ss --json` into RAW until N sockets match FILTER (over
-#   SS_JQ's normalised fields), for at most SECONDS; one jq a round
-sd_wait() {
-    local f filt want end n
-    f=$1 filt=$2 want=$3 end=$(($(date +%s) + $4))
-    shift 4
-    while :; do
-        sd_ss "$f" "$@"
-        n=$(jq "[$SS_JQ] | map(select($filt)) | length" "$f" 2>&1) || fail "cannot read smcrun ss --json: $(first "$n")"
-        [ "$n" -ge "$want" ] && return 0
-        [ "$(date +%s)" -ge "$end" ] && return 1
-        sleep 0.2
-    done
-}
-# sd_show RAW FILTER: the matching sockets of a raw snapshot, for messages
-sd_show() {
-    jq -r "[$SS_JQ] | map(select($2)) | map(\"\(.state) \(.laddr):\(.lport)->\(.raddr):\(.rport) \(.mode)\" +
-        (if .reason then \" \(.reason)\" + (if .peer_reason and .peer_reason != \"0x00000000\" then \"/\(.peer_reason)\" else \"\" end) else \"\" end)) |
-        .[:4] | join(\"; \")" "$1" 2>&1
 }
 
 # smcd_why: what a failed SMC-D check should add about the set-up: SMC-Dv2 needs a UEID here.
@@ -84,25 +40,13 @@ check_smcd_demo() {
     stats_snap /tmp/sd.s1
     cat /tmp/sd.err
     [ "$(head -c1 /tmp/sd.json)" = "{" ] || fail "smcrun demo --json exited $rc without JSON: $(lastl "$(cat /tmp/sd.err)")"
-    v=$(jq -r '"\(.connections) \(.data_intact) \(.sockets | length) \([.sockets[] | select(.mode == "SMC-D")] | length) \(.smc_d)",
-        ([.sockets[] | select(.mode != "SMC-D")][0] | if . then "\(.side) \(.socket) \(.mode): \(.why)" else "-" end)' /tmp/sd.json)
-    other=$(printf '%s\n' "$v" | sed -n 2p)
-    v=$(printf '%s\n' "$v" | head -n1)
-    set -- $v
-    echo "smcd-demo: $1 connections, data intact $2, $4 of $3 sockets SMC-D (smc_d $5); first other: $other"
-    [ "$1" = $n ] || fail "smcrun demo ran $1 connections, asked for $n"
-    [ "$2" = true ] || fail "smcrun demo: data NOT intact"
-    [ "$3" = $((2 * n)) ] || fail "smcrun demo reported $3 sockets, expected $((2 * n))"
-    [ "$4" = "$3" ] && [ "$5" = "$3" ] || fail "smcrun demo: only $4 of $3 sockets SMC-D: $other$(smcd_why)"
+    # connections, data, every socket SMC-D on loopback-ism with a link group
+    o=$(vmcheck demo-smcd /tmp/sd.json $n) || fail "$o$(smcd_why)"
+    echo "smcd-demo: $o"
     [ $rc = 0 ] || fail "smcrun demo exited $rc: $(lastl "$(cat /tmp/sd.err)")"
-    dev=$(jq '[.sockets[] | select(.device == "loopback-ism" and (.link_group | length) == 8)] | length' /tmp/sd.json)
-    [ "$dev" = "$3" ] || fail "smcrun demo names loopback-ism and a link group for $dev of $3 sockets: $(jq -c '[.sockets[] | .device, .link_group]' /tmp/sd.json)"
-    smcd_deltas /tmp/sd.s0 /tmp/sd.s1
-    set -- $DELTAS
-    echo "smcd-demo: kernel: SMC-D succ client +$1 server +$2, SMC-R succ +$3, fallback client +$4 server +$5"
-    [ "$1" = $n ] && [ "$2" = $n ] || fail "kernel SMC-D successes grew by client +$1 server +$2, expected +$n each"
-    [ "$3" = 0 ] || fail "kernel SMC-R successes grew by $3 during an SMC-D demo"
-    [ "$4" = 0 ] && [ "$5" = 0 ] || fail "kernel fallback counters grew (client +$4, server +$5)"
+    o=$(vmcheck stats-smcd /tmp/sd.s0 /tmp/sd.s1 --client $n --server $n --smcr 0 --client-fallbacks 0 --server-fallbacks 0) ||
+        fail "during an SMC-D demo of $n connections: $o"
+    echo "smcd-demo: $o"
     smcrun demo --connections 1 --bytes 64k | tail -n 4
 
     # IPv6: redis on ::1 with one idle client: both ends SMCD in sock_diag (matched by port: the
@@ -111,12 +55,10 @@ check_smcd_demo() {
     bg smcrun redis-server --port $p --bind ::1 --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p ::1
     bg smcrun redis-benchmark -h ::1 -p $p -I -c 1 > /tmp/idle.log 2>&1
-    filt="(.lport == $p or .rport == $p) and .lport != 0 and .rport != 0 and .state == \"ACTIVE\""
-    sd_wait /tmp/sd.ss6 "$filt and .mode == \"SMCD\"" 2 20 ||
-        fail "over ::1: smcrun ss --json shows no 2 active SMCD sockets on port $p: $(sd_show /tmp/sd.ss6 "$filt")$(smcd_why)"
+    ss6=$(vmcheck --wait 200 ss-port $p SMCD 2) || fail "over ::1: $ss6$(smcd_why)"
     r=$(smcrun redis-cli -h ::1 -p $p set k6 v6 2>&1)
     [ "$r" = OK ] || fail "over ::1: redis-cli set gave '$(first "$r")'"
-    echo "smcd-demo: ::1: $(sd_show /tmp/sd.ss6 "$filt")"
+    echo "smcd-demo: ::1: $ss6"
     ok
 }
 
@@ -136,78 +78,42 @@ check_smcd_views() {
     stats_snap /tmp/sv.s1
     [ $rc = 0 ] && grep -q 'every byte checked and intact' /tmp/sv.demo ||
         fail "smcrun demo --connections $n failed (rc $rc): $(lastl "$(cat /tmp/sv.demo)")"
-    smcd_deltas /tmp/sv.s0 /tmp/sv.s1
-    set -- $DELTAS
-    dconn=$9 drx=$7 dtx=$8
-    echo "smcd-views: demo $n x $b B: stats .smcd smc_connections +$dconn rx +$drx tx +$dtx"
-    [ "$dconn" = $((2 * n)) ] || fail "stats --json .smcd.summary.smc_connections grew by $dconn, expected $((2 * n)) ($n connections, both ends)$(smcd_why)"
-    # each byte is sent and received once by each end of each connection: 2 * n * b at least, each way
-    [ "$drx" -ge $((2 * n * b)) ] && [ "$dtx" -ge $((2 * n * b)) ] ||
-        fail "stats --json .smcd.rx.bytes +$drx / .tx.bytes +$dtx, expected >= $((2 * n * b)) each"
+    # $n connections, both ends; each byte is sent and received once by each end of each
+    # connection: 2 * n * b at least, each way
+    o=$(vmcheck stats-smcd /tmp/sv.s0 /tmp/sv.s1 --connections $((2 * n)) --min-bytes $((2 * n * b))) ||
+        fail "stats --json after a demo of $n x $b B: $o$(smcd_why)"
+    echo "smcd-views: demo $n x $b B: $o"
     # the text: SMC-D's layout with the JSON's numbers, and no SMC-R
     stats_snap /tmp/sv.s2
     smcrun stats -m smcd > /tmp/sv.txt 2>&1 || fail "smcrun stats -m smcd failed: $(first "$(cat /tmp/sv.txt)")"
     head -n 14 /tmp/sv.txt
     grep -q '^SMC-D Connections Summary' /tmp/sv.txt || fail "smcrun stats -m smcd has no SMC-D summary: $(first "$(cat /tmp/sv.txt)")"
     if grep -q 'SMC-R' /tmp/sv.txt; then fail "smcrun stats -m smcd shows SMC-R: $(grep -m1 'SMC-R' /tmp/sv.txt)"; fi
-    conns=$(jq -r '.smcd.summary.smc_connections' /tmp/sv.s2)
     shown=$(sed -n 's/^ *SMC connections[ .:]*\([0-9][0-9]*\)$/\1/p' /tmp/sv.txt | head -n1)
-    [ "$shown" = "$conns" ] || fail "smcrun stats -m smcd shows '$shown' SMC connections, stats --json .smcd counts $conns"
+    [ -n "$shown" ] || fail "smcrun stats -m smcd shows no SMC connections line: $(first "$(cat /tmp/sv.txt)")"
+    o=$(vmcheck stats-smcd-connections /tmp/sv.s2 "$shown") || fail "smcrun stats -m smcd shows $shown SMC connections, but $o"
 
     # K idle connections held open: ss -D
     bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
     redis_wait $p
     bg smcrun redis-benchmark -p $p -I -c $k > /tmp/idle.log 2>&1
-    filt="(.rport == $p or .lport == $p) and .state == \"ACTIVE\" and .mode == \"SMCD\""
-    sd_wait /tmp/sv.ssd "$filt" $((2 * k)) 20 -D ||
-        fail "smcrun ss -D --json shows too few active SMCD sockets on port $p (want $((2 * k))): $(sd_show /tmp/sv.ssd 'true')$(smcd_why)"
+    o=$(vmcheck --wait 200 ss-port $p SMCD $((2 * k))) || fail "$o$(smcd_why)"
+    sd_ss /tmp/sv.ssd -D
     smcrun ss -D > /tmp/sv.ssdt 2>&1 || fail "smcrun ss -D failed: $(first "$(cat /tmp/sv.ssdt)")"
     smcrun linkgroup --json > /tmp/sv.lg 2> /tmp/sv.lg.err || fail "smcrun linkgroup --json failed: $(first "$(cat /tmp/sv.lg.err)")"
     smcrun linkgroup > /tmp/sv.lgt 2>&1 || fail "smcrun linkgroup failed: $(first "$(cat /tmp/sv.lgt)")"
     sd_ss /tmp/sv.ss
     head -n 4 /tmp/sv.ssdt
     cat /tmp/sv.lgt
-    # One jq reads them all: -D lists only SMC-D sockets, each ACTIVE one with its DMB (non-zero
-    # tokens, loopback-ism's one GID on both ends, its token the peer token of exactly one other
-    # socket, its link group in linkgroup --json); linkgroup's SMC-D groups with connections are
-    # on loopback-ism (CHID), SMC-Dv2 with the EID, and count as many connections as ss shows.
-    v=$(jq -n -r --slurpfile d /tmp/sv.ssd --slurpfile g /tmp/sv.lg --slurpfile s /tmp/sv.ss --argjson chid $LO_CHID "
-        [\$s[0] | $SS_JQ] as \$all |
-        \$d[0].sockets as \$dl | [\$dl[] | select(.state == \"ACTIVE\")] as \$a |
-        [\$g[0].smcd_link_groups[] | select(.conns > 0)] as \$lg |
-        [([\$dl[] | select(.mode != \"SMCD\")] | length),
-         (\$a | length),
-         ([\$a[] | select(.dmbinfo == null)] | length),
-         ([\$a[] | select(.dmbinfo.token == \"0000000000000000\" or .dmbinfo.peer_token == \"0000000000000000\")] | length),
-         ([\$a[] | select(.dmbinfo.my_gid != .dmbinfo.peer_gid)] | length),
-         ([\$a[] | .dmbinfo.token as \$t | select([\$a[] | select(.dmbinfo.peer_token == \$t)] | length != 1)] | length),
-         ([\$a[] | .dmbinfo.lgr_id as \$i | select([\$g[0].smcd_link_groups[] | select(.id == \$i)] | length != 1)] | length),
-         (\$lg | length),
-         ([\$lg[] | select(.chid != \$chid or .device != \"loopback-ism\")] | length),
-         ([\$lg[] | .version] | unique | map(tostring) | join(\",\")),
-         ([\$lg[] | .eid] | unique | join(\",\")),
-         ([\$lg[] | select(.gid != .peer_gid or (.dmb_bytes // 0) == 0)] | length),
-         ([\$g[0].smcd_link_groups[].conns] | add // 0),
-         ([\$all[] | select(.mode == \"SMCD\" and .state != \"LISTEN\" and .state != \"INIT\" and .state != \"CLOSED\")] | length),
-         (\$a[0].dmbinfo.token // \"none\")] | map(tostring) | join(\" \")" 2>&1) || fail "cannot read ss/linkgroup JSON: $(first "$v")"
-    set -- $v
-    echo "smcd-views: ss -D: $1 non-SMCD, $2 active, $3 without DMB, $4 zero tokens, $5 two GIDs, $6 tokens not crossed, $7 link ids not in linkgroup"
-    echo "smcd-views: linkgroup: $8 SMC-D groups with connections, $9 not loopback-ism, versions ${10}, EIDs ${11}, ${12} with two GIDs or no DMB bytes; ${13} connections (ss: ${14})"
-    [ "$1" = 0 ] || fail "smcrun ss -D --json lists $1 sockets that are not SMCD"
-    [ "$2" -ge $((2 * k)) ] || fail "smcrun ss -D --json shows $2 active sockets, expected >= $((2 * k))"
-    [ "$3" = 0 ] || fail "smcrun ss -D --json: $3 active SMC-D sockets without dmbinfo"
-    [ "$4" = 0 ] || fail "smcrun ss -D --json: $4 sockets with a zero DMB token or peer token"
-    [ "$5" = 0 ] || fail "smcrun ss -D --json: $5 sockets whose peer GID differs from their own (loopback-ism has one GID)"
-    [ "$6" = 0 ] || fail "smcrun ss -D --json: $6 DMB tokens that are not exactly one other socket's peer token"
-    [ "$7" = 0 ] || fail "smcrun ss -D --json: $7 sockets whose link group (lgr_id) is not one SMC-D group of smcrun linkgroup --json"
-    [ "$8" -ge 1 ] || fail "smcrun linkgroup --json lists no SMC-D link group with connections"
-    [ "$9" = 0 ] || fail "smcrun linkgroup --json: $9 SMC-D link groups not on loopback-ism (CHID $LO_CHID)"
-    [ "${10}" = 2 ] || fail "smcrun linkgroup --json: SMC-D link groups of version '${10}', expected 2 (SMC-Dv2)"
-    [ "${11}" = SMCRUN-TEST ] || fail "smcrun linkgroup --json: SMC-D groups negotiated EID '${11}', expected SMCRUN-TEST"
-    [ "${12}" = 0 ] || fail "smcrun linkgroup --json: ${12} SMC-D groups with a peer GID not their own or no DMB bytes"
-    [ "${13}" = "${14}" ] || fail "smcrun linkgroup --json counts ${13} SMC-D connections, smcrun ss --json shows ${14} SMCD sockets"
+    # -D lists only SMC-D sockets, each ACTIVE one with its DMB (non-zero tokens, loopback-ism's one
+    # GID on both ends, its token the peer token of exactly one other socket, its link group in
+    # linkgroup --json); linkgroup's SMC-D groups with connections are on loopback-ism (CHID),
+    # SMC-Dv2 with the EID, and count as many connections as ss shows. The line ends with a token.
+    o=$(vmcheck smcd-dmbs /tmp/sv.ssd /tmp/sv.lg /tmp/sv.ss --min-active $((2 * k)) --chid $LO_CHID --eid SMCRUN-TEST) || fail "$o"
+    echo "smcd-views: $o"
+    token=${o##* }
     head -n1 /tmp/sv.ssdt | grep -q 'GID Token Peer-GID Peer-Token Linkid' || fail "smcrun ss -D header lacks the DMB columns: $(head -n1 /tmp/sv.ssdt)"
-    grep -q " SMCD .*${15}" /tmp/sv.ssdt || fail "smcrun ss -D does not show DMB token ${15} on an SMCD row"
+    grep -q " SMCD .*$token" /tmp/sv.ssdt || fail "smcrun ss -D does not show DMB token $token on an SMCD row"
     grep -q 'SMC-D link groups' /tmp/sv.lgt && grep -q ' loopback-ism ' /tmp/sv.lgt ||
         fail "smcrun linkgroup does not list an SMC-D link group on loopback-ism: $(tr '\n' ' ' < /tmp/sv.lgt | cut -c1-200)"
 
@@ -217,19 +123,12 @@ check_smcd_views() {
     smcrun info --json > /tmp/sv.info || fail "smcrun info --json failed"
     smcrun info > /tmp/sv.infot 2>&1 || fail "smcrun info failed"
     cat /tmp/sv.devt /tmp/sv.infot
-    v=$(jq -n -r --slurpfile d /tmp/sv.dev --slurpfile i /tmp/sv.info '
-        [($d[0].smcd_loopback.name // "none"), ($d[0].smcd_loopback.seen_from // "none"), ($d[0].smcd_loopback.link_groups // 0),
-         ($d[0].smcd_loopback.in_device_dump | tostring), ($d[0].smcd_devices | length),
-         ($i[0].smcd_v2 | tostring), (($i[0].ueids // []) | index("SMCRUN-TEST") != null), ($i[0].smcd_loopback.name // "none")] |
-        map(tostring) | join(" ")' 2>&1) || fail "cannot read device/info JSON: $(first "$v")"
-    set -- $v
-    echo "smcd-views: device: smcd_loopback $1 seen from $2, $3 link groups, in the dump $4, $5 SMC-D devices dumped; info: SMC-Dv2 $6, UEID $7, loopback $8"
-    [ "$1" = loopback-ism ] && [ "$2" = link_groups ] && [ "$3" -ge 1 ] ||
-        fail "smcrun device --json: loopback-ism not seen in use while SMC-D connections are open: $(tr -d ' \n' < /tmp/sv.dev | cut -c1-200)"
-    [ "$4" = false ] && [ "$5" = 0 ] || fail "smcrun device --json: in_device_dump $4, $5 SMC-D devices dumped (6.12 dumps none)"
+    o=$(vmcheck device-loopback /tmp/sv.dev) || fail "smcrun device --json: $o"
+    echo "smcd-views: device: $o"
     grep -q '^loopback-ism: in use' /tmp/sv.devt || fail "smcrun device does not show loopback-ism in use: $(tr '\n' ' ' < /tmp/sv.devt | cut -c1-200)"
     grep -q "not in the kernel's SMC-D device dump" /tmp/sv.devt || fail "smcrun device does not say why loopback-ism is missing from the kernel's device dump"
-    [ "$6" = true ] && [ "$7" = true ] && [ "$8" = loopback-ism ] || fail "smcrun info --json: SMC-Dv2 $6, UEID SMCRUN-TEST listed $7, loopback $8$(smcd_why)"
+    o=$(vmcheck info-smcd /tmp/sv.info SMCRUN-TEST) || fail "smcrun info --json: $o$(smcd_why)"
+    echo "smcd-views: info: $o"
     grep -q '^SMC-D .*v2 Yes (loopback-ism' /tmp/sv.infot || fail "smcrun info does not show SMC-Dv2 on loopback-ism: $(grep '^SMC-D' /tmp/sv.infot)"
     ok
 }
@@ -248,16 +147,10 @@ check_smcd_monitor() {
     smcrun monitor base -m smcr -i 1 --count 1 --json > /tmp/sm.monr 2>&1 || fail "smcrun monitor base -m smcr --json failed: $(first "$(cat /tmp/sm.monr)")"
     smcrun monitor base -m smcd -i 1 --count 2
     cat /tmp/sm.mon /tmp/sm.monr
-    v=$(jq -n -r --slurpfile d /tmp/sm.mon --slurpfile r /tmp/sm.monr '
-        [($d | length),
-         ([$d[] | select(.mode == "smcd" and .rx_rate_bytes_per_sec > 0 and .tx_rate_bytes_per_sec > 0 and .rx_requests_per_sec > 0 and .conns >= 2 and .rx_bufs_bytes > 0)] | length),
-         ([$r[] | select(.mode == "smcr" and .conns == 0 and .rx_rate_bytes_per_sec == 0 and .tx_rate_bytes_per_sec == 0)] | length)] |
-        map(tostring) | join(" ")' 2>&1) || fail "cannot read smcrun monitor --json: $(first "$v")"
-    set -- $v
-    echo "smcd-monitor: $1 lines, $2 busy; -m smcr idle lines: $3"
-    [ "$1" = 3 ] || fail "smcrun monitor -m smcd --count 3 printed $1 lines"
-    [ "$2" -ge 1 ] || fail "smcrun monitor base -m smcd showed no line with non-zero rates, >= 2 connections and buffers while redis-benchmark ran: $(lastl "$(cat /tmp/sm.mon)")$(smcd_why)"
-    [ "$3" = 1 ] || fail "smcrun monitor base -m smcr counts the SMC-D traffic: $(cat /tmp/sm.monr)"
+    o=$(vmcheck monitor-busy /tmp/sm.mon 3 --mode smcd) || fail "smcrun monitor base -m smcd --count 3 while redis-benchmark ran: $o$(smcd_why)"
+    echo "smcd-monitor: -m smcd: $o"
+    o=$(vmcheck monitor-idle /tmp/sm.monr smcr) || fail "smcrun monitor base -m smcr counts the SMC-D traffic: $o"
+    echo "smcd-monitor: -m smcr: $o"
     ok
 }
 
@@ -276,7 +169,7 @@ check_smcd_policy() {
         bg smcrun --policy "$pol" sockcheck client 127.0.0.1:$port 100000 3000 > /tmp/sp.$port 2>&1
         cpid=$(tail -n1 /tmp/check.pids)
         # the client holds its connection 3 s: snapshots until one shows it, while the client runs
-        # (no jq in the loop; a loaded host can take seconds to start it)
+        # (a cheap look in the loop; a loaded host can take seconds to start it)
         rm -f /tmp/sp.ss.$port
         until grep -q "\"peer\": \"127.0.0.1:$port\"" /tmp/sp.ss.$port 2> /dev/null; do
             kill -0 "$cpid" 2> /dev/null || break
@@ -289,24 +182,16 @@ check_smcd_policy() {
         cat /tmp/sp.$port
         [ $crc = 0 ] && grep -q '^echo_ok=true' /tmp/sp.$port || fail "client to $port under '$pol' (rc $crc): data not intact: $(first "$(cat /tmp/sp.$port)")"
     done
-    v=$(jq -n -r --slurpfile a /tmp/sp.ss.6379 --slurpfile b /tmp/sp.ss.6380 "
-        def client(p): [(.[0] | $SS_JQ) | select(.rport == p and .lport != 0 and .state == \"ACTIVE\")][0].mode // \"none\";
-        [(\$a | client(6379)), (\$b | client(6380))] | join(\" \")" 2>&1) || fail "cannot read smcrun ss --json: $(first "$v")"
-    set -- $v
-    m79=$1 m80=$2
-    smcd_deltas /tmp/sp.s0.6379 /tmp/sp.s1.6379
-    set -- $DELTAS
-    dc79=$1
-    smcd_deltas /tmp/sp.s0.6380 /tmp/sp.s1.6380
-    set -- $DELTAS
-    dc80=$1 pn80=$6
-    echo "smcd-policy: client to 6379: $m79 in sock_diag, SMC-D client succ +$dc79; to 6380: $m80, SMC-D client succ +$dc80, server PEERNOSMC +$pn80"
-    [ "$m79" = SMCD ] || fail "client to 6379 under '$pol' is $m79 in sock_diag, expected SMCD$(smcd_why)"
-    [ "$dc79" = 1 ] || fail "kernel SMC-D client successes grew by $dc79 for the connection to 6379, expected 1"
+    o=$(vmcheck ss-saved-end /tmp/sp.ss.6379 client 6379 SMCD) || fail "client to 6379 under '$pol' in sock_diag: $o$(smcd_why)"
+    echo "smcd-policy: $o"
+    o=$(vmcheck stats-smcd /tmp/sp.s0.6379 /tmp/sp.s1.6379 --client 1) || fail "the connection to 6379: $o"
+    echo "smcd-policy: 6379: $o"
     # the client's socket became TCP before connecting: no active SMC client socket in the dump
-    [ "$m80" != SMCD ] || fail "client to 6380 under '$pol' runs SMC-D"
-    [ "$dc80" = 0 ] || fail "the TCP-by-policy connection to 6380 counted as an SMC-D client success"
-    [ "$pn80" = 1 ] || fail "the server on 6380 counted $pn80 fallbacks 0x03010000 (peer offered no SMC), expected 1"
+    o=$(vmcheck ss-saved-end /tmp/sp.ss.6380 client 6380 SMCD --not) || fail "client to 6380 under '$pol' runs SMC-D: $o"
+    echo "smcd-policy: $o"
+    # not an SMC-D client success; the server falls back with 0x03010000 (peer offered no SMC)
+    o=$(vmcheck stats-smcd /tmp/sp.s0.6380 /tmp/sp.s1.6380 --client 0 --server-peernosmc 1) || fail "the TCP-by-policy connection to 6380: $o"
+    echo "smcd-policy: 6380: $o"
     ok
 }
 
@@ -362,7 +247,7 @@ check_smcd_containers() {
     sleep 1
     bg $IP netns exec smcd-b smcrun sockcheck client 10.6.0.1:7000 200000 4000 > /tmp/sc.cli 2>&1
     cpid=$(tail -n1 /tmp/check.pids)
-    # snapshots of each end until both show the connection, while the client runs (no jq in the loop)
+    # snapshots of each end until both show the connection, while the client runs (a cheap look)
     rm -f /tmp/sc.ssa /tmp/sc.ssb
     until { grep -q '"peer": "10.6.0.2:' /tmp/sc.ssa && grep -q '"peer": "10.6.0.1:7000"' /tmp/sc.ssb; } 2> /dev/null; do
         kill -0 "$cpid" 2> /dev/null || break
@@ -376,17 +261,15 @@ check_smcd_containers() {
     ina smcrun stats --json > /tmp/sc.a1 || fail "smcrun stats in namespace smcd-a failed"
     inb smcrun stats --json > /tmp/sc.b1 || fail "smcrun stats in namespace smcd-b failed"
     [ $crc = 0 ] && grep -q '^echo_ok=true' /tmp/sc.cli || fail "client in smcd-b to 10.6.0.1:7000: data not intact (rc $crc): $(first "$(cat /tmp/sc.cli)")"
-    v=$(jq -n -r --slurpfile sa /tmp/sc.ssa --slurpfile sb /tmp/sc.ssb --slurpfile a0 /tmp/sc.a0 --slurpfile a1 /tmp/sc.a1 \
-        --slurpfile b0 /tmp/sc.b0 --slurpfile b1 /tmp/sc.b1 "$SMCD_STATS_JQ"'
-        def mode(f): [.[0].sockets[] | select(.state == "ACTIVE" and f)][0] | if . then .mode + (if .fallback then ":" + .fallback.reason + "/" + .fallback.peer_diagnosis else "" end) else "none" end;
-        [($sa | mode(.local | endswith(":7000"))), ($sb | mode(.peer | endswith(":7000"))),
-         (($a1[0] | smcd).srv_succ - ($a0[0] | smcd).srv_succ), (($b1[0] | smcd).clnt_succ - ($b0[0] | smcd).clnt_succ),
-         (($a1[0] | smcd).clnt_succ - ($a0[0] | smcd).clnt_succ)] | map(tostring) | join(" ")' 2>&1) || fail "cannot read the namespaces' JSON: $(first "$v")"
-    set -- $v
-    echo "smcd-containers: server end (smcd-a) $1, client end (smcd-b) $2; SMC-D server succ in smcd-a +$3, client succ in smcd-b +$4 (client succ in smcd-a +$5)"
-    [ "$1" = SMCD ] && [ "$2" = SMCD ] || fail "across namespaces: server end $1, client end $2, expected SMCD both$(smcd_why)"
-    [ "$3" = 1 ] && [ "$4" = 1 ] && [ "$5" = 0 ] ||
-        fail "per-namespace SMC-D successes: server in smcd-a +$3, client in smcd-b +$4, client in smcd-a +$5 (expected 1, 1, 0)"
+    a=$(vmcheck ss-saved-end /tmp/sc.ssa server 7000 SMCD)
+    ra=$?
+    b=$(vmcheck ss-saved-end /tmp/sc.ssb client 7000 SMCD)
+    rb=$?
+    echo "smcd-containers: smcd-a: $a; smcd-b: $b"
+    [ $ra = 0 ] && [ $rb = 0 ] || fail "across namespaces, expected SMCD at both ends: smcd-a: $a; smcd-b: $b$(smcd_why)"
+    a=$(vmcheck stats-smcd /tmp/sc.a0 /tmp/sc.a1 --server 1 --client 0) || fail "per-namespace SMC-D successes, in smcd-a (the server's): $a"
+    b=$(vmcheck stats-smcd /tmp/sc.b0 /tmp/sc.b1 --client 1) || fail "per-namespace SMC-D successes, in smcd-b (the client's): $b"
+    echo "smcd-containers: smcd-a $a; smcd-b $b"
     $IP netns del smcd-a
     $IP netns del smcd-b
     ok
@@ -484,8 +367,8 @@ check_smcd_runtime() {
     while ! grep -q '^listening=' /tmp/sr.held && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
     out=$(smcrun shapes hammer 127.0.0.1:7203 1 1 1500 2>&1)
     [ "$out" = "made=1 failed=0" ] || fail "the held connection: $(first "$out")"
-    list=$(rt_wait "map(select(.pid == $held and .report.connections.smc_d == 1)) | length == 1") ||
-        fail "smcrun ps does not show the server's SMC-D connection: $(echo $list | cut -c1-300)"
+    list=$(vmcheck --wait 200 ps-smcd $held 1) || fail "smcrun ps does not show the server's SMC-D connection: $(echo $list | cut -c1-300)"
+    echo "ps: $list"
     pid=$held
     why=$(smcrun why "$pid" 2>&1) || fail "smcrun why $pid: $(first "$why")"
     printf '%s\n' "$why" | grep -q '^server .* SMC-D ' || fail "smcrun why $pid lists no SMC-D connection: $(first "$why")"
@@ -512,7 +395,7 @@ check_smcd_bpf() {
 #   netns scope, the metrics count both; after `detach --netns` (by path, for the one attached by
 #   PID) smcd-b's next socket is TCP again, and after the last one nothing is pinned.
 check_smcd_netns() {
-    local p0=7300 p=7301 o l d nsb v
+    local p0=7300 p=7301 o l d nsb
     need_setup
     need_prog sechod
     bpf_setup
@@ -567,33 +450,25 @@ check_smcd_netns() {
     [ "$l" = "ok 65536 proto=6" ] || fail "smcd-c, not attached: expected TCP (proto=6), got: $l"
     ina smcrun stats --json > /tmp/sn.a1 && inb smcrun stats --json > /tmp/sn.b1 && inc smcrun stats --json > /tmp/sn.c1 ||
         fail "smcrun stats in a namespace failed"
-    scopes_json /tmp/sn.list
+    o=$(smcrun attach --list --json 2>&1 > /tmp/sn.list) || fail "smcrun attach --list --json failed: $(first "$o")"
     smcrun attach --list
     smcrun metrics > /tmp/sn.metrics 2>&1 || fail "smcrun metrics: $(first "$(cat /tmp/sn.metrics)")"
-    v=$(jq -n -r --slurpfile ss /tmp/sn.ssb --slurpfile ps /tmp/sn.ps --slurpfile ls /tmp/sn.list --arg d "$d" \
-        --slurpfile a0 /tmp/sn.a0 --slurpfile a1 /tmp/sn.a1 --slurpfile b0 /tmp/sn.b0 --slurpfile b1 /tmp/sn.b1 \
-        --slurpfile c0 /tmp/sn.c0 --slurpfile c1 /tmp/sn.c1 "$SMCD_STATS_JQ"'
-        def dd(x; y; k): ((y[0] | smcd)[k] - (x[0] | smcd)[k]);
-        ([$ss[0].sockets[] | select(.state == "ACTIVE" and .peer == "10.6.0.1:7301")][0].mode // "none"),
-        ([$ss[0].sockets[] | select(.peer | endswith(":7300"))] | length),
-        ([$ls[0].scopes[] | select(.scope == "netns") | "\(.netns):\(.converted):\(.kept_tcp):\(.programs[0].program)"] | sort | join(",")),
-        ([$ps[0].smc_processes[] | select(.name == "sechod" and .smcd > 0) | .bpf_scope] | unique | join(",")),
-        ($ps[0].bpf_scopes.netns | length),
-        ([dd($a0; $a1; "srv_succ"), dd($b0; $b1; "clnt_succ"), dd($a0; $a1; "srv_peernosmc"),
-          dd($a0; $a1; "clnt_fback"), dd($b0; $b1; "clnt_fback"), dd($b0; $b1; "srv_fback"), dd($c0; $c1; "clnt_succ")] | map(tostring) | join(" "))' 2>&1) ||
-        fail "cannot read the namespaces' JSON: $(first "$v")"
-    echo "$v"
-    set -- $(printf '%s\n' "$v" | tr ' ' '_')
-    [ "$1" = SMCD ] || fail "smc_diag in smcd-b: the new connection is $1, expected SMCD$(smcd_why)"
-    [ "$2" = 0 ] || fail "smc_diag in smcd-b lists $2 sockets of the old TCP connection (port $p0): it was touched"
-    [ "$3" = "/proc/$d/ns/net:2:0:sechod,/run/netns/smcd-a:1:0:sechod" ] ||
-        fail "attach --list: $3, expected smcd-b (by pid) 2 sockets, smcd-a 1 (the listener), all by sechod"
-    [ "$4" = "netns_/proc/$d/ns/net" ] || fail "ps --all in smcd-b: the SMC-D sechod's scope is '$4', expected netns /proc/$d/ns/net: $(jq -c '[.smc_processes[] | [.pid, .name, .smcd, .bpf_scope]], .bpf_scopes' /tmp/sn.ps 2>&1 | cut -c1-300)"
-    [ "$5" = 2 ] || fail "ps --all shows $5 netns scopes, expected 2"
-    set -- $(printf '%s\n' "$v" | tail -n1)
-    echo "SMC-D: server succ in smcd-a +$1, client succ in smcd-b +$2; smcd-a PEERNOSMC +$3; fallbacks: smcd-a client +$4, smcd-b client +$5 server +$6; smcd-c client succ +$7"
-    [ "$1 $2 $3 $4 $5 $6 $7" = "2 2 1 0 0 0 0" ] ||
-        fail "counters: expected SMC-D +2 in smcd-a and smcd-b (as attach --list counts), smcd-c's one connection a PEERNOSMC fallback in smcd-a, nothing else"
+    o=$(vmcheck ss-saved-end /tmp/sn.ssb client $p SMCD) || fail "smc_diag in smcd-b: $o$(smcd_why)"
+    echo "smcd-b: $o"
+    o=$(vmcheck ss-untouched /tmp/sn.ssb $p0) || fail "smc_diag in smcd-b: the old TCP connection (port $p0) was touched: $o"
+    o=$(vmcheck bpf-netns /tmp/sn.list "/proc/$d/ns/net:2:0:sechod" "/run/netns/smcd-a:1:0:sechod") ||
+        fail "$o; expected smcd-b (by pid) 2 sockets, smcd-a 1 (the listener), all by sechod"
+    echo "attach --list: $o"
+    o=$(vmcheck bpf-ps-netns /tmp/sn.ps sechod "netns /proc/$d/ns/net" 2) || fail "ps --all in smcd-b: $o"
+    echo "ps --all: $o"
+    # SMC-D +2 in smcd-a and smcd-b (as attach --list counts), smcd-c's one connection a PEERNOSMC
+    # fallback in smcd-a, nothing else
+    o=$(vmcheck stats-smcd /tmp/sn.a0 /tmp/sn.a1 --server 2 --server-peernosmc 1 --client-fallbacks 0) || fail "counters in smcd-a: $o"
+    echo "smcd-a: $o"
+    o=$(vmcheck stats-smcd /tmp/sn.b0 /tmp/sn.b1 --client 2 --client-fallbacks 0 --server-fallbacks 0) || fail "counters in smcd-b: $o"
+    echo "smcd-b: $o"
+    o=$(vmcheck stats-smcd /tmp/sn.c0 /tmp/sn.c1 --client 0) || fail "counters in smcd-c: $o"
+    echo "smcd-c: $o"
     grep -q '^smcrun_bpf_sockets_converted_total{scope="netns /run/netns/smcd-a"} 1$' /tmp/sn.metrics &&
         grep -q "^smcrun_bpf_sockets_converted_total{scope=\"netns /proc/$d/ns/net\"} 2\$" /tmp/sn.metrics ||
         fail "smcrun metrics lacks the netns scopes' counts: $(grep smcrun_bpf_sockets_converted /tmp/sn.metrics)"

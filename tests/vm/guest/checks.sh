@@ -8,7 +8,7 @@
 # shellcheck disable=SC2015,SC2086,SC2016,SC2013,SC2154
 # (SC2015: `[ a ] && [ b ] || fail` means "fail unless both", as intended; SC2086: prefixes such as
 # $clipre (empty or "smcrun") are split on purpose, other unquoted values are fixed words; SC2016:
-# jq programs in single quotes (the ss helpers other files still call); SC2013: pid/word lists;
+# awk programs in single quotes; SC2013: pid/word lists;
 # SC2154: $role is set by init.)
 
 SETUP_ERR=
@@ -393,59 +393,6 @@ fallbacks_none() {
 no_fallback() {
     local o
     o=$(vmcheck stats-smc-only "$1" "$2" 0) || fail "$o"
-}
-
-# The jq helpers of smcrun ss --json: this file's checks ask vmcheck (ss-count, ss-end, ss-owners,
-# ss-empty) instead; ss_snap, ss_wait, ss_show and SS_JQ stay while checks-old.sh and checks-smcd.sh
-# (slices of their own) still call them.
-# ss_snap FILE [-a]: `smcrun ss [-a] --json` into FILE, normalised by SS_JQ to one object per socket:
-#   {state, mode ("SMCR"|"SMCD"|"TCP"), family, lport, rport, laddr, raddr, reason, peer_reason}
-ss_snap() {
-    local f _o
-    f=$1
-    shift
-    _o=$(smcrun ss "$@" --json 2>&1 > "$f.raw") || fail "smcrun ss $* --json failed: $(first "$_o")"
-    jq -c "$SS_JQ" "$f.raw" > "$f" 2>&1 || fail "cannot read smcrun ss --json: $(first "$(cat "$f")") (it printed: $(first "$(cat "$f.raw")"))"
-}
-SS_JQ='
-def port: capture(":(?<p>[0-9]+)$").p | tonumber;
-def addr: sub(":[0-9]+$"; "") | ltrimstr("[") | rtrimstr("]");
-.sockets[] |
-{
-  state: .state,
-  mode: .mode,
-  family: .family,
-  lport: (.local | port),
-  rport: (.peer | port),
-  laddr: (.local | addr),
-  raddr: (.peer | addr),
-  reason: (.fallback.reason // null),
-  peer_reason: (.fallback.peer_diagnosis // null),
-  reason_name: (.fallback.reason_decoded.name // null),
-  peer_name: (.fallback.peer_diagnosis_decoded.name // null)
-}'
-# ss_count FILE JQ-FILTER: how many normalised sockets match
-ss_count() {
-    jq -s "[.[] | select($2)] | length" "$1"
-}
-# ss_wait FILE FILTER N [SS-ARGS]: snapshot `smcrun ss --json` until at least N sockets match FILTER
-#   (30 s at most: a round costs 2 jq starts, about 6 s under TCG, so a count of rounds said little)
-ss_wait() {
-    local f filt want end n
-    f=$1 filt=$2 want=$3 end=$(($(date +%s) + 30))
-    shift 3
-    while :; do
-        ss_snap "$f" "$@"
-        n=$(ss_count "$f" "$filt")
-        [ "$n" -ge "$want" ] && return 0
-        [ "$(date +%s)" -ge "$end" ] && return 1
-        sleep 0.2
-    done
-}
-# describe the sockets of a snapshot that match a filter, for messages
-ss_show() {
-    jq -s -r "[.[] | select($2) | \"\(.state) \(.laddr):\(.lport)->\(.raddr):\(.rport) \(.mode)\" +
-        (if .reason then \" \(.reason)\" else \"\" end)] | .[:3] | join(\"; \")" "$1"
 }
 
 # ------------------------------------------------------------------ redis helpers
@@ -958,7 +905,7 @@ check_views() {
     sleep 1
     smcrun monitor base -i 1 --count 3 --json > /tmp/views.mon 2> /tmp/views.mon.err || fail "smcrun monitor base --json failed: $(first "$(cat /tmp/views.mon.err)")"
     cat /tmp/views.mon
-    o=$(vmcheck monitor-busy /tmp/views.mon 3 2) || fail "$o (redis-benchmark running)"
+    o=$(vmcheck monitor-busy /tmp/views.mon 3 --conns 2) || fail "$o (redis-benchmark running)"
     smcrun monitor base -m smcr -i 1 --count 2
     smcrun stats --interval 1 --json > /tmp/views.iv || fail "smcrun stats --interval 1 --json failed"
     o=$(vmcheck stats-interval /tmp/views.iv 1) || fail "$o"

@@ -38,6 +38,17 @@ pub enum Question {
         mode: Mode,
         n: usize,
     },
+    /// FILE, a saved `smcrun attach --list --json`, lists exactly these network namespace
+    /// scopes, each as `NETNS:MADE-SMC:KEPT-TCP:FIRST-PROGRAM` (`/run/netns/a:1:0:sechod`).
+    BpfNetns { file: String, scopes: Vec<String> },
+    /// FILE, a saved `smcrun ps --all --json`: every PROGRAM process with SMC-D sockets (one at
+    /// least) is in SCOPE (`netns /proc/7/ns/net`), and N network namespace scopes are attached.
+    BpfPsNetns {
+        file: String,
+        program: String,
+        scope: String,
+        n: usize,
+    },
 }
 
 /// A scope as `bpf-scopes` names it: `KIND:CGROUP:MADE-SMC:KEPT-TCP`.
@@ -54,6 +65,19 @@ fn path(a: &AttachmentView) -> String {
     match &a.target {
         TargetView::Cgroup { cgroup, .. } => cgroup.display().to_string(),
         TargetView::Netns { netns, .. } => netns.display().to_string(),
+    }
+}
+
+/// Yes when `got` and `want` hold the same scopes in any order; no with `what` and both.
+fn same(mut got: Vec<String>, want: &[String], what: &str) -> Answer {
+    got.sort();
+    let mut want = want.to_vec();
+    want.sort();
+    let line = got.join(" ");
+    if got == want {
+        Yes(line)
+    } else {
+        No(format!("{what}: {line}, expected {}", want.join(" ")))
     }
 }
 
@@ -127,18 +151,60 @@ impl Question {
                 })
             }
             Question::BpfScopes { scopes } => source::with_smcrun(LIST, |l: &ScopesListView| {
-                let mut got: Vec<String> = l.scopes.iter().map(named).collect();
-                got.sort();
-                let mut want = scopes.clone();
-                want.sort();
-                let line = got.join(" ");
-                if got == want {
-                    Yes(line)
-                } else {
+                same(
+                    l.scopes.iter().map(named).collect(),
+                    scopes,
+                    "scopes and counts",
+                )
+            }),
+            Question::BpfNetns { file, scopes } => source::with_file(file, |l: &ScopesListView| {
+                let got = l
+                    .scopes
+                    .iter()
+                    .filter_map(|s| match s {
+                        ScopeView::Netns(a) => Some(format!(
+                            "{}:{}:{}:{}",
+                            path(a),
+                            a.converted,
+                            a.kept_tcp,
+                            a.programs.first().map_or("-", |p| p.program.as_str())
+                        )),
+                        _ => None,
+                    })
+                    .collect();
+                same(got, scopes, "attach --list's netns scopes")
+            }),
+            Question::BpfPsNetns {
+                file,
+                program,
+                scope,
+                n,
+            } => source::with_file(file, |ps: &PsAllView| {
+                let all = ps.smc_processes.as_deref().unwrap_or_default();
+                let mine: Vec<&SmcProcess> = all
+                    .iter()
+                    .filter(|p| &p.name == program && p.smcd > 0)
+                    .collect();
+                let shown: Vec<String> = all.iter().map(brief).collect();
+                let netns = ps.bpf_scopes.netns.len();
+                let line = format!(
+                    "{} {program} processes with SMC-D sockets; {netns} netns scopes; {}",
+                    mine.len(),
+                    shown.join(" ")
+                );
+                if mine.is_empty()
+                    || mine
+                        .iter()
+                        .any(|p| p.bpf_scope.as_deref() != Some(scope.as_str()))
+                {
                     No(format!(
-                        "scopes and counts: {line}, expected {}",
-                        want.join(" ")
+                        "the SMC-D {program} processes are not all in scope {scope}: {line}; {}",
+                        compact(&ps.bpf_scopes)
                     ))
+                } else if netns != *n {
+                    No(format!("{netns} netns scopes, expected {n}: {line}"))
+                } else {
+                    Yes(line)
                 }
             }),
             Question::BpfPsTrees { mode, n } => {

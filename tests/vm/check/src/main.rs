@@ -18,6 +18,7 @@ mod handshake;
 mod linkgroup;
 mod monitor;
 mod ps;
+mod smcd;
 mod source;
 mod ss;
 mod stats;
@@ -75,6 +76,8 @@ enum Question {
     Linkgroup(linkgroup::Question),
     #[command(flatten)]
     Monitor(monitor::Question),
+    #[command(flatten)]
+    Smcd(smcd::Question),
 }
 
 fn ask(q: &Question) -> Answer {
@@ -91,6 +94,7 @@ fn ask(q: &Question) -> Answer {
         Question::Error(q) => q.ask(),
         Question::Linkgroup(q) => q.ask(),
         Question::Monitor(q) => q.ask(),
+        Question::Smcd(q) => q.ask(),
     }
 }
 
@@ -114,5 +118,18 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every module's questions share one list of subcommands: two with one name, or a bad
+    /// argument definition, fail here rather than in the guest.
+    #[test]
+    fn the_questions_make_one_command_line() {
+        Cli::command().debug_assert();
     }
 }

@@ -46,6 +46,8 @@ pub enum Question {
         #[arg(long)]
         top_reason: Option<String>,
     },
+    /// PID is listed once, reporting N SMC-D connections (waits while not).
+    PsSmcd { pid: u32, n: u64 },
 }
 
 /// An entry as a message shows it: pid, program, uid, state and its report's counts.
@@ -127,6 +129,22 @@ impl Question {
                     [e] => Yes(e.pid.to_string()),
                     _ => NotYet(format!(
                         "smcrun ps --json does not list one process of uid {uid} with {n} SMC-R connections: {}",
+                        briefs(ps)
+                    )),
+                }
+            }),
+            Question::PsSmcd { pid, n } => with_ps(|ps| {
+                let mine: Vec<&PsEntry> = ps
+                    .iter()
+                    .filter(|e| {
+                        e.pid == *pid
+                            && e.report.as_ref().is_some_and(|r| r.connections.smc_d == *n)
+                    })
+                    .collect();
+                match mine[..] {
+                    [e] => Yes(brief(e)),
+                    _ => NotYet(format!(
+                        "smcrun ps --json does not list {pid} once with {n} SMC-D connections: {}",
                         briefs(ps)
                     )),
                 }

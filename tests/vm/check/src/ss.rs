@@ -11,7 +11,8 @@ use std::net::SocketAddr;
 
 /// `smcrun ss --json` as read back (with `-p`'s owners when it has them).
 pub type Listing = SsView<'static, Vec<Owner>>;
-type Socket = SocketView<'static, Vec<Owner>>;
+/// One socket of a [`Listing`].
+pub type Socket = SocketView<'static, Vec<Owner>>;
 
 /// What a check asks of `smcrun ss --json`.
 // (the prefix is the command line's: every module's questions share one list of subcommands)
@@ -86,6 +87,21 @@ pub enum Question {
         client: String,
         n: usize,
     },
+    /// FILE, a saved `smcrun ss --json`: the first active SIDE end of a connection of PORT (the
+    /// client's: peer port PORT; the server's: local port PORT) is in MODE; with --not, it is
+    /// not (or there is none).
+    SsSavedEnd {
+        file: String,
+        #[arg(value_enum)]
+        side: Side,
+        port: u16,
+        mode: String,
+        #[arg(long)]
+        not: bool,
+    },
+    /// FILE, a saved `smcrun ss --json`, lists no socket whose peer port is PORT: that
+    /// connection, made before SMC was switched on, was left alone.
+    SsUntouched { file: String, port: u16 },
 }
 
 /// Whether a socket is connected: both its ports are known (a listener's peer port is 0).
@@ -155,6 +171,16 @@ fn fell_back<'s>(s: &'s Socket, reason: &str) -> Option<&'s SocketFallback> {
     s.fallback
         .as_ref()
         .filter(|f| s.mode == "TCP" && f.reason == reason)
+}
+
+/// Yes when `sockets` is empty; no with `what` and the first of them.
+fn none<'a>(sockets: impl Iterator<Item = &'a Socket>, what: &str) -> Answer {
+    let mut on = sockets.peekable();
+    if on.peek().is_none() {
+        Yes(String::new())
+    } else {
+        No(format!("{what}: {}", show_some(on)))
+    }
 }
 
 /// An end of a connection as the check prints it: `MODE REASON`, `none -` when it is missing.
@@ -266,17 +292,45 @@ impl Question {
                     ))
                 }
             }),
+            Question::SsSavedEnd {
+                file,
+                side,
+                port: p,
+                mode,
+                not,
+            } => source::with_file(file, |l: &Listing| {
+                let first = l.sockets.iter().find(|s| {
+                    let addr = match side {
+                        Side::Client => &s.peer,
+                        Side::Server => &s.local,
+                    };
+                    s.state == "ACTIVE" && port(addr) == Some(*p)
+                });
+                let role = side.to_possible_value().expect("a value");
+                let line = format!(
+                    "the {} end of port {p}: {}",
+                    role.get_name(),
+                    first.map_or("none".into(), show)
+                );
+                if first.is_some_and(|s| s.mode == mode.as_str()) != *not {
+                    Yes(line)
+                } else {
+                    let not = if *not { "not " } else { "" };
+                    No(format!("{file}: {line}, expected {not}{mode}"))
+                }
+            }),
+            Question::SsUntouched { file, port: p } => source::with_file(file, |l: &Listing| {
+                none(
+                    l.sockets.iter().filter(|s| port(&s.peer) == Some(*p)),
+                    &format!("{file} lists sockets with peer port {p}"),
+                )
+            }),
             Question::SsNone { port: p } => {
                 source::with_smcrun(&["ss", "--json"], |l: &Listing| {
-                    let mut on = l.sockets.iter().filter(|s| of_port(s, *p)).peekable();
-                    if on.peek().is_none() {
-                        Yes(String::new())
-                    } else {
-                        No(format!(
-                            "smcrun ss --json lists sockets on port {p}: {}",
-                            show_some(on)
-                        ))
-                    }
+                    none(
+                        l.sockets.iter().filter(|s| of_port(s, *p)),
+                        &format!("smcrun ss --json lists sockets on port {p}"),
+                    )
                 })
             }
             Question::SsEmpty => source::with_smcrun(&["ss", "-a", "--json"], |l: &Listing| {

@@ -293,7 +293,7 @@ impl Question {
                 after,
                 connections,
                 bytes,
-            } => with_both(before, after, |a, b| layout(a, b, *connections, *bytes)),
+            } => with_snapshots(before, after, |a, b| layout(a, b, *connections, *bytes)),
             Question::StatsInterval { file, seconds } => {
                 source::with_file(file, |s: &StatsView| {
                     let line = format!(
@@ -323,7 +323,7 @@ impl Question {
                 n,
                 name,
                 at_least,
-            } => with_both(before, after, |a, b| {
+            } => with_snapshots(before, after, |a, b| {
                 let role = side.to_possible_value().expect("a value");
                 let [was, is] = [a, b].map(|s| reason_count(s, *side, code, name.as_deref()));
                 let grew = is - was;
@@ -406,11 +406,11 @@ fn reason_count(s: &StatsView, side: Side, code: &str, name: Option<&str>) -> i6
 
 /// `f` of the growth from snapshot `before` to `after`; no when one cannot be read.
 fn with_growth(before: &str, after: &str, f: impl FnOnce(&Growth) -> Answer) -> Answer {
-    with_both(before, after, |a, b| f(&Growth::of(a, b)))
+    with_snapshots(before, after, |a, b| f(&Growth::of(a, b)))
 }
 
 /// `f` of snapshots `before` and `after`; no when one cannot be read.
-fn with_both(
+pub fn with_snapshots(
     before: &str,
     after: &str,
     f: impl FnOnce(&StatsView, &StatsView) -> Answer,
