@@ -54,9 +54,19 @@ pub enum Question {
 /// A scope as `bpf-scopes` names it: `KIND:CGROUP:MADE-SMC:KEPT-TCP`.
 fn named(s: &ScopeView) -> String {
     match s {
-        ScopeView::Cgroup(a) => format!("cgroup:{}:{}:{}", path(a), a.converted, a.kept_tcp),
-        ScopeView::Netns(a) => format!("netns:{}:{}:{}", path(a), a.converted, a.kept_tcp),
-        ScopeView::Tree(t) => format!("tree:-:{}:{}", t.converted, t.kept_tcp),
+        ScopeView::Cgroup(a) => format!(
+            "cgroup:{}:{}:{}",
+            path(a),
+            a.sockets.converted,
+            a.sockets.kept_tcp
+        ),
+        ScopeView::Netns(a) => format!(
+            "netns:{}:{}:{}",
+            path(a),
+            a.sockets.converted,
+            a.sockets.kept_tcp
+        ),
+        ScopeView::Tree(t) => format!("tree:-:{}:{}", t.sockets.converted, t.sockets.kept_tcp),
     }
 }
 
@@ -137,7 +147,7 @@ impl Question {
                     });
                     let right = first.is_some_and(|a| {
                         path(a) == *cgroup
-                            && a.converted == *n
+                            && a.sockets.converted == *n
                             && a.programs.first().is_some_and(|p| p.program == *program)
                     });
                     if right {
