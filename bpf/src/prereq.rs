@@ -25,6 +25,15 @@ impl State {
             State::Unknown => "unknown",
         }
     }
+
+    /// `Ok` when it holds, else `Missing`: for the checks that can always tell.
+    fn holds(holds: bool) -> State {
+        if holds {
+            State::Ok
+        } else {
+            State::Missing
+        }
+    }
 }
 
 /// Which BPF scopes need a prerequisite.
@@ -75,6 +84,28 @@ pub struct Check {
     pub fix: Option<String>,
     /// Who needs it.
     pub needed: Needed,
+}
+
+impl Check {
+    /// A check that names `fix` only when it is missing, as most do (`smc` and `load` take
+    /// theirs from the error, and build a [`Check`] themselves).
+    fn new(
+        id: &'static str,
+        what: &'static str,
+        state: State,
+        detail: String,
+        fix: impl Into<String>,
+        needed: Needed,
+    ) -> Check {
+        Check {
+            id,
+            what,
+            state,
+            detail,
+            fix: (state == State::Missing).then(|| fix.into()),
+            needed,
+        }
+    }
 }
 
 /// Every prerequisite, in the order they are checked (and reported).
@@ -154,36 +185,29 @@ fn check_kernel() -> Check {
         Some(true) => (State::Missing, IPPROTO_SMC.lacking(&rel)),
         None => (State::Unknown, format!("cannot read the release {rel:?}")),
     };
-    Check {
-        id: "kernel",
-        what: "a kernel with IPPROTO_SMC",
+    Check::new(
+        "kernel",
+        "a kernel with IPPROTO_SMC",
         state,
         detail,
-        fix: (state == State::Missing)
-            .then(|| format!("boot {} or later", IPPROTO_SMC.since_text())),
-        needed: Needed::Always,
-    }
+        format!("boot {} or later", IPPROTO_SMC.since_text()),
+        Needed::Always,
+    )
 }
 
 fn check_btf_and_hook() -> (Check, Check) {
     let btf = crate::loader::kernel_btf();
-    let btf_check = Check {
-        id: "btf",
-        what: "the kernel's BTF (CONFIG_DEBUG_INFO_BTF)",
-        state: if btf.is_ok() {
-            State::Ok
-        } else {
-            State::Missing
-        },
-        detail: match &btf {
+    let btf_check = Check::new(
+        "btf",
+        "the kernel's BTF (CONFIG_DEBUG_INFO_BTF)",
+        State::holds(btf.is_ok()),
+        match &btf {
             Ok(_) => "/sys/kernel/btf/vmlinux".to_string(),
             Err(e) => format!("/sys/kernel/btf/vmlinux: {e}"),
         },
-        fix: btf
-            .is_err()
-            .then(|| "use a kernel built with CONFIG_DEBUG_INFO_BTF=y".to_string()),
-        needed: Needed::Always,
-    };
+        "use a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+        Needed::Always,
+    );
     let in_btf = btf.as_ref().ok().map(|b| {
         b.id_by_type_name_kind(HOOK, aya_obj::btf::BtfKind::Func)
             .is_ok()
@@ -218,19 +242,17 @@ fn check_btf_and_hook() -> (Check, Check) {
             format!("{HOOK} cannot be found without the kernel's BTF"),
         ),
     };
-    let hook = Check {
-        id: "hook",
-        what: "the socket() hook update_socket_protocol",
+    let hook = Check::new(
+        "hook",
+        "the socket() hook update_socket_protocol",
         state,
         detail,
-        fix: (state == State::Missing).then(|| {
-            format!(
-                "use {} or later with CONFIG_MPTCP=y and BTF",
-                SOCKET_HOOK.since_text()
-            )
-        }),
-        needed: Needed::Always,
-    };
+        format!(
+            "use {} or later with CONFIG_MPTCP=y and BTF",
+            SOCKET_HOOK.since_text()
+        ),
+        Needed::Always,
+    );
     (btf_check, hook)
 }
 
@@ -253,15 +275,14 @@ fn check_mptcp() -> Check {
             ),
         }
     };
-    Check {
-        id: "mptcp",
-        what: "CONFIG_MPTCP (it registers the socket() hook for BPF)",
+    Check::new(
+        "mptcp",
+        "CONFIG_MPTCP (it registers the socket() hook for BPF)",
         state,
         detail,
-        fix: (state == State::Missing)
-            .then(|| "use a kernel built with CONFIG_MPTCP=y".to_string()),
-        needed: Needed::Always,
-    }
+        "use a kernel built with CONFIG_MPTCP=y",
+        Needed::Always,
+    )
 }
 
 fn check_caps() -> Check {
@@ -293,14 +314,14 @@ fn check_caps() -> Check {
             ),
         ),
     };
-    Check {
-        id: "capabilities",
-        what: "the right to load BPF programs (root, or CAP_BPF and CAP_PERFMON)",
+    Check::new(
+        "capabilities",
+        "the right to load BPF programs (root, or CAP_BPF and CAP_PERFMON)",
         state,
         detail,
-        fix: (state == State::Missing).then(|| "run it as root (e.g. with sudo)".to_string()),
-        needed: Needed::Always,
-    }
+        "run it as root (e.g. with sudo)",
+        Needed::Always,
+    )
 }
 
 fn check_smc() -> Check {
@@ -380,73 +401,63 @@ fn check_bpffs() -> Check {
     let ok = m
         .as_ref()
         .is_some_and(|p| p.as_os_str() == crate::pinned::BPFFS);
-    Check {
-        id: "bpffs",
-        what: "the BPF file system at /sys/fs/bpf (to pin `smcrun attach`'s scopes)",
-        state: if ok { State::Ok } else { State::Missing },
-        detail: match m {
+    Check::new(
+        "bpffs",
+        "the BPF file system at /sys/fs/bpf (to pin `smcrun attach`'s scopes)",
+        State::holds(ok),
+        match m {
             Some(p) if ok => format!("bpf mounted at {}", p.display()),
             Some(p) => format!("bpf is mounted at {}, not /sys/fs/bpf", p.display()),
             None => "no bpf file system is mounted".to_string(),
         },
-        fix: (!ok).then(|| "mount it: mount -t bpf bpf /sys/fs/bpf".to_string()),
-        needed: Needed::Attach,
-    }
+        "mount it: mount -t bpf bpf /sys/fs/bpf",
+        Needed::Attach,
+    )
 }
 
 fn check_cgroup2() -> Check {
     let m = cgroup2_root();
-    Check {
-        id: "cgroup2",
-        what: "the cgroup v2 hierarchy",
-        state: if m.is_some() {
-            State::Ok
-        } else {
-            State::Missing
-        },
-        detail: match &m {
+    Check::new(
+        "cgroup2",
+        "the cgroup v2 hierarchy",
+        State::holds(m.is_some()),
+        match &m {
             Some(p) => format!("cgroup2 mounted at {}", p.display()),
             None => "no cgroup2 file system is mounted".to_string(),
         },
-        fix: m
-            .is_none()
-            .then(|| "mount it: mount -t cgroup2 none /sys/fs/cgroup".to_string()),
-        needed: Needed::Cgroup,
-    }
+        "mount it: mount -t cgroup2 none /sys/fs/cgroup",
+        Needed::Cgroup,
+    )
 }
 
-/// The prerequisites that can be seen without loading the program, for a command that is about
-/// to load it anyway (the load then is the last check; under an emulated CPU each load takes
-/// seconds).
-pub fn check_before_attach() -> Report {
+/// The checks up to the load, in order: the ones whose answer [`check_load`] repeats, and SMC.
+fn checks_before_load() -> Vec<Check> {
     let (btf, hook) = check_btf_and_hook();
-    Report {
-        checks: vec![
-            check_kernel(),
-            btf,
-            hook,
-            check_mptcp(),
-            check_caps(),
-            check_smc(),
-            check_bpffs(),
-            check_cgroup2(),
-        ],
-    }
-}
-
-/// Checks every prerequisite of BPF mode, cheapest reasons first. Reads /proc and /sys, parses
-/// the kernel's BTF, makes (and closes) one IPPROTO_SMC socket, and loads (and unloads) the
-/// socket() program once.
-pub fn check() -> Report {
-    let (btf, hook) = check_btf_and_hook();
-    let mut checks = vec![
+    vec![
         check_kernel(),
         btf,
         hook,
         check_mptcp(),
         check_caps(),
         check_smc(),
-    ];
+    ]
+}
+
+/// The prerequisites that can be seen without loading the program, for a command that is about
+/// to load it anyway (the load then is the last check; under an emulated CPU each load takes
+/// seconds).
+pub fn check_before_attach() -> Report {
+    let mut checks = checks_before_load();
+    checks.push(check_bpffs());
+    checks.push(check_cgroup2());
+    Report { checks }
+}
+
+/// Checks every prerequisite of BPF mode, cheapest reasons first. Reads /proc and /sys, parses
+/// the kernel's BTF, makes (and closes) one IPPROTO_SMC socket, and loads (and unloads) the
+/// socket() program once.
+pub fn check() -> Report {
+    let mut checks = checks_before_load();
     checks.push(check_load(&checks));
     checks.push(check_bpffs());
     checks.push(check_cgroup2());

@@ -160,13 +160,7 @@ pub fn dump_raw(
     body: &[u8],
     what: &str,
 ) -> Result<Vec<u8>, Error> {
-    exchange(&Request {
-        protocol,
-        message_type,
-        flags: NLM_F_DUMP,
-        body,
-        what,
-    })
+    exchange_with(NLM_F_DUMP, protocol, message_type, body, what)
 }
 
 /// Send a request that expects an acknowledgement (NLM_F_ACK) and return the reply bytes
@@ -177,10 +171,22 @@ pub fn transact(
     body: &[u8],
     what: &str,
 ) -> Result<Vec<u8>, Error> {
+    exchange_with(NLM_F_ACK, protocol, message_type, body, what)
+}
+
+/// One request with `flags` (besides NLM_F_REQUEST): [`dump_raw`] and [`transact`] differ only
+/// in the flag they ask with.
+fn exchange_with(
+    flags: u16,
+    protocol: Protocol,
+    message_type: u16,
+    body: &[u8],
+    what: &str,
+) -> Result<Vec<u8>, Error> {
     exchange(&Request {
         protocol,
         message_type,
-        flags: NLM_F_ACK,
+        flags,
         body,
         what,
     })

@@ -535,6 +535,13 @@ mod tests {
         w
     }
 
+    /// An established fallback socket from 127.0.0.1:5000 to 127.0.0.1:40000: the message the
+    /// fallback and the robustness tests both start from.
+    fn loopback_fallback() -> Vec<u8> {
+        let lo = v4([127, 0, 0, 1]);
+        msg(AF_SMC, 1, 1, lo, lo, 5000, 40000)
+    }
+
     pub(crate) fn reply(messages: &[Vec<u8>]) -> Vec<u8> {
         let mut raw = Vec::new();
         for m in messages {
@@ -553,15 +560,7 @@ mod tests {
 
     #[test]
     fn fallback_socket_with_reason() {
-        let mut m = msg(
-            AF_SMC,
-            1,
-            1,
-            v4([127, 0, 0, 1]),
-            v4([127, 0, 0, 1]),
-            5000,
-            40000,
-        );
+        let mut m = loopback_fallback();
         let mut fb = 0x0303_0000u32.to_ne_bytes().to_vec();
         fb.extend(0u32.to_ne_bytes());
         m.extend(
@@ -757,15 +756,7 @@ mod tests {
 
     #[test]
     fn every_prefix_and_byte_flip_is_handled() {
-        let mut m = msg(
-            AF_SMC,
-            1,
-            1,
-            v4([127, 0, 0, 1]),
-            v4([127, 0, 0, 1]),
-            5000,
-            40000,
-        );
+        let mut m = loopback_fallback();
         m.extend(
             Writer::new()
                 .bytes(SMC_DIAG_FALLBACK, &[1; 8])

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use smcrun_bpf::layout::Counters;
 use smcrun_bpf::maps::ProgramCount;
 use smcrun_bpf::pinned::{Attached, Attachment, Detached, Kind};
 use smcrun_bpf::rules::Analysis;
@@ -32,6 +33,26 @@ impl ProgramView {
                 converted: p.converted,
             })
             .collect()
+    }
+}
+
+/// A scope's sockets: made SMC, kept TCP by the policy. Every view of a BPF scope counts them
+/// the same way (`smcrun attach --list`, `smcrun ps --all`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SocketCounts {
+    /// Made SMC.
+    pub converted: u64,
+    /// Kept TCP.
+    pub kept_tcp: u64,
+}
+
+impl SocketCounts {
+    /// The counts of `c`.
+    pub fn new(c: &Counters) -> SocketCounts {
+        SocketCounts {
+            converted: c.converted,
+            kept_tcp: c.kept_tcp,
+        }
     }
 }
 
@@ -130,10 +151,9 @@ pub struct AttachmentView<'a> {
     pub since_unix: u64,
     /// Its policy's text (empty: all SMC).
     pub policy: Cow<'a, str>,
-    /// Sockets made SMC.
-    pub converted: u64,
-    /// Sockets the policy kept TCP.
-    pub kept_tcp: u64,
+    /// Its sockets (`converted`, `kept_tcp`).
+    #[serde(flatten)]
+    pub sockets: SocketCounts,
     /// Sockets made SMC per program.
     pub programs: Vec<ProgramView>,
 }
@@ -145,8 +165,7 @@ impl<'a> AttachmentView<'a> {
             target: TargetView::new(s.kind, &s.path, s.id),
             since_unix: s.since_unix,
             policy: Cow::Borrowed(&s.policy),
-            converted: s.counters.converted,
-            kept_tcp: s.counters.kept_tcp,
+            sockets: SocketCounts::new(&s.counters),
             programs: ProgramView::all(&s.programs),
         }
     }
@@ -161,10 +180,9 @@ pub struct TreeView<'a> {
     pub since_unix: Option<u64>,
     /// The tree's processes.
     pub processes: Cow<'a, [u32]>,
-    /// Sockets made SMC.
-    pub converted: u64,
-    /// Sockets kept TCP.
-    pub kept_tcp: u64,
+    /// Its sockets (`converted`, `kept_tcp`).
+    #[serde(flatten)]
+    pub sockets: SocketCounts,
     /// Sockets made SMC per program.
     pub programs: Vec<ProgramView>,
 }
@@ -176,8 +194,7 @@ impl<'a> TreeView<'a> {
             program_id: t.program_id,
             since_unix,
             processes: Cow::Borrowed(&t.processes),
-            converted: t.counters.converted,
-            kept_tcp: t.counters.kept_tcp,
+            sockets: SocketCounts::new(&t.counters),
             programs: ProgramView::all(&t.programs),
         }
     }

@@ -6,11 +6,10 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use smcrun_bpf::layout::Counters;
 use smcrun_bpf::scopes::Scopes;
 use smcrun_report::ProcessReport;
 
-use crate::bpf::json::ProgramView;
+use crate::bpf::json::{ProgramView, SocketCounts};
 
 /// `bpf_scopes`: the attached cgroups and network namespaces, and the `smcrun --bpf` trees.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,25 +59,6 @@ impl<'a> BpfScopesView<'a> {
                     programs: ProgramView::all(&t.programs),
                 })
                 .collect(),
-        }
-    }
-}
-
-/// A scope's sockets: made SMC, kept TCP by the policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SocketCounts {
-    /// Made SMC.
-    pub converted: u64,
-    /// Kept TCP.
-    pub kept_tcp: u64,
-}
-
-impl SocketCounts {
-    /// The counts of `c`.
-    pub fn new(c: &Counters) -> SocketCounts {
-        SocketCounts {
-            converted: c.converted,
-            kept_tcp: c.kept_tcp,
         }
     }
 }

@@ -6,7 +6,9 @@ use crate::source::{self, compact};
 use crate::Answer::{self, No, NotYet, Yes};
 use clap::Subcommand;
 use smcrun_bpf::pinned::PIN_DIR;
-use smcrun_views::bpf::json::{AttachmentView, ScopeView, ScopesListView, TargetView};
+use smcrun_views::bpf::json::{
+    AttachmentView, ScopeView, ScopesListView, SocketCounts, TargetView,
+};
 use smcrun_views::ps::json::{PsAllView, SmcProcess};
 
 const LIST: &[&str] = &["attach", "--list", "--json"];
@@ -54,10 +56,15 @@ pub enum Question {
 /// A scope as `bpf-scopes` names it: `KIND:CGROUP:MADE-SMC:KEPT-TCP`.
 fn named(s: &ScopeView) -> String {
     match s {
-        ScopeView::Cgroup(a) => format!("cgroup:{}:{}:{}", path(a), a.converted, a.kept_tcp),
-        ScopeView::Netns(a) => format!("netns:{}:{}:{}", path(a), a.converted, a.kept_tcp),
-        ScopeView::Tree(t) => format!("tree:-:{}:{}", t.converted, t.kept_tcp),
+        ScopeView::Cgroup(a) => format!("cgroup:{}:{}", path(a), counts(&a.sockets)),
+        ScopeView::Netns(a) => format!("netns:{}:{}", path(a), counts(&a.sockets)),
+        ScopeView::Tree(t) => format!("tree:-:{}", counts(&t.sockets)),
     }
+}
+
+/// A scope's sockets as the questions name them: `MADE-SMC:KEPT-TCP`.
+fn counts(c: &SocketCounts) -> String {
+    format!("{}:{}", c.converted, c.kept_tcp)
 }
 
 /// The cgroup directory or namespace file an attached scope names.
@@ -137,7 +144,7 @@ impl Question {
                     });
                     let right = first.is_some_and(|a| {
                         path(a) == *cgroup
-                            && a.converted == *n
+                            && a.sockets.converted == *n
                             && a.programs.first().is_some_and(|p| p.program == *program)
                     });
                     if right {
@@ -163,10 +170,9 @@ impl Question {
                     .iter()
                     .filter_map(|s| match s {
                         ScopeView::Netns(a) => Some(format!(
-                            "{}:{}:{}:{}",
+                            "{}:{}:{}",
                             path(a),
-                            a.converted,
-                            a.kept_tcp,
+                            counts(&a.sockets),
                             a.programs.first().map_or("-", |p| p.program.as_str())
                         )),
                         _ => None,
