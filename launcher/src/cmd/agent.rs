@@ -428,8 +428,7 @@ pub fn agent(a: &AgentArgs) -> Outcome {
         println!("smcrun agent: this kernel can run the agent (kprobes, BTF; {how}; {missed})");
         return Ok(ExitCode::SUCCESS);
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         return Err(Failure::of(
             "smcrun agent",
             Exit::Unavailable,
