@@ -4,6 +4,10 @@
 //! `smcrun [OPTIONS] [--] COMMAND [ARGS...]` execs COMMAND; `smcrun SUBCOMMAND ...` runs one of the
 //! built-in tools. A program whose name is also a subcommand is run with `smcrun -- NAME`.
 
+// The few calls with no safe equivalent (fork, _exit, signal handlers, dlsym, localtime_r,
+// close_range) allow unsafe code where they are, each with its SAFETY.
+#![deny(unsafe_code)]
+
 mod admin;
 mod cmd;
 mod completions;

@@ -561,7 +561,6 @@ mod tests {
     }
 
     fn nix_is_root() -> bool {
-        // SAFETY: geteuid has no preconditions.
-        unsafe { libc::geteuid() == 0 }
+        rustix::process::geteuid().is_root()
     }
 }

@@ -17,6 +17,7 @@
 //! command line, HTTP and files.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod agent_state;
 pub mod bpf;

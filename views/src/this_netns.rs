@@ -1,30 +1,37 @@
 //! This network namespace: its interfaces' names, its cookie, and the SMC-R link groups that belong to it (the kernel's
 //! SMC-R link group list is global, every namespace's at once).
 
+use rustix::net::netdevice;
 use smcrun_kernel::smc_genl::LinkGroup;
+use smcrun_sys::sock;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+/// A datagram socket of this namespace, to ask the kernel about the namespace through.
+fn socket() -> Option<OwnedFd> {
+    use rustix::net::{socket_with, AddressFamily, SocketFlags, SocketType};
+    socket_with(
+        AddressFamily::INET,
+        SocketType::DGRAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .ok()
+}
 
 /// This network namespace's cookie (`SO_NETNS_COOKIE`, Linux 5.14+), to keep the kernel's global
 /// SMC-R link group list to this namespace; `None` when the kernel cannot say.
 pub fn cookie() -> Option<u64> {
+    // Neither rustix nor std has SO_NETNS_COOKIE; smcrun-sys's getsockopt takes any option.
     const SO_NETNS_COOKIE: libc::c_int = 71;
-    // SAFETY: plain socket/getsockopt/close calls on a socket this function owns.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if fd < 0 {
-            return None;
-        }
-        let mut cookie: u64 = 0;
-        let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
-        let rc = libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            SO_NETNS_COOKIE,
-            (&mut cookie as *mut u64).cast(),
-            &mut len,
-        );
-        libc::close(fd);
-        (rc == 0 && len as usize == std::mem::size_of::<u64>()).then_some(cookie)
-    }
+    let fd = socket()?;
+    let mut cookie = [0u8; 8];
+    let len = sock::get_bytes(
+        fd.as_raw_fd(),
+        libc::SOL_SOCKET,
+        SO_NETNS_COOKIE,
+        &mut cookie,
+    );
+    (len == Ok(cookie.len())).then_some(u64::from_ne_bytes(cookie))
 }
 
 /// The name of network interface `index` in this namespace ("lo"), `[index]` when it has none
@@ -33,18 +40,9 @@ pub fn ifname(index: u32) -> Option<String> {
     if index == 0 {
         return None;
     }
-    let mut buf = [0 as libc::c_char; libc::IF_NAMESIZE];
-    // SAFETY: buf has IF_NAMESIZE bytes, as if_indextoname requires.
-    let p = unsafe { libc::if_indextoname(index, buf.as_mut_ptr()) };
-    if p.is_null() {
-        return Some(format!("[{index}]"));
-    }
-    // SAFETY: on success the buffer holds a NUL-terminated name.
-    Some(
-        unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
-            .to_string_lossy()
-            .into_owned(),
-    )
+    // SIOCGIFNAME on a socket of this namespace, as the C library's if_indextoname asks.
+    let name = socket().and_then(|fd| netdevice::index_to_name(fd, index).ok());
+    Some(name.unwrap_or_else(|| format!("[{index}]")))
 }
 
 /// The SMC-R link groups of the namespace with cookie `ours` (all of them when the kernel does

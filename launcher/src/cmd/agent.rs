@@ -34,6 +34,19 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
+/// SIGTERM and SIGINT set [`STOP`], so the agent ends its loop and says goodbye in its state file.
+/// Installing a handler stays unsafe: neither std, nix nor rustix has a safe call for it.
+#[allow(unsafe_code)]
+fn stop_on_signals() {
+    // SAFETY: `on_signal` is an `extern "C" fn(c_int)` that only stores to an atomic, which is
+    // async-signal-safe, so whatever it interrupts it cannot break; it replaces no handler of
+    // smcrun's (SIGTERM and SIGINT have none).
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
 /// The text of a mode.
 fn mode_name(m: u8) -> &'static str {
     match m {
@@ -428,8 +441,7 @@ pub fn agent(a: &AgentArgs) -> Outcome {
         println!("smcrun agent: this kernel can run the agent (kprobes, BTF; {how}; {missed})");
         return Ok(ExitCode::SUCCESS);
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         return Err(Failure::of(
             "smcrun agent",
             Exit::Unavailable,
@@ -442,11 +454,7 @@ pub fn agent(a: &AgentArgs) -> Outcome {
             return Err(Failure::of("smcrun agent", Exit::Failed, e.to_string()));
         }
     };
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-    }
+    stop_on_signals();
     let mut counted = Counted::default();
     let mut census = Census::default();
     let mut attached: Option<(u64, Agent)> = None;

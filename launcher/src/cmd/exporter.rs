@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -371,13 +371,10 @@ fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
 
 /// `MAX_CONNECTIONS`, or fewer where RLIMIT_NOFILE would run out first.
 fn connection_capacity() -> usize {
-    let mut limit = libc::rlimit {
-        rlim_cur: libc::RLIM_INFINITY,
-        rlim_max: libc::RLIM_INFINITY,
-    };
-    // SAFETY: getrlimit writes the one struct given.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
-    let fds = usize::try_from(limit.rlim_cur.saturating_sub(RESERVED_FDS)).unwrap_or(usize::MAX);
+    use rustix::process::{getrlimit, Resource};
+    // `None` is RLIM_INFINITY.
+    let limit = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+    let fds = usize::try_from(limit.saturating_sub(RESERVED_FDS)).unwrap_or(usize::MAX);
     MAX_CONNECTIONS.min(fds).max(1)
 }
 
@@ -690,24 +687,20 @@ fn textfile_loop(exporter: Exporter, dir: &Path, interval: f64, once: bool) -> O
     }
 }
 
-fn errno_text(e: nix::errno::Errno) -> String {
-    std::io::Error::from_raw_os_error(e as i32).to_string()
+fn errno_text(e: rustix::io::Errno) -> String {
+    std::io::Error::from(e).to_string()
 }
 
 /// The textfile directory, opened once: walked one component at a time from `/` (or the working
 /// directory), each opened with O_NOFOLLOW, so that no spelling of a path through a symlink
 /// (`LINK`, `LINK/`, `LINK/.`, `LINK/../x`, `x/LINK/y`) is followed.
 pub(crate) fn open_dir(dir: &Path) -> Result<OwnedFd, String> {
-    use nix::fcntl::{open, openat, OFlag};
-    use nix::sys::stat::Mode;
+    use rustix::fs::{open, openat, Mode, OFlags};
+    use rustix::io::Errno;
     use std::path::Component;
-    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    let own = |fd| {
-        // SAFETY: `open`/`openat` returned a new descriptor that nothing else owns.
-        unsafe { OwnedFd::from_raw_fd(fd) }
-    };
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let start = if dir.is_absolute() { "/" } else { "." };
-    let mut fd = own(open(start, flags, Mode::empty()).map_err(errno_text)?);
+    let mut fd = open(start, flags, Mode::empty()).map_err(errno_text)?;
     let mut walked = PathBuf::new();
     for c in dir.components() {
         walked.push(c);
@@ -717,9 +710,9 @@ pub(crate) fn open_dir(dir: &Path) -> Result<OwnedFd, String> {
             Component::Normal(name) => Path::new(name),
             Component::Prefix(_) => unreachable!("no prefixes on Unix"),
         };
-        fd = match openat(Some(fd.as_raw_fd()), name, flags, Mode::empty()) {
-            Ok(next) => own(next),
-            Err(nix::errno::Errno::ENOTDIR | nix::errno::Errno::ELOOP) => {
+        fd = match openat(&fd, name, flags, Mode::empty()) {
+            Ok(next) => next,
+            Err(Errno::NOTDIR | Errno::LOOP) => {
                 return Err(format!(
                     "{} is not a directory (or is a symlink); give the collector's directory \
                      itself, by a path without symlinks",
@@ -735,10 +728,10 @@ pub(crate) fn open_dir(dir: &Path) -> Result<OwnedFd, String> {
 /// A name for the temporary file beside `name` that another user cannot foresee (and so cannot
 /// plant): `.name.PID.RANDOM.tmp`, RANDOM being 64 bits from the kernel's random pool.
 fn temporary_name(name: &str) -> String {
+    use rustix::rand::{getrandom, GetRandomFlags};
     let mut random = [0u8; 8];
-    // SAFETY: getrandom writes at most `random.len()` bytes into `random`.
-    let got = unsafe { libc::getrandom(random.as_mut_ptr().cast(), random.len(), 0) };
-    let random = if got == random.len() as isize {
+    let got = getrandom(&mut random, GetRandomFlags::empty());
+    let random = if got == Ok(random.len()) {
         u64::from_ne_bytes(random)
     } else {
         // No random pool (a kernel before 3.17): the clock's nanoseconds, still hard to foresee.
@@ -768,37 +761,33 @@ pub fn write_atomically_mode(
     bytes: &[u8],
     mode: u32,
 ) -> Result<(), String> {
-    use nix::errno::Errno;
-    use nix::fcntl::{openat, renameat, OFlag};
-    use nix::sys::stat::Mode;
-    use nix::unistd::{unlinkat, UnlinkatFlags};
-    let dfd = dir.as_raw_fd();
+    use rustix::fs::{openat, renameat, unlinkat, AtFlags, Mode, OFlags};
+    use rustix::io::Errno;
     let mut tries = 1;
     let (tmp, fd) = loop {
         let tmp = temporary_name(name);
         match openat(
-            Some(dfd),
+            dir,
             tmp.as_str(),
-            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::from_bits_truncate(mode as libc::mode_t),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_bits_truncate(mode),
         ) {
             Ok(fd) => break (tmp, fd),
-            Err(Errno::EEXIST) if tries < TEMPORARY_TRIES => tries += 1,
+            Err(Errno::EXIST) if tries < TEMPORARY_TRIES => tries += 1,
             Err(e) => return Err(format!("creating {tmp}: {}", errno_text(e))),
         }
     };
-    // SAFETY: `openat` returned a new descriptor that nothing else owns.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut file = std::fs::File::from(fd);
     let written = file
         .write_all(bytes)
         .and_then(|()| file.sync_data())
         .map_err(|e| format!("writing {tmp}: {e}"))
         .and_then(|()| {
-            renameat(Some(dfd), tmp.as_str(), Some(dfd), name)
+            renameat(dir, tmp.as_str(), dir, name)
                 .map_err(|e| format!("renaming {tmp} to {name}: {}", errno_text(e)))
         });
     if written.is_err() {
-        let _ = unlinkat(Some(dfd), tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+        let _ = unlinkat(dir, tmp.as_str(), AtFlags::empty());
     }
     written
 }

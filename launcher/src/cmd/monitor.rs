@@ -49,9 +49,14 @@ pub struct MonitorArgs {
     json: bool,
 }
 
-/// Local time as "YYYY-MM-DD HH:MM:SS".
+/// Local time as "YYYY-MM-DD HH:MM:SS", the C library's (TZ, /etc/localtime): no crate in the
+/// tree reads the local time zone safely.
+#[allow(unsafe_code)]
 fn now_text() -> String {
-    // SAFETY: time/localtime_r/strftime with a zeroed tm and a buffer of the size passed.
+    // SAFETY: time(NULL) takes no pointer; all-zero `tm` is a valid value (integers and a null
+    // tm_zone), and localtime_r writes only into it; strftime writes at most `buf.len()` bytes
+    // into `buf` from a NUL-terminated format and returns how many. localtime_r reads the
+    // environment (TZ), which no thread changes while the monitor runs.
     unsafe {
         let t = libc::time(std::ptr::null_mut());
         let mut tm: libc::tm = std::mem::zeroed();

@@ -162,6 +162,8 @@ pub fn run(opts: &RunOptions, mode: BpfMode, cmd: Vec<OsString>) -> Outcome {
 /// Forks a holder that runs `hold` in its own session with stdio on /dev/null, through an
 /// intermediate child that exits at once (so the holder is not the program's child and the
 /// program never sees it in wait()). Returns when the intermediate child has been reaped.
+/// fork and _exit have no safe call in std, nix or rustix.
+#[allow(unsafe_code)]
 fn spawn_holder(hold: impl FnOnce()) -> Result<(), String> {
     use nix::sys::wait::waitpid;
     use nix::unistd::{fork, setsid, ForkResult};
@@ -210,6 +212,7 @@ fn detach_stdio() {
 
 /// Closes every descriptor above stderr: close_range(2) (Linux 5.9+), else one by one from
 /// /proc/self/fd (whose own descriptor is closed last, by the iterator's drop).
+#[allow(unsafe_code)]
 fn close_inherited() {
     // SAFETY: close_range(2) takes integers only; the descriptors from 3 up that it closes
     // belong to nothing in this process any more (the holder has just started, and opens its

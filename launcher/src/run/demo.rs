@@ -264,6 +264,8 @@ fn classify(conn: u16, side: &'static str, s: &TcpStream, kernel: &Kernel) -> De
 
 /// Waits until the shim's runtime classified this process's open connections (its
 /// `smcrun_settle`), for at most `limit`. A shim without it (another version) is not waited for.
+/// Unsafe as any call found by name: nothing checks the symbol's type.
+#[allow(unsafe_code)]
 fn settle(limit: Duration) {
     // SAFETY: dlsym with a NUL-terminated name; a non-null result is the shim's
     // `extern "C" fn(c_uint) -> c_int`, which takes no pointer.

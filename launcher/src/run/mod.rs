@@ -10,6 +10,8 @@ pub mod exec;
 pub mod handshake;
 pub mod policy_check;
 pub mod preload;
+// Reading and setting a signal disposition: no safe call in std, nix or rustix.
+#[allow(unsafe_code)]
 pub mod signals;
 pub mod suggest;
 pub mod sysctl;

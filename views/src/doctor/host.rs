@@ -2,22 +2,22 @@
 //! what `socket()` does with SMC, the kernel's SMC and RDMA telemetry, the PNET table, the
 //! sysctls, RLIMIT_MEMLOCK and the network devices.
 
+use rustix::process::{getrlimit, Resource};
 use smcrun_kernel::kmod::{self, Availability};
 use smcrun_kernel::pnet;
+use smcrun_sys::smc;
 
 use super::{Host, Probe};
 use crate::snapshot::{self, Part};
 
-fn probe(family: libc::c_int, protocol: libc::c_int) -> Probe {
-    // SAFETY: socket/close on a descriptor owned here.
-    unsafe {
-        let fd = libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, protocol);
-        if fd >= 0 {
-            libc::close(fd);
-            Probe::Works
-        } else {
-            Probe::Refused(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
-        }
+/// Whether `socket()` makes a stream socket of `family` and `protocol`, and if not its errno.
+fn probe(family: i32, protocol: i32) -> Probe {
+    use rustix::net::{socket_with, AddressFamily, Protocol, SocketFlags, SocketType};
+    let family = AddressFamily::from_raw(family as u16);
+    let protocol = std::num::NonZeroU32::new(protocol as u32).map(Protocol::from_raw);
+    match socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, protocol) {
+        Ok(_closed_on_drop) => Probe::Works,
+        Err(e) => Probe::Refused(e.raw_os_error()),
     }
 }
 
@@ -35,8 +35,8 @@ impl Host {
             a => a,
         };
         let ib_core = kmod::availability("ib_core");
-        let af_smc = probe(43, 0);
-        let ipproto_smc = probe(libc::AF_INET, 256);
+        let af_smc = probe(smc::AF_SMC, 0);
+        let ipproto_smc = probe(libc::AF_INET, smc::IPPROTO_SMC);
         use snapshot::{Collector, Collectors};
         let snap = snapshot::read(
             [
@@ -52,17 +52,8 @@ impl Host {
             Ok(r) => Part::Read(r),
             Err(e) => Part::from_error(&e),
         };
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit fills the struct it is given.
-        let memlock = if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } == 0 {
-            let f = |v: libc::rlim_t| (v != libc::RLIM_INFINITY).then_some(v);
-            (f(lim.rlim_cur), f(lim.rlim_max))
-        } else {
-            (None, None)
-        };
+        let lim = getrlimit(Resource::Memlock);
+        let memlock = (lim.current, lim.maximum);
         let netdevs = std::fs::read_dir("/sys/class/net")
             .into_iter()
             .flatten()
