@@ -972,27 +972,42 @@ fn doctor_on_this_host() {
     assert_eq!(p["status"], "pass", "{p}");
 }
 
-#[test]
-fn enable_and_disable_a_systemd_unit() {
-    let dir = std::env::temp_dir().join(format!("smcrun-units-{}", std::process::id()));
+/// A fresh folder `tag` holding the one unit file `unit` with `text`, and the SYSTEMD_UNIT_PATH
+/// that puts it before the system's units, so `enable` and `disable` touch nothing of the host's.
+fn unit_dir(tag: &str, unit: &str, text: &str) -> (PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("smcrun-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("smcrun-test-redis.service"),
-        "[Unit]\nDescription=redis for smcrun's test\n[Service]\nType=simple\nExecStart=-/usr/bin/redis-server --port 7777 --save \"\"\n",
-    )
-    .unwrap();
+    std::fs::write(dir.join(unit), text).unwrap();
     let unit_path = format!("{}:", dir.display());
+    (dir, unit_path)
+}
+
+/// `smcrun ARGS` with the units of `unit_path` (see [`unit_dir`]).
+fn with_units(unit_path: &str, args: &[&str]) -> (String, String, std::process::Output) {
     let mut c = smcrun();
-    c.env("SYSTEMD_UNIT_PATH", &unit_path).args([
-        "enable",
-        "smcrun-test-redis",
-        "--mode",
-        "inet",
-        "--policy",
-        "smc port 6379; tcp",
-    ]);
-    let (out, err, o) = run(c);
+    c.env("SYSTEMD_UNIT_PATH", unit_path).args(args);
+    run(c)
+}
+
+#[test]
+fn enable_and_disable_a_systemd_unit() {
+    let (dir, unit_path) = unit_dir(
+        "units",
+        "smcrun-test-redis.service",
+        "[Unit]\nDescription=redis for smcrun's test\n[Service]\nType=simple\nExecStart=-/usr/bin/redis-server --port 7777 --save \"\"\n",
+    );
+    let (out, err, o) = with_units(
+        &unit_path,
+        &[
+            "enable",
+            "smcrun-test-redis",
+            "--mode",
+            "inet",
+            "--policy",
+            "smc port 6379; tcp",
+        ],
+    );
     assert!(o.status.success(), "{out}{err}");
     assert!(out.contains("systemctl daemon-reload"), "{out}");
     let dropin = dir.join("smcrun-test-redis.service.d/smcrun.conf");
@@ -1016,27 +1031,17 @@ fn enable_and_disable_a_systemd_unit() {
         String::from_utf8_lossy(&verify.stderr)
     );
     // A bad policy is refused before anything is written.
-    let mut c = smcrun();
-    c.env("SYSTEMD_UNIT_PATH", &unit_path).args([
-        "enable",
-        "smcrun-test-redis",
-        "--policy",
-        "smc prot 1",
-    ]);
-    let (_, err, o) = run(c);
+    let (_, err, o) = with_units(
+        &unit_path,
+        &["enable", "smcrun-test-redis", "--policy", "smc prot 1"],
+    );
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(std::fs::read_to_string(&dropin).unwrap() == text);
-    let mut c = smcrun();
-    c.env("SYSTEMD_UNIT_PATH", &unit_path)
-        .args(["disable", "smcrun-test-redis"]);
-    let (out, err, o) = run(c);
+    let (out, err, o) = with_units(&unit_path, &["disable", "smcrun-test-redis"]);
     assert!(o.status.success(), "{err}");
     assert!(out.contains("systemctl daemon-reload"), "{out}");
     assert!(!dropin.exists() && !dropin.parent().unwrap().exists());
-    let mut c = smcrun();
-    c.env("SYSTEMD_UNIT_PATH", &unit_path)
-        .args(["enable", "no-such-unit"]);
-    let (_, err, o) = run(c);
+    let (_, err, o) = with_units(&unit_path, &["enable", "no-such-unit"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(err.contains("no unit file no-such-unit.service"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -1188,15 +1193,11 @@ fn a_program_named_like_a_subcommand_runs_and_says_so() {
 /// error object's test; on an SMC kernel the data's.
 #[test]
 fn every_data_command_takes_dash_j_and_fails_with_an_error_object() {
-    let units = std::env::temp_dir().join(format!("smcrun-json-units-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&units);
-    std::fs::create_dir_all(&units).unwrap();
-    std::fs::write(
-        units.join("smcrun-json-test.service"),
+    let (units, unit_path) = unit_dir(
+        "json-units",
+        "smcrun-json-test.service",
         "[Service]\nExecStart=/bin/true\n",
-    )
-    .unwrap();
-    let unit_path = format!("{}:", units.display());
+    );
     let lines: &[&[&str]] = &[
         &["stats", "-j"],
         &["linkgroup", "-j"],
@@ -1221,9 +1222,7 @@ fn every_data_command_takes_dash_j_and_fails_with_an_error_object() {
         &["stats", "-j", "bogus"],
     ];
     for args in lines {
-        let mut c = smcrun();
-        c.env("SYSTEMD_UNIT_PATH", &unit_path).args(*args);
-        let (out, err, o) = run(c);
+        let (out, err, o) = with_units(&unit_path, args);
         let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| {
             panic!("smcrun {args:?}: not one JSON document ({e}): {out:?} {err}")
         });

@@ -54,15 +54,9 @@ fn exit_summary_counts_each_connection_and_names_the_reason() {
 #[test]
 fn ps_and_why_show_a_running_program_then_mark_it_dead_after_sigkill() {
     let dir = xdg("ps");
-    let mut child = with_xdg(smcrun(), &dir)
-        .arg(bin("sockcheck"))
-        .args(["conns", "2", "wait"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let ready = read_line(&mut child);
-    let pid = child.id();
-    assert_eq!(ready, format!("ready pid={pid}"));
+    let mut c = with_xdg(smcrun(), &dir);
+    c.arg(bin("sockcheck")).args(["conns", "2", "wait"]);
+    let (mut child, pid) = start_ready(c);
     // The report appears within about a second of the connections.
     let start = Instant::now();
     let entry = loop {
@@ -274,22 +268,18 @@ fn a_run_directory_open_to_others_is_refused() {
 #[test]
 fn the_mode_fallback_and_policy_in_effect_are_shown() {
     let dir = xdg("settings");
-    let mut child = with_xdg(smcrun(), &dir)
-        .args([
-            "--mode",
-            "smc",
-            "--fallback",
-            "tcp",
-            "--policy",
-            "tcp  port 22 ; smc",
-        ])
-        .arg(bin("sockcheck"))
-        .args(["conns", "1", "wait"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    assert_eq!(read_line(&mut child), format!("ready pid={pid}"));
+    let mut c = with_xdg(smcrun(), &dir);
+    c.args([
+        "--mode",
+        "smc",
+        "--fallback",
+        "tcp",
+        "--policy",
+        "tcp  port 22 ; smc",
+    ])
+    .arg(bin("sockcheck"))
+    .args(["conns", "1", "wait"]);
+    let (mut child, pid) = start_ready(c);
     let start = Instant::now();
     let entry = loop {
         let list = ps_json(&dir);

@@ -301,3 +301,30 @@ pub fn read_line(child: &mut std::process::Child) -> String {
     }
     line
 }
+
+/// Starts `c` (sockcheck's `conns N wait`, under smcrun) with its stdout piped and waits for its
+/// `ready pid=PID` line, so its connections are made: the child (killed when dropped) and its pid.
+pub fn start_ready(mut c: Command) -> (Reaped, u32) {
+    let mut child = reaped(c.stdout(std::process::Stdio::piped()).spawn().unwrap());
+    let pid = child.id();
+    assert_eq!(read_line(&mut child), format!("ready pid={pid}"));
+    (child, pid)
+}
+
+/// redis-benchmark's arguments for the short load the tests put on a redis-server at
+/// 127.0.0.1:`port` (SET and GET, 2,000 requests from 10 clients, one line a test).
+pub fn redis_benchmark_args(port: &str) -> [&str; 11] {
+    [
+        "-h",
+        "127.0.0.1",
+        "-p",
+        port,
+        "-t",
+        "set,get",
+        "-n",
+        "2000",
+        "-c",
+        "10",
+        "-q",
+    ]
+}
