@@ -44,6 +44,13 @@ fn touch_cmd(c: &mut std::process::Command, m: &Path) {
     c.args(["--", "sh", "-c", &format!("touch {}", m.display())]);
 }
 
+/// `smcrun ARGS` run to its end: most checks here are one command line and its answer.
+fn smcrun_with(args: &[&str]) -> (String, String, std::process::Output) {
+    let mut c = smcrun();
+    c.args(args);
+    run(c)
+}
+
 #[test]
 fn bpf_refuses_without_smc_and_starts_nothing() {
     if kernel_has_ipproto_smc() {
@@ -82,8 +89,7 @@ fn bpf_auto_falls_back_to_the_preload() {
         eprintln!("skipped: this kernel makes IPPROTO_SMC sockets");
         return;
     }
-    let mut c = smcrun();
-    c.args([
+    let (out, err, o) = smcrun_with(&[
         "--bpf=auto",
         "-d",
         "--",
@@ -91,7 +97,6 @@ fn bpf_auto_falls_back_to_the_preload() {
         "-c",
         "echo \"preload=$LD_PRELOAD\"",
     ]);
-    let (out, err, o) = run(c);
     assert!(o.status.success(), "{err}");
     assert!(
         value(&out, "preload").ends_with("libsmcrun_shim.so"),
@@ -103,9 +108,7 @@ fn bpf_auto_falls_back_to_the_preload() {
         "{err}"
     );
     // Without -d, the fallback is silent and the program's status is its own.
-    let mut c = smcrun();
-    c.args(["--bpf=auto", "--", "sh", "-c", "exit 7"]);
-    let (_, err, o) = run(c);
+    let (_, err, o) = smcrun_with(&["--bpf=auto", "--", "sh", "-c", "exit 7"]);
     assert_eq!(o.status.code(), Some(7), "{err}");
     assert!(!err.contains("--bpf=auto"), "{err}");
 }
@@ -138,28 +141,20 @@ fn bpf_refuses_what_it_cannot_honour_before_anything_is_attached() {
         assert!(err.contains(want), "{args:?}: {err}");
         assert!(!m.exists(), "{args:?}: the command ran");
     }
-    let (_, err, o) = run({
-        let mut c = smcrun();
-        c.args(["--bpf=sometimes", "--", "true"]);
-        c
-    });
+    let (_, err, o) = smcrun_with(&["--bpf=sometimes", "--", "true"]);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("sometimes"), "{err}");
 }
 
 #[test]
 fn policy_check_says_which_rules_bpf_mode_honours() {
-    let (out, err, o) = run({
-        let mut c = smcrun();
-        c.args([
-            "policy",
-            "check",
-            "--bpf",
-            "--policy",
-            "tcp program redis-benchmark; smc program redis-*; tcp",
-        ]);
-        c
-    });
+    let (out, err, o) = smcrun_with(&[
+        "policy",
+        "check",
+        "--bpf",
+        "--policy",
+        "tcp program redis-benchmark; smc program redis-*; tcp",
+    ]);
     assert!(o.status.success(), "{err}");
     assert_eq!(
         out,
@@ -168,18 +163,14 @@ fn policy_check_says_which_rules_bpf_mode_honours() {
          rule 3 of 3: tcp: kernel: decided in the kernel at socket(), by program name\n\
          BPF mode honours this policy (2 program patterns in the kernel)\n"
     );
-    let (out, err, o) = run({
-        let mut c = smcrun();
-        c.args([
-            "policy",
-            "check",
-            "--bpf",
-            "--json",
-            "--policy",
-            "smc port 6379; tcp program [ab]*; smc",
-        ]);
-        c
-    });
+    let (out, err, o) = smcrun_with(&[
+        "policy",
+        "check",
+        "--bpf",
+        "--json",
+        "--policy",
+        "smc port 6379; tcp program [ab]*; smc",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["bpf_honours"], false);
@@ -200,13 +191,6 @@ fn cgroup2() -> Option<String> {
         let (left, right) = l.split_once(" - ")?;
         (right.split(' ').next() == Some("cgroup2")).then(|| left.split(' ').nth(4).unwrap().into())
     })
-}
-
-/// `smcrun ARGS` run to its end (each check of attach and detach below is one command line).
-fn smcrun_with(args: &[&str]) -> (String, String, std::process::Output) {
-    let mut c = smcrun();
-    c.args(args);
-    run(c)
 }
 
 #[test]

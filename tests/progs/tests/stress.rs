@@ -356,13 +356,9 @@ fn a_worker_exec_d_with_a_listener_made_under_smcrun_gets_the_kernels_reason() {
     let _ = std::fs::remove_dir_all(xdg);
 }
 
-/// `shapes fd-limit` plain or under smcrun with RLIMIT_NOFILE set to `limit` (soft and hard, as
-/// `ulimit -n` does): stdout and stderr.
-fn under_fd_limit(under: bool, xdg: &Path, limit: u64) -> (String, String) {
-    under_fd_limit_with(under, xdg, limit, &[])
-}
-
-fn under_fd_limit_with(under: bool, xdg: &Path, limit: u64, args: &[&str]) -> (String, String) {
+/// `shapes fd-limit ARGS` plain or under smcrun with RLIMIT_NOFILE set to `limit` (soft and hard,
+/// as `ulimit -n` does): stdout and stderr.
+fn under_fd_limit(under: bool, xdg: &Path, limit: u64, args: &[&str]) -> (String, String) {
     use std::os::unix::process::CommandExt;
     let mut c = shapes_command(under, xdg);
     c.arg("fd-limit").args(args);
@@ -385,18 +381,30 @@ fn under_fd_limit_with(under: bool, xdg: &Path, limit: u64, args: &[&str]) -> (S
     (out, err)
 }
 
-#[test]
-fn under_a_low_fd_limit_the_runtime_takes_no_descriptor_and_says_why() {
-    let xdg = private_xdg("fd-limit-16");
-    let (plain, _) = under_fd_limit(false, &xdg, 16);
+/// What the runtime says when a program under a limit of 256 runs out of descriptors in a hooked
+/// call and the runtime gives its own up (two tests wait for it).
+const GAVE_UP_AT_256: &str =
+    "the program reached its fd limit (256): the runtime closed the report's descriptors";
+
+/// `shapes fd-limit` plain, then under smcrun, with RLIMIT_NOFILE at `limit`: the program runs out
+/// of descriptors (EMFILE) both times and prints the same. The stderr under smcrun.
+fn out_of_fds_alike(xdg: &Path, limit: u64) -> String {
+    let (plain, _) = under_fd_limit(false, xdg, limit, &[]);
     assert!(
         plain.ends_with(&format!(" errno={}\n", libc::EMFILE)),
         "{plain}"
     );
+    let (out, err) = under_fd_limit(true, xdg, limit, &[]);
+    assert_eq!(out, plain, "{err}");
+    err
+}
+
+#[test]
+fn under_a_low_fd_limit_the_runtime_takes_no_descriptor_and_says_why() {
+    let xdg = private_xdg("fd-limit-16");
     // It used to keep its run directory and report below the limit (12 sockets plain, 10 under
     // smcrun), then warn that the program had closed or replaced the report's descriptor.
-    let (out, err) = under_fd_limit(true, &xdg, 16);
-    assert_eq!(out, plain, "{err}");
+    let err = out_of_fds_alike(&xdg, 16);
     assert!(!err.contains("closed or replaced"), "{err}");
     assert!(
         err.contains("no per-process report")
@@ -409,19 +417,8 @@ fn under_a_low_fd_limit_the_runtime_takes_no_descriptor_and_says_why() {
 #[test]
 fn a_program_that_reaches_its_fd_limit_gets_the_runtimes_descriptors() {
     let xdg = private_xdg("fd-limit-256");
-    let (plain, _) = under_fd_limit(false, &xdg, 256);
-    assert!(
-        plain.ends_with(&format!(" errno={}\n", libc::EMFILE)),
-        "{plain}"
-    );
-    let (out, err) = under_fd_limit(true, &xdg, 256);
-    assert_eq!(out, plain, "{err}");
-    assert!(
-        err.contains(
-            "the program reached its fd limit (256): the runtime closed the report's descriptors"
-        ),
-        "{err}"
-    );
+    let err = out_of_fds_alike(&xdg, 256);
+    assert!(err.contains(GAVE_UP_AT_256), "{err}");
     let _ = std::fs::remove_dir_all(xdg);
 }
 
@@ -578,15 +575,10 @@ fn shutdown_under_smcrun_answers_as_without_it() {
 #[test]
 fn a_report_write_into_a_full_fd_table_waits_for_a_number() {
     let xdg = private_xdg("fd-limit-held");
-    let (out, err) = under_fd_limit_with(true, &xdg, 256, &["hold"]);
+    let (out, err) = under_fd_limit(true, &xdg, 256, &["hold"]);
     assert_eq!(out, format!("held: errno={}\n", libc::EMFILE), "{err}");
     assert!(!err.contains("report stopped"), "{err}");
-    assert!(
-        err.contains(
-            "the program reached its fd limit (256): the runtime closed the report's descriptors"
-        ),
-        "{err}"
-    );
+    assert!(err.contains(GAVE_UP_AT_256), "{err}");
     let _ = std::fs::remove_dir_all(xdg);
 }
 

@@ -153,12 +153,18 @@ pub fn run_within(mut c: Command, within: std::time::Duration) -> (String, Strin
     )
 }
 
-/// A private run directory (XDG_RUNTIME_DIR) for one test.
-pub fn private_xdg(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("smcrun-xdg-{}-{name}", std::process::id()));
+/// An empty folder `smcrun-TAG-PID` in the temporary directory: this test binary's own, with
+/// nothing left from an earlier run.
+pub fn fresh_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("smcrun-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// A private run directory (XDG_RUNTIME_DIR) for one test.
+pub fn private_xdg(name: &str) -> PathBuf {
+    fresh_dir(&format!("xdg-{name}"))
 }
 
 /// `smcrun ps --json` of the run directory `xdg`.
@@ -279,6 +285,27 @@ pub fn need(program: &str) {
              there (the one list of what the tests need)"
         ),
     }
+}
+
+/// `name` (a program on PATH) as a Command, once [`need`] has made sure it is installed.
+pub fn tool(name: &str) -> Command {
+    need(name);
+    Command::new(name)
+}
+
+/// Runs `c` to the end and fails the test, with all it printed, unless it succeeds: for the
+/// outside tools (openssl, promtool, systemd-analyze) a test relies on. Its output.
+pub fn ok(mut c: Command) -> Output {
+    let o = c
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {c:?}: {e}"));
+    assert!(
+        o.status.success(),
+        "{c:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
 }
 
 /// The package of tests/packages' `text` whose checks name `program`.
