@@ -123,20 +123,7 @@ fn redis_server_and_benchmark_both_under_smcrun() {
     let up = wait_for_port(port.parse().unwrap(), Duration::from_secs(20));
     let result = up.then(|| {
         let mut c = smcrun();
-        c.args([
-            "redis-benchmark",
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "-t",
-            "set,get",
-            "-n",
-            "2000",
-            "-c",
-            "10",
-            "-q",
-        ]);
+        c.arg("redis-benchmark").args(redis_benchmark_args(&port));
         run(c)
     });
     // Debian's redis-server is a symlink to redis-check-rdb: ps names it as it was started.

@@ -44,6 +44,13 @@ fn touch_cmd(c: &mut std::process::Command, m: &Path) {
     c.args(["--", "sh", "-c", &format!("touch {}", m.display())]);
 }
 
+/// `smcrun ARGS` run to its end: most checks here are one command line and its answer.
+fn smcrun_with(args: &[&str]) -> (String, String, std::process::Output) {
+    let mut c = smcrun();
+    c.args(args);
+    run(c)
+}
+
 #[test]
 fn bpf_refuses_without_smc_and_starts_nothing() {
     if kernel_has_ipproto_smc() {
@@ -82,8 +89,7 @@ fn bpf_auto_falls_back_to_the_preload() {
         eprintln!("skipped: this kernel makes IPPROTO_SMC sockets");
         return;
     }
-    let mut c = smcrun();
-    c.args([
+    let (out, err, o) = smcrun_with(&[
         "--bpf=auto",
         "-d",
         "--",
@@ -91,7 +97,6 @@ fn bpf_auto_falls_back_to_the_preload() {
         "-c",
         "echo \"preload=$LD_PRELOAD\"",
     ]);
-    let (out, err, o) = run(c);
     assert!(o.status.success(), "{err}");
     assert!(
         value(&out, "preload").ends_with("libsmcrun_shim.so"),
@@ -103,9 +108,7 @@ fn bpf_auto_falls_back_to_the_preload() {
         "{err}"
     );
     // Without -d, the fallback is silent and the program's status is its own.
-    let mut c = smcrun();
-    c.args(["--bpf=auto", "--", "sh", "-c", "exit 7"]);
-    let (_, err, o) = run(c);
+    let (_, err, o) = smcrun_with(&["--bpf=auto", "--", "sh", "-c", "exit 7"]);
     assert_eq!(o.status.code(), Some(7), "{err}");
     assert!(!err.contains("--bpf=auto"), "{err}");
 }
@@ -138,28 +141,20 @@ fn bpf_refuses_what_it_cannot_honour_before_anything_is_attached() {
         assert!(err.contains(want), "{args:?}: {err}");
         assert!(!m.exists(), "{args:?}: the command ran");
     }
-    let (_, err, o) = run({
-        let mut c = smcrun();
-        c.args(["--bpf=sometimes", "--", "true"]);
-        c
-    });
+    let (_, err, o) = smcrun_with(&["--bpf=sometimes", "--", "true"]);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("sometimes"), "{err}");
 }
 
 #[test]
 fn policy_check_says_which_rules_bpf_mode_honours() {
-    let (out, err, o) = run({
-        let mut c = smcrun();
-        c.args([
-            "policy",
-            "check",
-            "--bpf",
-            "--policy",
-            "tcp program redis-benchmark; smc program redis-*; tcp",
-        ]);
-        c
-    });
+    let (out, err, o) = smcrun_with(&[
+        "policy",
+        "check",
+        "--bpf",
+        "--policy",
+        "tcp program redis-benchmark; smc program redis-*; tcp",
+    ]);
     assert!(o.status.success(), "{err}");
     assert_eq!(
         out,
@@ -168,18 +163,14 @@ fn policy_check_says_which_rules_bpf_mode_honours() {
          rule 3 of 3: tcp: kernel: decided in the kernel at socket(), by program name\n\
          BPF mode honours this policy (2 program patterns in the kernel)\n"
     );
-    let (out, err, o) = run({
-        let mut c = smcrun();
-        c.args([
-            "policy",
-            "check",
-            "--bpf",
-            "--json",
-            "--policy",
-            "smc port 6379; tcp program [ab]*; smc",
-        ]);
-        c
-    });
+    let (out, err, o) = smcrun_with(&[
+        "policy",
+        "check",
+        "--bpf",
+        "--json",
+        "--policy",
+        "smc port 6379; tcp program [ab]*; smc",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["bpf_honours"], false);
@@ -194,46 +185,29 @@ fn policy_check_says_which_rules_bpf_mode_honours() {
 }
 
 /// The cgroup2 mount, if this machine has one.
-fn cgroup2() -> Option<PathBuf> {
+fn cgroup2() -> Option<String> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     info.lines().find_map(|l| {
         let (left, right) = l.split_once(" - ")?;
-        (right.split(' ').next() == Some("cgroup2"))
-            .then(|| PathBuf::from(left.split(' ').nth(4).unwrap()))
+        (right.split(' ').next() == Some("cgroup2")).then(|| left.split(' ').nth(4).unwrap().into())
     })
 }
 
 #[test]
 fn attach_and_detach_refuse_clearly() {
-    let (out, err, o) = run({
-        let mut c = smcrun();
-        c.args(["attach", "--list"]);
-        c
-    });
+    let (out, err, o) = smcrun_with(&["attach", "--list"]);
     assert!(o.status.success(), "{err}");
     assert_eq!(out, "nothing is attached\n");
-    let (_, err, o) = run({
-        let mut c = smcrun();
-        c.args(["attach", "--cgroup", "/no/such/cgroup/here"]);
-        c
-    });
+    let (_, err, o) = smcrun_with(&["attach", "--cgroup", "/no/such/cgroup/here"]);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.contains("/no/such/cgroup/here: no such cgroup; expected a cgroup v2 directory"),
         "{err}"
     );
-    let (_, err, o) = run({
-        let mut c = smcrun();
-        c.args(["attach", "--cgroup", "/tmp"]);
-        c
-    });
+    let (_, err, o) = smcrun_with(&["attach", "--cgroup", "/tmp"]);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("not on a cgroup v2 file system"), "{err}");
-    let (_, err, o) = run({
-        let mut c = smcrun();
-        c.arg("attach");
-        c
-    });
+    let (_, err, o) = smcrun_with(&["attach"]);
     assert_eq!(o.status.code(), Some(2), "{err}");
     // --netns: a file that is no namespace, another kind of namespace, a process that does not
     // exist, --cgroup with it: one line each, exit 2, nothing attached
@@ -243,21 +217,13 @@ fn attach_and_detach_refuse_clearly() {
         (mnt.as_str(), "not a network namespace"),
         ("4194304999", "netns 4194304999: no such process"),
     ] {
-        let (_, err, o) = run({
-            let mut c = smcrun();
-            c.args(["attach", "--netns", arg]);
-            c
-        });
+        let (_, err, o) = smcrun_with(&["attach", "--netns", arg]);
         assert_eq!(o.status.code(), Some(2), "{arg}: {err}");
         assert_eq!(err.lines().count(), 1, "{arg}: {err}");
         assert!(err.contains(want), "{arg}: {err}");
         assert!(err.trim_end().ends_with("(nothing was attached)"), "{err}");
     }
-    let (_, err, o) = run({
-        let mut c = smcrun();
-        c.args(["attach", "--netns", "1", "--cgroup", "/tmp"]);
-        c
-    });
+    let (_, err, o) = smcrun_with(&["attach", "--netns", "1", "--cgroup", "/tmp"]);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
         err.starts_with(
@@ -265,11 +231,7 @@ fn attach_and_detach_refuse_clearly() {
         ),
         "{err}"
     );
-    let (_, err, o) = run({
-        let mut c = smcrun();
-        c.args(["detach", "--netns", "/tmp"]);
-        c
-    });
+    let (_, err, o) = smcrun_with(&["detach", "--netns", "/tmp"]);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("not a namespace file"), "{err}");
     let Some(root) = cgroup2() else {
@@ -277,11 +239,7 @@ fn attach_and_detach_refuse_clearly() {
         return;
     };
     if !kernel_has_ipproto_smc() {
-        let (_, err, o) = run({
-            let mut c = smcrun();
-            c.args(["attach", "--cgroup"]).arg(&root);
-            c
-        });
+        let (_, err, o) = smcrun_with(&["attach", "--cgroup", &root]);
         assert_eq!(o.status.code(), Some(125), "{err}");
         assert!(err.trim_end().ends_with("(nothing was attached)"), "{err}");
         if smc_is_the_first_gap() {
@@ -289,11 +247,7 @@ fn attach_and_detach_refuse_clearly() {
         }
         assert!(!Path::new("/sys/fs/bpf/smcrun/link").exists());
     }
-    let (_, err, o) = run({
-        let mut c = smcrun();
-        c.args(["detach", "--cgroup"]).arg(&root);
-        c
-    });
+    let (_, err, o) = smcrun_with(&["detach", "--cgroup", &root]);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("is not attached"), "{err}");
 }

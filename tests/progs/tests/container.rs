@@ -7,7 +7,7 @@
 mod common;
 use common::*;
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// `unshare` into fresh namespaces running `script` (sh), with lo up first, as containers have.
@@ -140,6 +140,20 @@ impl Drop for Ns {
     }
 }
 
+/// Starts the container `c` with its stdout piped and reads the program's first line, which must
+/// be `ready` (it is up, and says its pid): the container, the rest of its stdout, and the host pid
+/// of its PID 1 (the one to signal).
+fn started(mut c: Command, ready: &str) -> (Ns, BufReader<ChildStdout>, i32) {
+    c.stdout(Stdio::piped());
+    let mut child = Ns::spawn(c);
+    let mut out = BufReader::new(child.child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), ready);
+    let init = init_of(child.child.id());
+    (child, out, init)
+}
+
 /// A server that handles SIGTERM (as redis-server and nginx do): prints its pid and whether the
 /// shim is in it, listens, and on SIGTERM says so and exits 3.
 ///
@@ -174,17 +188,12 @@ while True:
 #[test]
 fn smcrun_is_pid_1_execs_the_program_and_sigterm_reaches_it() {
     let mut c = container("exec \"$SMCRUN\" -- python3 -c \"$SERVER\"");
-    c.env("SERVER", SERVER).stdout(Stdio::piped());
-    let mut child = Ns::spawn(c);
-    let mut out = BufReader::new(child.child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
+    c.env("SERVER", SERVER);
     // The program itself is PID 1 (smcrun exec'd it, and nothing sits in between), preloaded.
-    assert_eq!(line.trim(), "pid=1 shim=True family=2");
-    let init = init_of(child.child.id());
+    let (mut child, mut out, init) = started(c, "pid=1 shim=True family=2");
     // SAFETY: signalling the namespace's init, which this test started.
     unsafe { libc::kill(init, libc::SIGTERM) };
-    line.clear();
+    let mut line = String::new();
     out.read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "got SIGTERM");
     let status = child.child.wait().unwrap();
@@ -207,15 +216,8 @@ fn the_programs_exit_status_is_the_containers() {
 #[test]
 fn a_program_without_a_sigterm_handler_needs_tini_in_front() {
     // As PID 1 the kernel drops signals the program has no handler for: SIGTERM is ignored.
-    let mut c = container("exec \"$SMCRUN\" -- \"$SOCKCHECK\" wait");
-    c.stdout(Stdio::piped());
-    let mut child = Ns::spawn(c);
-    let mut line = String::new();
-    BufReader::new(child.child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "pid=1");
-    let init = init_of(child.child.id());
+    let c = container("exec \"$SMCRUN\" -- \"$SOCKCHECK\" wait");
+    let (mut child, _, init) = started(c, "pid=1");
     // SAFETY: signalling the namespace's init, which this test started.
     unsafe { libc::kill(init, libc::SIGTERM) };
     std::thread::sleep(Duration::from_millis(500));
@@ -239,18 +241,11 @@ fn a_program_without_a_sigterm_handler_needs_tini_in_front() {
             need("tini");
             "tini"
         });
-    let mut c = container(&format!(
+    let c = container(&format!(
         "exec {tini} -- \"$SMCRUN\" -- \"$SOCKCHECK\" wait"
     ));
-    c.stdout(Stdio::piped());
-    let mut child = Ns::spawn(c);
-    let mut line = String::new();
-    BufReader::new(child.child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
     // tini is PID 1 (the `ip` before it was 2), the program its child.
-    assert_eq!(line.trim(), "pid=3");
-    let init = init_of(child.child.id());
+    let (mut child, _, init) = started(c, "pid=3");
     // SAFETY: signalling the namespace's init (tini), which this test started.
     unsafe { libc::kill(init, libc::SIGTERM) };
     let start = Instant::now();

@@ -9,25 +9,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, run, smcrun};
-
-fn tool(name: &str) -> Command {
-    common::need(name);
-    Command::new(name)
-}
-
-fn ok(mut c: Command) -> Output {
-    let o = c.output().unwrap();
-    assert!(
-        o.status.success(),
-        "{c:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
+use common::{free_port, ok, run, smcrun, tool};
 
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("smcrun-web-{tag}-{}", std::process::id()));

@@ -262,19 +262,7 @@ fn redis_case(under: bool) -> (String, Vec<Option<i32>>) {
         codes.push(code);
     }
     let mut c = side(under, &xdg, "redis-benchmark");
-    c.args([
-        "-h",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-t",
-        "set,get",
-        "-n",
-        "2000",
-        "-c",
-        "10",
-        "-q",
-    ]);
+    c.args(redis_benchmark_args(&p));
     let (o, code, sums) = client(under, c);
     made += sums.iter().map(|l| summary_connections(l)).sum::<u64>();
     codes.push(code);

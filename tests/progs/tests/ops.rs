@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, kernel_has_af_smc, run, smcrun};
+use common::{free_port, fresh_dir, kernel_has_af_smc, ok, run, smcrun, tool};
 use smcrun_kernel::smc_genl::{parse_fallback_stats, parse_stats};
 
 fn repo() -> PathBuf {
@@ -25,11 +25,6 @@ fn repo() -> PathBuf {
 
 fn fixtures(phase: &str) -> PathBuf {
     repo().join("kernel/tests/fixtures").join(phase)
-}
-
-fn tool(name: &str) -> Command {
-    common::need(name);
-    Command::new(name)
 }
 
 /// `promtool check metrics` on `text`: (passed, what it said).
@@ -390,9 +385,7 @@ fn the_exporter_listens_on_loopback_unless_told() {
 #[test]
 fn a_prometheus_server_scrapes_the_exporter() {
     let (exporter, port) = start_exporter();
-    let dir = std::env::temp_dir().join(format!("smcrun-prom-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("prom");
     let config = dir.join("prometheus.yml");
     std::fs::write(
         &config,
@@ -472,23 +465,14 @@ fn a_prometheus_server_scrapes_the_exporter() {
 #[test]
 fn the_alert_rules_pass_their_unit_tests() {
     let dir = repo().join("examples/prometheus");
-    let o = tool("promtool")
-        .args(["test", "rules", "smcrun-rules.test.yml"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let o = tool("promtool")
-        .args(["check", "config", "prometheus.yml"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let mut c = tool("promtool");
+    c.args(["test", "rules", "smcrun-rules.test.yml"])
+        .current_dir(&dir);
+    ok(c);
+    let mut c = tool("promtool");
+    c.args(["check", "config", "prometheus.yml"])
+        .current_dir(&dir);
+    ok(c);
 }
 
 /// Metric names a PromQL text uses (smc_* and smcrun_*).
@@ -544,8 +528,7 @@ fn the_rules_and_the_dashboard_use_metrics_the_exporter_has() {
     }
     // Every dashboard expression is valid PromQL for a real Prometheus (promtool parses the
     // rules; the dashboard's go through a throwaway rules file).
-    let dir = std::env::temp_dir().join(format!("smcrun-dash-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("dash");
     let mut file = String::from("groups:\n  - name: dashboard\n    rules:\n");
     for (i, e) in exprs.iter().enumerate() {
         let e = e
@@ -558,25 +541,15 @@ fn the_rules_and_the_dashboard_use_metrics_the_exporter_has() {
         ));
     }
     std::fs::write(dir.join("d.yml"), file).unwrap();
-    let o = tool("promtool")
-        .args(["check", "rules"])
-        .arg(dir.join("d.yml"))
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let mut c = tool("promtool");
+    c.args(["check", "rules"]).arg(dir.join("d.yml"));
+    ok(c);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn the_textfile_is_written_whole_for_node_exporter() {
-    let dir = std::env::temp_dir().join(format!("smcrun-textfile-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("textfile");
     let mut c = smcrun();
     c.args(["exporter", "--textfile"]).arg(&dir).arg("--once");
     let (_, err, o) = run(c);
@@ -603,8 +576,7 @@ fn the_textfile_is_written_whole_for_node_exporter() {
 /// spelling of a path through a symlink is written through.
 #[test]
 fn the_textfile_is_never_written_through_a_symlink() {
-    let dir = std::env::temp_dir().join(format!("smcrun-textlink-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("textlink");
     let target = dir.join("target");
     std::fs::create_dir_all(&target).unwrap();
     std::fs::create_dir_all(dir.join("sub")).unwrap();
@@ -647,9 +619,7 @@ fn the_textfile_is_never_written_through_a_symlink() {
 /// later write (EEXIST on the same names); the exporter picks names that cannot be foreseen.
 #[test]
 fn planted_temporary_names_do_not_stop_the_textfile() {
-    let dir = std::env::temp_dir().join(format!("smcrun-textplant-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("textplant");
     let mut c = smcrun();
     c.args(["exporter", "--textfile"])
         .arg(&dir)
@@ -972,27 +942,40 @@ fn doctor_on_this_host() {
     assert_eq!(p["status"], "pass", "{p}");
 }
 
+/// A fresh folder `tag` holding the one unit file `unit` with `text`, and the SYSTEMD_UNIT_PATH
+/// that puts it before the system's units, so `enable` and `disable` touch nothing of the host's.
+fn unit_dir(tag: &str, unit: &str, text: &str) -> (PathBuf, String) {
+    let dir = fresh_dir(tag);
+    std::fs::write(dir.join(unit), text).unwrap();
+    let unit_path = format!("{}:", dir.display());
+    (dir, unit_path)
+}
+
+/// `smcrun ARGS` with the units of `unit_path` (see [`unit_dir`]).
+fn with_units(unit_path: &str, args: &[&str]) -> (String, String, std::process::Output) {
+    let mut c = smcrun();
+    c.env("SYSTEMD_UNIT_PATH", unit_path).args(args);
+    run(c)
+}
+
 #[test]
 fn enable_and_disable_a_systemd_unit() {
-    let dir = std::env::temp_dir().join(format!("smcrun-units-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("smcrun-test-redis.service"),
+    let (dir, unit_path) = unit_dir(
+        "units",
+        "smcrun-test-redis.service",
         "[Unit]\nDescription=redis for smcrun's test\n[Service]\nType=simple\nExecStart=-/usr/bin/redis-server --port 7777 --save \"\"\n",
-    )
-    .unwrap();
-    let unit_path = format!("{}:", dir.display());
-    let mut c = smcrun();
-    c.env("SYSTEMD_UNIT_PATH", &unit_path).args([
-        "enable",
-        "smcrun-test-redis",
-        "--mode",
-        "inet",
-        "--policy",
-        "smc port 6379; tcp",
-    ]);
-    let (out, err, o) = run(c);
+    );
+    let (out, err, o) = with_units(
+        &unit_path,
+        &[
+            "enable",
+            "smcrun-test-redis",
+            "--mode",
+            "inet",
+            "--policy",
+            "smc port 6379; tcp",
+        ],
+    );
     assert!(o.status.success(), "{out}{err}");
     assert!(out.contains("systemctl daemon-reload"), "{out}");
     let dropin = dir.join("smcrun-test-redis.service.d/smcrun.conf");
@@ -1005,38 +988,22 @@ fn enable_and_disable_a_systemd_unit() {
         )),
         "{text}"
     );
-    let verify = tool("systemd-analyze")
-        .env("SYSTEMD_UNIT_PATH", &unit_path)
-        .args(["verify", "smcrun-test-redis.service"])
-        .output()
-        .unwrap();
-    assert!(
-        verify.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verify.stderr)
-    );
+    let mut c = tool("systemd-analyze");
+    c.env("SYSTEMD_UNIT_PATH", &unit_path)
+        .args(["verify", "smcrun-test-redis.service"]);
+    ok(c);
     // A bad policy is refused before anything is written.
-    let mut c = smcrun();
-    c.env("SYSTEMD_UNIT_PATH", &unit_path).args([
-        "enable",
-        "smcrun-test-redis",
-        "--policy",
-        "smc prot 1",
-    ]);
-    let (_, err, o) = run(c);
+    let (_, err, o) = with_units(
+        &unit_path,
+        &["enable", "smcrun-test-redis", "--policy", "smc prot 1"],
+    );
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(std::fs::read_to_string(&dropin).unwrap() == text);
-    let mut c = smcrun();
-    c.env("SYSTEMD_UNIT_PATH", &unit_path)
-        .args(["disable", "smcrun-test-redis"]);
-    let (out, err, o) = run(c);
+    let (out, err, o) = with_units(&unit_path, &["disable", "smcrun-test-redis"]);
     assert!(o.status.success(), "{err}");
     assert!(out.contains("systemctl daemon-reload"), "{out}");
     assert!(!dropin.exists() && !dropin.parent().unwrap().exists());
-    let mut c = smcrun();
-    c.env("SYSTEMD_UNIT_PATH", &unit_path)
-        .args(["enable", "no-such-unit"]);
-    let (_, err, o) = run(c);
+    let (_, err, o) = with_units(&unit_path, &["enable", "no-such-unit"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(err.contains("no unit file no-such-unit.service"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -1188,15 +1155,11 @@ fn a_program_named_like_a_subcommand_runs_and_says_so() {
 /// error object's test; on an SMC kernel the data's.
 #[test]
 fn every_data_command_takes_dash_j_and_fails_with_an_error_object() {
-    let units = std::env::temp_dir().join(format!("smcrun-json-units-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&units);
-    std::fs::create_dir_all(&units).unwrap();
-    std::fs::write(
-        units.join("smcrun-json-test.service"),
+    let (units, unit_path) = unit_dir(
+        "json-units",
+        "smcrun-json-test.service",
         "[Service]\nExecStart=/bin/true\n",
-    )
-    .unwrap();
-    let unit_path = format!("{}:", units.display());
+    );
     let lines: &[&[&str]] = &[
         &["stats", "-j"],
         &["linkgroup", "-j"],
@@ -1221,9 +1184,7 @@ fn every_data_command_takes_dash_j_and_fails_with_an_error_object() {
         &["stats", "-j", "bogus"],
     ];
     for args in lines {
-        let mut c = smcrun();
-        c.env("SYSTEMD_UNIT_PATH", &unit_path).args(*args);
-        let (out, err, o) = run(c);
+        let (out, err, o) = with_units(&unit_path, args);
         let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| {
             panic!("smcrun {args:?}: not one JSON document ({e}): {out:?} {err}")
         });

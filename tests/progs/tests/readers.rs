@@ -86,16 +86,10 @@ fn a_program_name_with_control_characters_is_shown_escaped() {
     let evil = links.join("ev\u{1b}[31mil\nFAKE");
     std::os::unix::fs::symlink(bin("sockcheck"), &evil).unwrap();
     let mut c = smcrun();
-    let mut child = c
-        .env("XDG_RUNTIME_DIR", &xdg)
+    c.env("XDG_RUNTIME_DIR", &xdg)
         .arg(&evil)
-        .args(["conns", "1", "wait"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    assert_eq!(read_line(&mut child), format!("ready pid={pid}"));
-    let child = reaped(child);
+        .args(["conns", "1", "wait"]);
+    let (child, pid) = start_ready(c);
     let start = Instant::now();
     let rows = loop {
         let (out, err, o) = view(&xdg, &["ps"]);
@@ -141,18 +135,12 @@ fn roots_view_shows_a_server_that_switched_uid_and_exec_d() {
         c.env_remove(v);
     }
     let id = uid.to_string();
-    let child = c
-        .env("XDG_RUNTIME_DIR", &xdg)
+    c.env("XDG_RUNTIME_DIR", &xdg)
         .args(["setpriv", "--reuid", &id, "--regid", &id, "--clear-groups"])
         .arg(bin_for_anyone("sockcheck"))
         .args(["conns", "2", "wait"])
-        .stdout(Stdio::piped())
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut child = reaped(child);
-    let pid = child.id();
-    assert_eq!(read_line(&mut child), format!("ready pid={pid}"));
+        .stdin(Stdio::null());
+    let (child, pid) = start_ready(c);
     let start = Instant::now();
     let entry = loop {
         let list = ps_json(&xdg);

@@ -4,17 +4,9 @@
 mod common;
 use common::*;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A private run directory per test, through XDG_RUNTIME_DIR.
-fn xdg(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("smcrun-xdg-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn with_xdg(mut c: Command, dir: &Path) -> Command {
     c.env("XDG_RUNTIME_DIR", dir);
@@ -33,7 +25,7 @@ fn exit_summary_counts_each_connection_and_names_the_reason() {
     c.env("SMCRUN_REPORT", "1")
         .arg(bin("sockcheck"))
         .args(["conns", "2"]);
-    let dir = xdg("summary");
+    let dir = private_xdg("summary");
     let (_, err, o) = run(with_xdg(c, &dir));
     assert!(o.status.success(), "{err}");
     let line = err
@@ -53,16 +45,10 @@ fn exit_summary_counts_each_connection_and_names_the_reason() {
 
 #[test]
 fn ps_and_why_show_a_running_program_then_mark_it_dead_after_sigkill() {
-    let dir = xdg("ps");
-    let mut child = with_xdg(smcrun(), &dir)
-        .arg(bin("sockcheck"))
-        .args(["conns", "2", "wait"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let ready = read_line(&mut child);
-    let pid = child.id();
-    assert_eq!(ready, format!("ready pid={pid}"));
+    let dir = private_xdg("ps");
+    let mut c = with_xdg(smcrun(), &dir);
+    c.arg(bin("sockcheck")).args(["conns", "2", "wait"]);
+    let (mut child, pid) = start_ready(c);
     // The report appears within about a second of the connections.
     let start = Instant::now();
     let entry = loop {
@@ -132,7 +118,7 @@ fn ps_and_why_show_a_running_program_then_mark_it_dead_after_sigkill() {
 
 #[test]
 fn a_forked_child_gets_its_own_report() {
-    let dir = xdg("fork");
+    let dir = private_xdg("fork");
     let mut c = with_xdg(smcrun(), &dir);
     c.env("SMCRUN_REPORT", "1")
         .arg(bin("sockcheck"))
@@ -169,7 +155,7 @@ fn a_forked_child_gets_its_own_report() {
 
 #[test]
 fn exec_keeps_the_pid_and_the_new_program_reports() {
-    let dir = xdg("exec");
+    let dir = private_xdg("exec");
     let mut c = with_xdg(smcrun(), &dir);
     let script = format!("exec {} conns 2", bin("sockcheck").display());
     c.env("SMCRUN_REPORT", "1").args(["sh", "-c", &script]);
@@ -186,7 +172,7 @@ fn exec_keeps_the_pid_and_the_new_program_reports() {
 
 #[test]
 fn sixty_four_threads_connecting_at_once_are_all_counted() {
-    let dir = xdg("threads");
+    let dir = private_xdg("threads");
     let mut c = with_xdg(smcrun(), &dir);
     c.env("SMCRUN_REPORT", "1")
         .arg(bin("sockcheck"))
@@ -207,7 +193,7 @@ fn sixty_four_threads_connecting_at_once_are_all_counted() {
 
 #[test]
 fn the_run_directory_refuses_a_planted_symlink() {
-    let dir = xdg("symlink");
+    let dir = private_xdg("symlink");
     let run_dir = dir.join("smcrun");
     std::fs::create_dir(&run_dir).unwrap();
     std::fs::set_permissions(
@@ -248,7 +234,7 @@ fn the_run_directory_refuses_a_planted_symlink() {
 
 #[test]
 fn a_run_directory_open_to_others_is_refused() {
-    let dir = xdg("perm");
+    let dir = private_xdg("perm");
     let run_dir = dir.join("smcrun");
     std::fs::create_dir(&run_dir).unwrap();
     std::fs::set_permissions(
@@ -273,23 +259,19 @@ fn a_run_directory_open_to_others_is_refused() {
 /// JSON) and the exporter's `smcrun_process_settings_info`; the policy as its canonical text.
 #[test]
 fn the_mode_fallback_and_policy_in_effect_are_shown() {
-    let dir = xdg("settings");
-    let mut child = with_xdg(smcrun(), &dir)
-        .args([
-            "--mode",
-            "smc",
-            "--fallback",
-            "tcp",
-            "--policy",
-            "tcp  port 22 ; smc",
-        ])
-        .arg(bin("sockcheck"))
-        .args(["conns", "1", "wait"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    assert_eq!(read_line(&mut child), format!("ready pid={pid}"));
+    let dir = private_xdg("settings");
+    let mut c = with_xdg(smcrun(), &dir);
+    c.args([
+        "--mode",
+        "smc",
+        "--fallback",
+        "tcp",
+        "--policy",
+        "tcp  port 22 ; smc",
+    ])
+    .arg(bin("sockcheck"))
+    .args(["conns", "1", "wait"]);
+    let (mut child, pid) = start_ready(c);
     let start = Instant::now();
     let entry = loop {
         let list = ps_json(&dir);

@@ -153,12 +153,18 @@ pub fn run_within(mut c: Command, within: std::time::Duration) -> (String, Strin
     )
 }
 
-/// A private run directory (XDG_RUNTIME_DIR) for one test.
-pub fn private_xdg(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("smcrun-xdg-{}-{name}", std::process::id()));
+/// An empty folder `smcrun-TAG-PID` in the temporary directory: this test binary's own, with
+/// nothing left from an earlier run.
+pub fn fresh_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("smcrun-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// A private run directory (XDG_RUNTIME_DIR) for one test.
+pub fn private_xdg(name: &str) -> PathBuf {
+    fresh_dir(&format!("xdg-{name}"))
 }
 
 /// `smcrun ps --json` of the run directory `xdg`.
@@ -281,6 +287,27 @@ pub fn need(program: &str) {
     }
 }
 
+/// `name` (a program on PATH) as a Command, once [`need`] has made sure it is installed.
+pub fn tool(name: &str) -> Command {
+    need(name);
+    Command::new(name)
+}
+
+/// Runs `c` to the end and fails the test, with all it printed, unless it succeeds: for the
+/// outside tools (openssl, promtool, systemd-analyze) a test relies on. Its output.
+pub fn ok(mut c: Command) -> Output {
+    let o = c
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {c:?}: {e}"));
+    assert!(
+        o.status.success(),
+        "{c:?}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
 /// The package of tests/packages' `text` whose checks name `program`.
 pub fn package_of<'a>(text: &'a str, program: &str) -> Option<&'a str> {
     text.lines().find_map(|l| {
@@ -300,4 +327,31 @@ pub fn read_line(child: &mut std::process::Child) -> String {
         line.push(byte[0] as char);
     }
     line
+}
+
+/// Starts `c` (sockcheck's `conns N wait`, under smcrun) with its stdout piped and waits for its
+/// `ready pid=PID` line, so its connections are made: the child (killed when dropped) and its pid.
+pub fn start_ready(mut c: Command) -> (Reaped, u32) {
+    let mut child = reaped(c.stdout(std::process::Stdio::piped()).spawn().unwrap());
+    let pid = child.id();
+    assert_eq!(read_line(&mut child), format!("ready pid={pid}"));
+    (child, pid)
+}
+
+/// redis-benchmark's arguments for the short load the tests put on a redis-server at
+/// 127.0.0.1:`port` (SET and GET, 2,000 requests from 10 clients, one line a test).
+pub fn redis_benchmark_args(port: &str) -> [&str; 11] {
+    [
+        "-h",
+        "127.0.0.1",
+        "-p",
+        port,
+        "-t",
+        "set,get",
+        "-n",
+        "2000",
+        "-c",
+        "10",
+        "-q",
+    ]
 }
