@@ -201,7 +201,7 @@ check_smcd_policy() {
 check_smcd_fallback() {
     need_setup
     need_prog redis-server redis-benchmark redis-cli
-    without_ueid fallback_case no-ueid smcrun smcrun 127.0.0.1 6390 127.0.0.1 '0x05000000 PEERDECL' '0x03030008 NOUEID'
+    without_ueid fallback_case no-ueid smcrun smcrun 127.0.0.1 6390 127.0.0.1 '0x05000000/0x03030008 PEERDECL/NOUEID' '0x03030008 NOUEID'
     fallback_case plain-server plain smcrun 127.0.0.1 6392 127.0.0.1 '0x03010000 PEERNOSMC' -
     fallback_case plain-client smcrun plain 127.0.0.1 6393 127.0.0.1 - '0x03010000 PEERNOSMC'
     ok

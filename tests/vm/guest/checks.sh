@@ -483,7 +483,8 @@ check_redis() {
 # fallback_case NAME SERVER-PREFIX CLIENT-PREFIX HOST PORT BIND EXPECT-CLIENT EXPECT-SERVER
 #   Runs redis-server (optionally under smcrun) and one idle client connection plus SET/GET (optionally
 #   under smcrun) and asserts the fallback reasons sock_diag reports for each SMC side ("-" = that side is
-#   a plain TCP program with no SMC socket) and that the data came back intact.
+#   a plain TCP program with no SMC socket) and that the data came back intact. An EXPECT is `REASON
+#   NAME`, or `REASON/PEER'S NAME/PEER'S` for an end whose peer sent a diagnosis (a decline).
 fallback_case() {
     local name srvpre clipre host p bind want_c want_s val r1 r2 o shown
     name=$1 srvpre=$2 clipre=$3 host=$4 p=$5 bind=$6 want_c=$7 want_s=$8
@@ -509,7 +510,7 @@ fallback_case() {
         shown="$shown${shown:+; }server $o"
     }
     stats_snap "/tmp/fb.$name.s1"
-    [ "$want_c" = - ] || o=$(vmcheck stats-reason "/tmp/fb.$name.s0" "/tmp/fb.$name.s1" client "${want_c%% *}" 1 --at-least) ||
+    [ "$want_c" = - ] || o=$(vmcheck stats-reason "/tmp/fb.$name.s0" "/tmp/fb.$name.s1" client "${want_c%%[/ ]*}" 1 --at-least) ||
         fail "$name: smcrun stats --json: $o"
     [ "$want_s" = - ] || o=$(vmcheck stats-reason "/tmp/fb.$name.s0" "/tmp/fb.$name.s1" server "${want_s%%[/ ]*}" 1 --at-least) ||
         fail "$name: smcrun stats --json: $o"
