@@ -100,6 +100,17 @@ hs_client() {
     [ $crc = 0 ] && grep -q '^ok 100000' /tmp/hs.c.$2 || fail "native AF_SMC client to $1 ($2, rc $crc): $(first "$(cat /tmp/hs.c.$2)")"
 }
 
+# hs_split CHECK WHERE TAG79 TAG80: what the policy $pol ('smc port 6379; tcp') must do, in sock_diag's
+#   /tmp/hs.ss.TAG (hs_client, hn_client): the client to 6379 runs SMC-D, the one to 6380 is TCP with
+#   0x03010000 PEERNOSMC; both handshake checks ask it, of the init namespace's handshake and of one
+#   loaded into a namespace WHERE (empty: here), and say it in lines that start with CHECK.
+hs_split() {
+    o=$(vmcheck ss-connection /tmp/hs.ss.$3 6379 SMCD) || fail "${2:+$2, }under '$pol', in sock_diag, $o$(smcd_why)"
+    echo "$1: ${2:+$2 }under '$pol': 6379 $o"
+    o=$(vmcheck ss-connection /tmp/hs.ss.$4 6380 TCP --reason 0x03010000) || fail "${2:+$2, }under '$pol', in sock_diag, $o (PEERNOSMC)"
+    echo "$1: ${2:+$2 }under '$pol': 6380 $o"
+}
+
 # k73-handshake: `smcrun handshake load --policy 'smc port 6379; tcp'` puts the policy into the
 #   kernel's SMC handshake (smc_hs_ctrl, net.smc.hs_ctrl): a native AF_SMC client (no smcrun, no
 #   preload) to a native AF_SMC server on 6379 runs SMC-D, one to 6380 is TCP, both sides fallen back
@@ -124,10 +135,7 @@ check_k73_handshake() {
     sleep 1
     hs_client 6379 on79
     hs_client 6380 on80
-    o=$(vmcheck ss-connection /tmp/hs.ss.on79 6379 SMCD) || fail "under '$pol', in sock_diag, $o$(smcd_why)"
-    echo "k73-handshake: under '$pol': 6379 $o"
-    o=$(vmcheck ss-connection /tmp/hs.ss.on80 6380 TCP --reason 0x03010000) || fail "under '$pol', in sock_diag, $o (PEERNOSMC)"
-    echo "k73-handshake: under '$pol': 6380 $o"
+    hs_split k73-handshake '' on79 on80
     o=$(vmcheck stats-smcd /tmp/hs.s0.on79 /tmp/hs.s1.on79 --client 1 --server 1 --client-fallbacks 0 --server-fallbacks 0) ||
         fail "kernel stats for 6379: $o"
     echo "k73-handshake: kernel stats: 6379 $o"
@@ -206,10 +214,7 @@ check_k73_handshake_netns() {
     hn_client 6379 ns79
     hn_client 6380 ns80
     hs_client 6380 here80
-    o=$(vmcheck ss-connection /tmp/hs.ss.ns79 6379 SMCD) || fail "in $ns $o"
-    echo "k73-handshake-netns: in $ns under '$pol': 6379 $o"
-    o=$(vmcheck ss-connection /tmp/hs.ss.ns80 6380 TCP --reason 0x03010000) || fail "in $ns $o (PEERNOSMC)"
-    echo "k73-handshake-netns: in $ns under '$pol': 6380 $o"
+    hs_split k73-handshake-netns "in $ns" ns79 ns80
     o=$(vmcheck ss-connection /tmp/hs.ss.here80 6380 SMCD) || fail "here, outside $ns, $o: the policy leaked out of $ns"
     echo "k73-handshake-netns: here: 6380 $o"
     smcrun handshake status --netns /run/netns/$ns --json > /tmp/hn.st 2>&1 || fail "smcrun handshake status --netns: $(first "$(cat /tmp/hn.st)")"

@@ -288,7 +288,7 @@ check_old_fixtures() {
         echo "\`redis-benchmark -I -c 1\` (server 0x03010000 PEERNOSMC) holding fallen-back connections open: \`smcrun __capture $dir\`."
         old_has_genl || echo "This kernel has no SMC_GEN_NETLINK family (5.11 added it): only sock_diag, the PNET table and RDMA netlink answered."
         echo
-        for f in $(cd "/tmp/fx/$dir" && ls); do echo "- \`$f\` ($(wc -c < "/tmp/fx/$dir/$f") bytes): $(fx_what "$f")"; done
+        fx_list "$dir"
     } > "/tmp/fx/$dir/README.md"
     for f in $(cd "/tmp/fx/$dir" && ls); do
         send_file "fixtures/$dir/$f" "/tmp/fx/$dir/$f"

@@ -67,8 +67,7 @@ check_ops_exporter() {
 
     # Open connections: link groups, links, RDMA and the programs' reports.
     p=6400
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
     # both sides settled (each writes its report at most once a second): the scrape and the
     # reports read after it must then agree (waiting for the server alone let the client's

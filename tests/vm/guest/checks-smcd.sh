@@ -94,8 +94,7 @@ check_smcd_views() {
     o=$(vmcheck stats-smcd-connections /tmp/sv.s2 "$shown") || fail "smcrun stats -m smcd shows $shown SMC connections, but $o"
 
     # K idle connections held open: ss -D
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     bg smcrun redis-benchmark -p $p -I -c $k > /tmp/idle.log 2>&1
     o=$(vmcheck --wait 200 ss-port $p SMCD $((2 * k))) || fail "$o$(smcd_why)"
     sd_ss /tmp/sv.ssd -D
@@ -139,8 +138,7 @@ check_smcd_monitor() {
     need_setup
     need_prog redis-server redis-benchmark
     p=6381
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     bg smcrun redis-benchmark -p $p -t set -d 4096 -n 10000000 -c 2 -q > /dev/null 2>&1
     sleep 1
     smcrun monitor base -m smcd -i 1 --count 3 --json > /tmp/sm.mon 2> /tmp/sm.err || fail "smcrun monitor base -m smcd --json failed: $(first "$(cat /tmp/sm.err)")"
@@ -306,7 +304,7 @@ check_smcd_fixtures() {
         echo "\`smcrun redis-benchmark -I -c 2\` holding 2 SMC-D connections open (4 active SMCD sockets):"
         echo "\`smcrun __capture smcd\`."
         echo
-        for f in $(cd /tmp/fx/smcd && ls); do echo "- \`$f\` ($(wc -c < "/tmp/fx/smcd/$f") bytes): $(fx_what "$f")"; done
+        fx_list smcd
         echo
         echo "## smcd-fallback/"
         echo
@@ -315,14 +313,10 @@ check_smcd_fixtures() {
         echo "PEERDECL) and one plain \`redis-benchmark -I -c 1\` connection (server 0x03010000 PEERNOSMC), all open:"
         echo "\`smcrun __capture smcd-fallback\`. The statistics still hold the SMC-D traffic of smcd/."
         echo
-        for f in $(cd /tmp/fx/smcd-fallback && ls); do echo "- \`$f\` ($(wc -c < "/tmp/fx/smcd-fallback/$f") bytes): $(fx_what "$f")"; done
+        fx_list smcd-fallback
     } > /tmp/fx.smcd.README.md
     mv /tmp/fx.smcd.README.md /tmp/fx/smcd/README.md
-    for f in $(cd /tmp/fx && find . -type f | sed 's|^\./||' | sort); do
-        send_file "fixtures/$f" "/tmp/fx/$f"
-    done
-    echo "smcd-fixtures: $(find /tmp/fx -name '*.bin' | wc -l) files sent"
-    [ -z "$FX_MISSING" ] || fail "smcrun __capture did not capture:$FX_MISSING"
+    fx_send smcd-fixtures
     ok
 }
 

@@ -452,8 +452,7 @@ check_redis() {
     need_setup
     need_prog redis-server redis-benchmark redis-cli
     p=6379
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     stats_snap /tmp/redis.s0
     # (-q rewrites its progress line with \r; keep only the final lines)
     out=$(smcrun redis-benchmark -p $p -t set,get -n 2000 -c 10 -q 2>&1)
@@ -690,6 +689,22 @@ fx_what() { # what request a capture file answers
     *) echo "see smcrun __capture" ;;
     esac | sed 's/\.bin//'
 }
+# fx_list PHASE: the README's list of a phase's captures, each with its size and the request it answers
+fx_list() {
+    local f
+    for f in $(cd "/tmp/fx/$1" && ls); do echo "- \`$f\` ($(wc -c < "/tmp/fx/$1/$f") bytes): $(fx_what "$f")"; done
+}
+# fx_send CHECK: every file under /tmp/fx (the phases and their READMEs) to the host, said in a line
+#   of CHECK's; then a wanted capture that is missing ($FX_MISSING) fails the check: the files go out
+#   first, so that the host still keeps what was captured.
+fx_send() {
+    local f
+    for f in $(cd /tmp/fx && find . -type f | sed 's|^\./||' | sort); do
+        send_file "fixtures/$f" "/tmp/fx/$f"
+    done
+    echo "$1: $(find /tmp/fx -name '*.bin' | wc -l) files sent"
+    [ -z "$FX_MISSING" ] || fail "smcrun __capture did not capture:$FX_MISSING"
+}
 # fx_scenario MODE OK FB "OK-EXPECT" "FB-EXPECT": the fixtures' scenario. redis-server and 2 idle
 #   redis-benchmark connections under smcrun, open over MODE (SMCR or SMCD): `smcrun __capture` into
 #   phase OK; then without the UEID one idle smcrun client and one plain one, fallen back: phase FB.
@@ -698,8 +713,7 @@ fx_what() { # what request a capture file answers
 fx_scenario() {
     local p o r1
     p=6379
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     smcrun redis-benchmark -p $p -t set,get -n 200 -c 2 -q > /dev/null 2>&1 || fail "redis-benchmark failed before the capture"
     bg smcrun redis-benchmark -p $p -I -c 2 > /tmp/idle.log 2>&1
     o=$(vmcheck --wait 300 ss-count "$1" 4) || fail "no open $1 connections to capture$(ueid_hint "SMC-Rv2 and, on x86, SMC-Dv2 need one"): $o"
@@ -707,8 +721,7 @@ fx_scenario() {
     PHASE_DIR=$2 fx_expect "$2" $4
     cleanup_procs
     ueid_drop
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     bg smcrun redis-benchmark -p $p -I -c 1 > /tmp/idle.log 2>&1
     bg redis-benchmark -p $p -I -c 1 > /tmp/idle2.log 2>&1
     o=$(vmcheck --wait 300 ss-count TCP 3 --all)
@@ -745,7 +758,7 @@ check_fixtures() {
         echo "\`smcrun redis-benchmark -I -c 2\` holding 2 SMC-R connections open (4 active SMC-R sockets; listeners on 0.0.0.0 and [::]):"
         echo "\`smcrun __capture smcr\`."
         echo
-        for f in $(cd /tmp/fx/smcr && ls); do echo "- \`$f\` ($(wc -c < "/tmp/fx/smcr/$f") bytes): $(fx_what "$f")"; done
+        fx_list smcr
         echo
         echo "## fallback/"
         echo
@@ -757,13 +770,9 @@ check_fixtures() {
         echo "leaves the addresses of IPPROTO_SMC-created sockets zero on this kernel, ports are right)."
         echo "\`smcrun __capture fallback\`. The statistics also still hold the SMC-R traffic of smcr/."
         echo
-        for f in $(cd /tmp/fx/fallback && ls); do echo "- \`$f\` ($(wc -c < "/tmp/fx/fallback/$f") bytes): $(fx_what "$f")"; done
+        fx_list fallback
     } > /tmp/fx/README.md
-    for f in $(cd /tmp/fx && find . -type f | sed 's|^\./||' | sort); do
-        send_file "fixtures/$f" "/tmp/fx/$f"
-    done
-    echo "fixtures: $(find /tmp/fx -name '*.bin' | wc -l) files sent"
-    [ -z "$FX_MISSING" ] || fail "smcrun __capture did not capture:$FX_MISSING"
+    fx_send fixtures
     ok
 }
 
@@ -859,8 +868,7 @@ check_views() {
     smcrun stats -m smcr | head -n 12
 
     # K idle connections held open
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     bg smcrun redis-benchmark -p $p -I -c $k > /tmp/idle.log 2>&1
     o=$(vmcheck --wait 300 ss-count SMCR $((2 * k)) --active --port $p) || fail "smcrun ss --json: $o"
     # -p: the owners, from /proc/*/fd
@@ -922,8 +930,7 @@ check_sidecar() {
     need_setup
     need_prog redis-server redis-benchmark redis-cli
     p=6390
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     bg smcrun redis-benchmark -p $p -I -c 20 > /tmp/idle.log 2>&1
     e=$(vmcheck --wait 100 ps-running redis-benchmark --smcr 20) ||
         fail "smcrun ps: redis-benchmark does not show 20 SMC-R connections: $(first "$e")"
@@ -937,8 +944,7 @@ check_sidecar() {
     cleanup_procs
 
     # exit report vs the kernel's counters: one run of redis-benchmark, 10 connections
-    bg smcrun redis-server --port $p --save '' --appendonly no > /tmp/redis.log 2>&1
-    redis_wait $p
+    redis_bg $p
     stats_snap /tmp/sc.s0
     out=$(SMCRUN_REPORT=1 smcrun redis-benchmark -p $p -t set -n 2000 -c 10 -q 2>&1)
     stats_snap /tmp/sc.s1

@@ -204,23 +204,32 @@ static double deadline_of(uint32_t base_s, uint64_t bytes, uint64_t rate)
 	return (double)base_s + (double)bytes / (double)rate;
 }
 
+// say: ends LINE (a FAIL line of SAY_MAX bytes, its first N already written) with FMT's text, cut
+// to fit, and a newline, and writes it to FD in one write(2), so that the lines of the server's
+// threads and of the client's workers do not interleave
+#define SAY_MAX 400
+static void say(int fd, char *line, int n, const char *fmt, va_list ap)
+{
+	n += vsnprintf(line + n, SAY_MAX - (size_t)n - 1, fmt, ap);
+	if (n > SAY_MAX - 2)
+		n = SAY_MAX - 2;
+	line[n++] = '\n';
+	if (write(fd, line, (size_t)n) < 0) {
+		// nothing else to tell it to: the client's exit status still tells
+	}
+}
+
 // ------------------------------------------------------------------ server
 static void serr(const struct hdr *h, const char *fmt, ...)
 {
-	char line[400];
+	char line[SAY_MAX];
 	int n = snprintf(line, sizeof(line), "soak server: FAIL id=%llu case=%s size=%llu: ",
 			 (unsigned long long)h->id, h->kase < NCASES ? case_name[h->kase] : "?",
 			 (unsigned long long)h->size);
 	va_list ap;
 	va_start(ap, fmt);
-	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	say(2, line, n, fmt, ap);
 	va_end(ap);
-	if (n > (int)sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
-	if (write(2, line, (size_t)n) < 0) {
-		// nothing else to tell it to
-	}
 }
 // serve_read: read and check N bytes of H's stream (from offset 0) before DEADLINE, or until EOF
 // when TO_EOF; the count read; *bad the first wrong offset or -1; *err errno of the failure
@@ -290,6 +299,16 @@ static void close_conn(int fd)
 	}
 	close(fd);
 }
+// send_ack: answers a `sink`, `unread` or `slow` client with what serve_read found: status 0 and GOT
+// (the bytes read, all right), or status 1 and BAD (the first wrong offset), which serr also says
+static void send_ack(int fd, const struct hdr *h, long long bad, uint64_t got, double deadline)
+{
+	struct ack a = {.magic = ACK_MAGIC, .status = bad >= 0, .count = bad >= 0 ? (uint64_t)bad : got};
+	if (bad >= 0)
+		serr(h, "byte %lld came in wrong", bad);
+	if (io_full(fd, &a, sizeof(a), 1, deadline))
+		serr(h, "writing the ack: %s", strerror(errno ? errno : EPIPE));
+}
 static void serve_one(int fd)
 {
 	struct hdr h;
@@ -309,7 +328,6 @@ static void serve_one(int fd)
 	long long bad;
 	int err;
 	uint64_t got;
-	struct ack a = {.magic = ACK_MAGIC};
 	switch (h.kase) {
 	case ECHO:
 		got = serve_read(fd, &h, 0, 1, 1, deadline, &bad, &err, buf, scratch);
@@ -343,12 +361,7 @@ static void serve_one(int fd)
 			     (unsigned long long)got, (unsigned long long)want);
 			break;
 		}
-		a.status = bad >= 0;
-		a.count = bad >= 0 ? (uint64_t)bad : got;
-		if (bad >= 0)
-			serr(&h, "byte %lld came in wrong", bad);
-		if (io_full(fd, &a, sizeof(a), 1, deadline))
-			serr(&h, "writing the ack: %s", strerror(errno ? errno : EPIPE));
+		send_ack(fd, &h, bad, got, deadline);
 		break;
 	}
 	case SLOW:
@@ -360,12 +373,7 @@ static void serve_one(int fd)
 		}
 		if (got != h.size)
 			serr(&h, "EOF after %llu of %llu bytes in", (unsigned long long)got, (unsigned long long)h.size);
-		a.status = bad >= 0;
-		a.count = bad >= 0 ? (uint64_t)bad : got;
-		if (bad >= 0)
-			serr(&h, "byte %lld came in wrong", bad);
-		if (io_full(fd, &a, sizeof(a), 1, deadline))
-			serr(&h, "writing the ack: %s", strerror(errno ? errno : EPIPE));
+		send_ack(fd, &h, bad, got, deadline);
 		break;
 	}
 out:
@@ -459,20 +467,14 @@ static void plan(const struct opts *o, uint64_t id, struct xfer *x)
 
 static int xfail(const struct xfer *x, const char *fmt, ...)
 {
-	char line[400];
+	char line[SAY_MAX];
 	int n = snprintf(line, sizeof(line), "soak: FAIL id=%llu case=%s size=%llu sent=%llu got=%llu after=%.1fs: ",
 			 (unsigned long long)x->id, case_name[x->kase], (unsigned long long)x->size,
 			 (unsigned long long)x->sent, (unsigned long long)x->got, now() - x->t0);
 	va_list ap;
 	va_start(ap, fmt);
-	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	say(1, line, n, fmt, ap);
 	va_end(ap);
-	if (n > (int)sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
-	if (write(1, line, (size_t)n) < 0) {
-		// stdout is gone: the exit status still tells
-	}
 	return 1;
 }
 static void on_alarm(int sig)
