@@ -2,33 +2,19 @@
 //! `why`, `ps --all` and the preload's own report say the same, did it lose anything.
 
 use crate::source::{self, compact};
+use crate::stats::Side;
 use crate::Answer::{self, No, NotYet, Yes};
 use clap::{Args, Subcommand, ValueEnum};
 use smcrun_views::agent_state::{Counts, Sides, State};
 use smcrun_views::ps::json::{PsAllView, SmcProcess, WhyKernelView};
 use std::collections::BTreeMap;
 
-/// A connection's role, as the agent counts it.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum Side {
-    /// Connected.
-    Client,
-    /// Accepted.
-    Server,
-}
-
 impl Side {
+    /// The agent's counts of this side.
     fn of(self, s: &Sides) -> &Counts {
         match self {
             Side::Client => &s.client,
             Side::Server => &s.server,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Side::Client => "client",
-            Side::Server => "server",
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::source;
 use crate::ss::{Listing, Socket};
-use crate::stats::{successes, with_snapshots};
+use crate::stats::{grew, successes, with_snapshots};
 use crate::Answer::{self, No, Yes};
 use clap::Subcommand;
 use smcrun_kernel::smc_genl::LoopbackEvidence;
@@ -105,10 +105,6 @@ struct Growth {
     connections: i64,
     /// SMC-D bytes received, sent.
     bytes: [i64; 2],
-}
-
-fn grew(a: u64, b: u64) -> i64 {
-    b.wrapping_sub(a) as i64
 }
 
 /// How often the kernel counted PEERNOSMC among `reasons`.

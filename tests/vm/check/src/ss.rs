@@ -4,7 +4,7 @@
 use crate::source;
 use crate::stats::Side;
 use crate::Answer::{self, No, NotYet, Yes};
-use clap::{Subcommand, ValueEnum};
+use clap::Subcommand;
 use smcrun_views::ss::json::{SocketFallback, SocketView, SsView};
 use smcrun_views::ss::Owner;
 use std::net::SocketAddr;
@@ -306,10 +306,9 @@ impl Question {
                     };
                     s.state == "ACTIVE" && port(addr) == Some(*p)
                 });
-                let role = side.to_possible_value().expect("a value");
                 let line = format!(
                     "the {} end of port {p}: {}",
-                    role.get_name(),
+                    side.name(),
                     first.map_or("none".into(), show)
                 );
                 if first.is_some_and(|s| s.mode == mode.as_str()) != *not {
@@ -403,17 +402,16 @@ impl Question {
                             Side::Server => port(&s.local) == Some(*p),
                         }
                 });
-                let name = side.to_possible_value().expect("a value");
                 match end {
                     None => NotYet(format!(
                         "smcrun ss -a --json shows no {} socket of port {p}: {}",
-                        name.get_name(),
+                        side.name(),
                         show_some(l.sockets.iter())
                     )),
                     Some(s) if end_shown(s) == *want => Yes(show(s)),
                     Some(s) => No(format!(
                         "{} socket is '{}', expected '{want}'",
-                        name.get_name(),
+                        side.name(),
                         end_shown(s)
                     )),
                 }
