@@ -410,26 +410,36 @@ INLINE __u64 inode_of(struct socket *sock)
 	return ino;
 }
 
+// The record that connect() or listen() on `sock` starts in the role `role`, with the socket's
+// inode; none when the socket has one in that role already (connect() again on a socket already
+// connecting, EALREADY or EISCONN, keeps its record; listen() again changes the backlog only) or
+// no slot is free. `*smcp` is the socket's smc_sock either way.
+INLINE struct record *start_call(struct socket *sock, __u8 role, struct smc_sock **smcp)
+{
+	struct smc_sock *smc = smc_of(sock);
+	struct record *r;
+
+	*smcp = smc;
+	if (!smc)
+		return 0;
+	r = live_of((__u64)smc);
+	if (r && r->role == role)
+		return 0;
+	r = start((__u64)smc, smc, role);
+	if (r)
+		r->inode = inode_of(sock);
+	return r;
+}
+
 // smc_connect(struct socket *sock, struct sockaddr *addr, int alen, int flags)
 SEC("kprobe/smc_connect")
 int agent_connect(struct pt_regs *ctx)
 {
-	struct socket *sock = (struct socket *)ARG1(ctx);
-	struct smc_sock *smc = smc_of(sock);
-	__u64 addr = (__u64)smc;
-	struct record *r;
+	struct smc_sock *smc;
+	struct record *r = start_call((struct socket *)ARG1(ctx), ROLE_CLIENT, &smc);
 
-	if (!smc)
-		return 0;
-	r = live_of(addr);
-	// connect() again on a socket already connecting (EALREADY, EISCONN) keeps its record.
-	if (r && r->role == ROLE_CLIENT)
-		return 0;
-	r = start(addr, smc, ROLE_CLIENT);
-	if (r) {
-		r->inode = inode_of(sock);
+	if (r)
 		classify(r, smc); // fallen back before connect (TCP_FASTOPEN set)
-	}
 	return 0;
 }
 
@@ -437,19 +447,9 @@ int agent_connect(struct pt_regs *ctx)
 SEC("kprobe/smc_listen")
 int agent_listen(struct pt_regs *ctx)
 {
-	struct socket *sock = (struct socket *)ARG1(ctx);
-	struct smc_sock *smc = smc_of(sock);
-	__u64 addr = (__u64)smc;
-	struct record *r;
+	struct smc_sock *smc;
 
-	if (!smc)
-		return 0;
-	r = live_of(addr);
-	if (r && r->role == ROLE_LISTEN)
-		return 0; // listen() again changes the backlog only
-	r = start(addr, smc, ROLE_LISTEN);
-	if (r)
-		r->inode = inode_of(sock);
+	start_call((struct socket *)ARG1(ctx), ROLE_LISTEN, &smc);
 	return 0;
 }
 

@@ -5,18 +5,13 @@
 
 use crate::source;
 use crate::ss::{Listing, Socket};
-use crate::stats::{grew, successes, with_snapshots};
+use crate::stats::{with_growth, Growth};
 use crate::Answer::{self, No, Yes};
 use clap::Subcommand;
 use smcrun_kernel::smc_genl::LoopbackEvidence;
 use smcrun_views::demo::DemoReport;
-use smcrun_views::json::reason::CountedReason;
 use smcrun_views::linkgroup::json::{DevicesView, InfoView, LinkGroupsView, LoopbackView};
 use smcrun_views::stats::json::StatsView;
-use std::fmt;
-
-/// The fallback reason of a connection whose peer offered no SMC (PEERNOSMC).
-const PEERNOSMC: &str = "0x03010000";
 
 // (the prefix names the view in vmcheck's flat list of subcommands)
 #[allow(clippy::enum_variant_names)]
@@ -91,72 +86,21 @@ pub enum Question {
     InfoSmcd { file: String, ueid: String },
 }
 
-/// How the counters these checks judge grew between two snapshots (signed).
-struct Growth {
-    /// SMC-D successes: client, server.
-    smcd: [i64; 2],
-    /// SMC-R successes, both roles.
-    smcr: i64,
-    /// Fallbacks: client, server.
-    fallbacks: [i64; 2],
-    /// PEERNOSMC fallbacks: client, server.
-    peernosmc: [i64; 2],
-    /// SMC-D connections.
-    connections: i64,
-    /// SMC-D bytes received, sent.
-    bytes: [i64; 2],
-}
-
-/// How often the kernel counted PEERNOSMC among `reasons`.
-fn peernosmc(reasons: &[CountedReason]) -> u64 {
-    reasons
-        .iter()
-        .filter(|r| r.reason.hex == PEERNOSMC)
-        .map(|r| u64::from(r.count))
-        .sum()
-}
-
-impl Growth {
-    fn of(a: &StatsView, b: &StatsView) -> Growth {
-        let (sa, sb) = (successes(&a.smcd), successes(&b.smcd));
-        let (fa, fb) = (&a.fallback, &b.fallback);
-        Growth {
-            smcd: [grew(sa[0], sb[0]), grew(sa[1], sb[1])],
-            smcr: grew(a.smcr.succ_cnt, b.smcr.succ_cnt),
-            fallbacks: [grew(fa.clnt_cnt, fb.clnt_cnt), grew(fa.srv_cnt, fb.srv_cnt)],
-            peernosmc: [
-                grew(peernosmc(&fa.clnt_reasons), peernosmc(&fb.clnt_reasons)),
-                grew(peernosmc(&fa.srv_reasons), peernosmc(&fb.srv_reasons)),
-            ],
-            connections: grew(
-                a.smcd.summary.smc_connections,
-                b.smcd.summary.smc_connections,
-            ),
-            bytes: [
-                grew(a.smcd.rx.bytes, b.smcd.rx.bytes),
-                grew(a.smcd.tx.bytes, b.smcd.tx.bytes),
-            ],
-        }
-    }
-}
-
-impl fmt::Display for Growth {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "kernel: SMC-D succ client +{} server +{}, SMC-R succ +{}, fallback client +{} (PEERNOSMC +{}) server +{} (PEERNOSMC +{}), SMC-D connections +{} rx +{} tx +{} bytes",
-            self.smcd[0],
-            self.smcd[1],
-            self.smcr,
-            self.fallbacks[0],
-            self.peernosmc[0],
-            self.fallbacks[1],
-            self.peernosmc[1],
-            self.connections,
-            self.bytes[0],
-            self.bytes[1]
-        )
-    }
+/// The SMC-D checks' account of `g`, for their messages.
+fn smcd_line(g: &Growth) -> String {
+    format!(
+        "kernel: SMC-D succ client +{} server +{}, SMC-R succ +{}, fallback client +{} (PEERNOSMC +{}) server +{} (PEERNOSMC +{}), SMC-D connections +{} rx +{} tx +{} bytes",
+        g.smcd[0],
+        g.smcd[1],
+        g.smcr[0] + g.smcr[1],
+        g.fallback[0],
+        g.peernosmc[0],
+        g.fallback[1],
+        g.peernosmc[1],
+        g.smcd_connections,
+        g.smcd_bytes[0],
+        g.smcd_bytes[1]
+    )
 }
 
 /// The socket as a message shows it: `STATE LOCAL->PEER MODE`.
@@ -179,14 +123,13 @@ impl Question {
                 server_peernosmc,
                 connections,
                 min_bytes,
-            } => with_snapshots(before, after, |a, b| {
-                let g = Growth::of(a, b);
+            } => with_growth(before, after, |g| {
                 let exact = [
                     ("SMC-D client successes", client, g.smcd[0]),
                     ("SMC-D server successes", server, g.smcd[1]),
-                    ("SMC-R successes", smcr, g.smcr),
-                    ("client fallbacks", client_fallbacks, g.fallbacks[0]),
-                    ("server fallbacks", server_fallbacks, g.fallbacks[1]),
+                    ("SMC-R successes", smcr, g.smcr[0] + g.smcr[1]),
+                    ("client fallbacks", client_fallbacks, g.fallback[0]),
+                    ("server fallbacks", server_fallbacks, g.fallback[1]),
                     (
                         "client PEERNOSMC fallbacks",
                         client_peernosmc,
@@ -197,7 +140,7 @@ impl Question {
                         server_peernosmc,
                         g.peernosmc[1],
                     ),
-                    ("SMC-D connections", connections, g.connections),
+                    ("SMC-D connections", connections, g.smcd_connections),
                 ];
                 let mut why: Vec<String> = exact
                     .iter()
@@ -207,17 +150,18 @@ impl Question {
                     })
                     .collect();
                 if let Some(min) = min_bytes {
-                    if g.bytes[0] < *min || g.bytes[1] < *min {
+                    if g.smcd_bytes[0] < *min || g.smcd_bytes[1] < *min {
                         why.push(format!(
                             "SMC-D rx bytes +{} / tx bytes +{}, expected >= {min} each",
-                            g.bytes[0], g.bytes[1]
+                            g.smcd_bytes[0], g.smcd_bytes[1]
                         ));
                     }
                 }
+                let line = smcd_line(g);
                 if why.is_empty() {
-                    Yes(g.to_string())
+                    Yes(line)
                 } else {
-                    No(format!("{}; {g}", why.join("; ")))
+                    No(format!("{}; {line}", why.join("; ")))
                 }
             }),
             Question::StatsSmcdConnections { snapshot, n } => {

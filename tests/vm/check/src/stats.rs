@@ -136,19 +136,30 @@ pub enum Counter {
     TxBytes,
 }
 
+/// The fallback reason of a connection whose peer offered no SMC (PEERNOSMC).
+pub const PEERNOSMC: &str = "0x03010000";
+
 /// How the counters the checks judge grew between two snapshots (signed: a counter that went
-/// back shows as such).
-struct Growth {
-    smcr: [i64; 2],
-    smcd: [i64; 2],
-    fallback: [i64; 2],
-    smcr_tx: i64,
-    smcd_tx: i64,
-    smcr_rx: i64,
+/// back shows as such). Pairs are client, server; bytes are received, sent.
+pub struct Growth {
+    /// SMC-R successes.
+    pub smcr: [i64; 2],
+    /// SMC-D successes.
+    pub smcd: [i64; 2],
+    /// Fallbacks, every reason.
+    pub fallback: [i64; 2],
+    /// Fallbacks with PEERNOSMC.
+    pub peernosmc: [i64; 2],
+    /// SMC-D connections.
+    pub smcd_connections: i64,
+    /// SMC-R bytes.
+    pub smcr_bytes: [i64; 2],
+    /// SMC-D bytes.
+    pub smcd_bytes: [i64; 2],
 }
 
 /// How much a counter grew from `a` to `b` (signed: one that went back shows as such).
-pub fn grew(a: u64, b: u64) -> i64 {
+fn grew(a: u64, b: u64) -> i64 {
     b.wrapping_sub(a) as i64
 }
 
@@ -171,18 +182,23 @@ pub fn fallbacks(s: &StatsView) -> [u64; 2] {
 }
 
 impl Growth {
-    fn of(a: &StatsView, b: &StatsView) -> Growth {
-        let [smcr_tx, smcd_tx] = growth(
-            [a.smcr.tx_bytes, a.smcd.tx_bytes],
-            [b.smcr.tx_bytes, b.smcd.tx_bytes],
-        );
+    /// The growth from `a` to `b`.
+    pub fn of(a: &StatsView, b: &StatsView) -> Growth {
+        let bytes = |t: &TechView| [t.rx_bytes, t.tx_bytes];
+        let peernosmc = |s: &StatsView| {
+            [Side::Client, Side::Server].map(|d| reason_count(s, d, PEERNOSMC, None))
+        };
         Growth {
-            smcr_rx: grew(a.smcr.rx_bytes, b.smcr.rx_bytes),
             smcr: growth(successes(&a.smcr), successes(&b.smcr)),
             smcd: growth(successes(&a.smcd), successes(&b.smcd)),
             fallback: growth(fallbacks(a), fallbacks(b)),
-            smcr_tx,
-            smcd_tx,
+            peernosmc: [0, 1].map(|i| peernosmc(b)[i] - peernosmc(a)[i]),
+            smcd_connections: grew(
+                a.smcd.summary.smc_connections,
+                b.smcd.summary.smc_connections,
+            ),
+            smcr_bytes: growth(bytes(&a.smcr), bytes(&b.smcr)),
+            smcd_bytes: growth(bytes(&a.smcd), bytes(&b.smcd)),
         }
     }
 
@@ -199,8 +215,8 @@ impl Growth {
             Counter::ServerSuccesses => self.smcr[1],
             Counter::ClientFallbacks => self.fallback[0],
             Counter::ServerFallbacks => self.fallback[1],
-            Counter::RxBytes => self.smcr_rx,
-            Counter::TxBytes => self.smcr_tx,
+            Counter::RxBytes => self.smcr_bytes[0],
+            Counter::TxBytes => self.smcr_bytes[1],
         }
     }
 }
@@ -216,8 +232,8 @@ impl fmt::Display for Growth {
             self.smcd[1],
             self.fallback[0],
             self.fallback[1],
-            self.smcr_tx,
-            self.smcd_tx
+            self.smcr_bytes[1],
+            self.smcd_bytes[1]
         )
     }
 }
@@ -418,7 +434,7 @@ fn reason_count(s: &StatsView, side: Side, code: &str, name: Option<&str>) -> i6
 }
 
 /// `f` of the growth from snapshot `before` to `after`; no when one cannot be read.
-fn with_growth(before: &str, after: &str, f: impl FnOnce(&Growth) -> Answer) -> Answer {
+pub fn with_growth(before: &str, after: &str, f: impl FnOnce(&Growth) -> Answer) -> Answer {
     with_snapshots(before, after, |a, b| f(&Growth::of(a, b)))
 }
 
