@@ -1,6 +1,5 @@
 //! Where the shim is, how it joins LD_PRELOAD, and which programs LD_PRELOAD cannot reach.
 
-use object::Object;
 use smcrun_views::doctor::reach::{script_programs, Reach};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -60,38 +59,59 @@ pub fn find_shim() -> Result<PathBuf, String> {
 /// one of another class or machine than smcrun's own (the loader would skip it with a warning in
 /// every program, and the programs would run without the shim).
 fn not_a_shim(path: &Path) -> Option<String> {
-    use object::Object as _;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    let (file, st) = match smcrun_sys::file::open_regular_at(None, &c, true) {
+    let (file, _) = match smcrun_sys::file::open_regular_at(None, &c, true) {
         Ok(f) => f,
         Err(e) => return Some(format!("cannot read it: {e}")),
     };
-    let bytes = super::elf_parts::read(&file, st.st_size as u64).unwrap_or_default();
-    let Ok(elf) = object::File::parse(&bytes[..]) else {
+    let Some(elf) = super::elf_parts::inspect(&file) else {
         return Some("not an ELF file".into());
     };
-    if elf.kind() != object::ObjectKind::Dynamic {
+    if !elf.shared_object {
         return Some("not an ELF shared object".into());
     }
-    let host = if cfg!(target_arch = "x86_64") {
-        object::Architecture::X86_64
-    } else if cfg!(target_arch = "aarch64") {
-        object::Architecture::Aarch64
-    } else if cfg!(target_arch = "s390x") {
-        object::Architecture::S390x
-    } else if cfg!(target_arch = "powerpc64") {
-        object::Architecture::PowerPc64
-    } else {
-        elf.architecture()
-    };
-    if elf.is_64() != cfg!(target_pointer_width = "64") || elf.architecture() != host {
+    let host = HOST_MACHINE.unwrap_or(elf.machine);
+    if elf.is_64 != cfg!(target_pointer_width = "64") || elf.machine != host {
         return Some(format!(
-            "a shared object for {:?} ({}-bit), not for this machine's {host:?} programs",
-            elf.architecture(),
-            if elf.is_64() { 64 } else { 32 }
+            "a shared object for {} ({}-bit), not for this machine's {} programs",
+            machine_name(elf.machine),
+            if elf.is_64 { 64 } else { 32 },
+            machine_name(host)
         ));
     }
     None
+}
+
+/// The ELF machine (`e_machine`) of smcrun's own build, so of the programs it runs; None for an
+/// architecture not listed (any shim of smcrun's class is then taken).
+const HOST_MACHINE: Option<u16> = if cfg!(target_arch = "x86_64") {
+    Some(object::elf::EM_X86_64)
+} else if cfg!(target_arch = "aarch64") {
+    Some(object::elf::EM_AARCH64)
+} else if cfg!(target_arch = "s390x") {
+    Some(object::elf::EM_S390)
+} else if cfg!(target_arch = "powerpc64") {
+    Some(object::elf::EM_PPC64)
+} else if cfg!(target_arch = "riscv64") {
+    Some(object::elf::EM_RISCV)
+} else {
+    None
+};
+
+/// An ELF machine's name, for messages.
+fn machine_name(machine: u16) -> String {
+    use object::elf::*;
+    let name = match machine {
+        EM_X86_64 => "x86-64",
+        EM_AARCH64 => "AArch64",
+        EM_S390 => "s390x",
+        EM_PPC64 => "ppc64",
+        EM_386 => "i386",
+        EM_ARM => "ARM",
+        EM_RISCV => "RISC-V",
+        _ => return format!("ELF machine {machine}"),
+    };
+    name.to_string()
 }
 
 /// Makes the path absolute and checks that LD_PRELOAD can carry it (it splits on ':' and ' ').
@@ -223,23 +243,18 @@ pub fn reach_problem(path: &Path) -> Option<String> {
                 .into(),
         );
     }
-    // Only the parts the parse asks for are read (the ELF header, the section headers and their
-    // names), not the whole of a large program: a 20 MB Go binary costs smcrun's start-up no more
-    // than /bin/true does (see `elf_parts`).
-    let bytes = super::elf_parts::read(&file, st.st_size as u64)?;
-    if bytes.get(..4)? != b"\x7fELF" {
+    // Only the first 4 KiB is read, not the whole of a large program: a 20 MB Go binary costs
+    // smcrun's start-up no more than /bin/true does (see `elf_parts`).
+    let Some(elf) = super::elf_parts::inspect(&file) else {
         return None; // a script: its interpreter is what gets preloaded
-    }
-    let file = object::File::parse(&bytes[..]).ok()?;
-    let has_section = |name: &str| file.section_by_name(name).is_some();
-    if has_section(".go.buildinfo") || has_section(".note.go.buildid") {
+    };
+    if elf.go {
         return Some(
             "is a Go program, whose net package makes system calls without the C library, so LD_PRELOAD cannot convert its sockets"
                 .into(),
         );
     }
-    let dynamic = has_section(".interp") || has_section(".dynamic");
-    if !dynamic {
+    if !elf.interpreter {
         return Some(
             "is statically linked, so LD_PRELOAD cannot apply; link it dynamically against the C library"
                 .into(),
@@ -347,14 +362,8 @@ mod tests {
         );
         std::fs::remove_file(&fifo).unwrap();
         // The C library is a shared object of this machine's kind.
-        let libc = [
-            "/lib/x86_64-linux-gnu/libc.so.6",
-            "/lib/aarch64-linux-gnu/libc.so.6",
-        ]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .expect("the C library");
-        assert_eq!(not_a_shim(Path::new(libc)), None);
+        let libc = crate::run::elf_parts::tests::c_library();
+        assert_eq!(not_a_shim(libc), None);
         // The same bytes as an executable, and as a shared object of another machine.
         let bytes = std::fs::read(libc).unwrap();
         let patched = std::env::temp_dir().join(format!("smcrun-shim-elf-{}", std::process::id()));
