@@ -316,6 +316,15 @@ pub fn listeners() -> u64 {
 mod tests {
     use super::*;
 
+    /// Every phase.
+    const PHASES: [Phase; 5] = [
+        Phase::Open,
+        Phase::Listening,
+        Phase::Connecting,
+        Phase::Pending,
+        Phase::Done,
+    ];
+
     #[test]
     fn words_round_trip() {
         for kind in [
@@ -324,13 +333,7 @@ mod tests {
             Kind::Tcp(97),
             Kind::Tcp(WHY_POLICY),
         ] {
-            for phase in [
-                Phase::Open,
-                Phase::Listening,
-                Phase::Connecting,
-                Phase::Pending,
-                Phase::Done,
-            ] {
+            for phase in PHASES {
                 for server in [false, true] {
                     let e = Entry {
                         kind,
@@ -378,13 +381,7 @@ mod tests {
         let fd = 900_002;
         assert!(!look(fd).is_entry());
         assert!(!forget_seen(fd, look(fd)), "nothing to forget");
-        for phase in [
-            Phase::Open,
-            Phase::Listening,
-            Phase::Connecting,
-            Phase::Pending,
-            Phase::Done,
-        ] {
+        for phase in PHASES {
             for (kind, epoch) in [(Kind::Smc, super::epoch()), (Kind::Tcp(97), 0xbeef)] {
                 let (stored, _) = set(
                     fd,

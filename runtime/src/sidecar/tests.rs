@@ -84,6 +84,14 @@ fn smc_open(fd: i32, server: bool) -> Entry {
         .expect("a tracked fd")
 }
 
+/// A real TCP socket (kept open by the listener returned) and its fd: it stands for an SMC socket
+/// that fell back, whose fd reads as TCP.
+fn tcp_fd() -> (std::net::TcpListener, i32) {
+    let s = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
+    (s, fd)
+}
+
 fn totals(st: &mut State) -> ConnectionCounts {
     let c = st.report().connections;
     assert_eq!(
@@ -261,9 +269,7 @@ fn blocking_connects_and_the_policy() {
 #[test]
 fn the_close_hook_classifies_what_the_sidecar_has_not_seen_and_only_once() {
     let _g = fresh();
-    // A real TCP socket stands for an SMC socket that fell back: its fd reads as TCP.
-    let s = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
+    let (_s, fd) = tcp_fd();
     let e = smc_open(fd, true);
     track::established(fd, e, None, None);
     track::closing(fd, fdtable::look(fd));
@@ -290,8 +296,7 @@ fn the_close_hook_classifies_what_the_sidecar_has_not_seen_and_only_once() {
 #[test]
 fn a_close_from_an_entry_that_changed_since_it_was_seen_looks_again() {
     let _g = fresh();
-    let s = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
+    let (_s, fd) = tcp_fd();
     let open = smc_open(fd, false);
     let seen = fdtable::look(fd);
     assert_eq!(seen.entry(), Some(open));
