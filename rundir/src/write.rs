@@ -100,6 +100,12 @@ impl Held {
         (fd >= 0).then_some(fd)
     }
 
+    /// Whether ours is `fd` (a test and a load: none held is -1, never a valid `fd`).
+    #[inline]
+    fn holds(&self, fd: RawFd) -> bool {
+        fd >= 0 && self.fd.load(Ordering::Acquire) == fd
+    }
+
     fn put(&self, fd: OwnedFd, st: &fs::Stat) {
         self.dev.store(st.st_dev, Ordering::Relaxed);
         self.ino.store(st.st_ino, Ordering::Relaxed);
@@ -177,7 +183,7 @@ impl Held {
     /// The program is closing `fd`: if it is ours, keep our file on another number first.
     #[inline]
     fn step_aside(&self, fd: RawFd) {
-        if self.get() == Some(fd) {
+        if self.holds(fd) {
             self.move_away(fd);
         }
     }
@@ -462,7 +468,7 @@ pub fn before_close_range(first: RawFd, last: RawFd) {
 /// loads, for the close hook's fast path.
 #[inline]
 pub fn holds(fd: RawFd) -> bool {
-    DIR.get() == Some(fd) || REPORT.get() == Some(fd)
+    DIR.holds(fd) || REPORT.holds(fd)
 }
 
 #[cfg(test)]

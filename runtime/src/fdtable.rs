@@ -182,6 +182,51 @@ pub fn get(fd: i32) -> Option<Entry> {
     Entry::decode(slot(fd)?.load(Ordering::Acquire))
 }
 
+/// `fd`'s word as read now (an empty one beyond [`LIMIT`]), for a caller that decodes it only when
+/// there is an entry and may replace it later only if it is still there (see [`forget_seen`]).
+#[inline]
+pub fn look(fd: i32) -> Seen {
+    Seen(slot(fd).map_or(0, |s| s.load(Ordering::Acquire)))
+}
+
+/// One fd's word as [`look`] read it (a plain word, as such, to functions of any ABI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Seen(u64);
+
+impl Seen {
+    /// Whether there was an entry (a socket the shim handled): a test of two bits, no decoding.
+    #[inline]
+    pub fn is_entry(self) -> bool {
+        matches!((self.0 >> 8) & 3, 1 | 2)
+    }
+
+    /// Whether the entry is this process's and its connection waits to be counted (connecting,
+    /// or established and not classified yet): what a close must look at. Read from the word,
+    /// without decoding it.
+    #[inline]
+    pub fn waits(self) -> bool {
+        matches!((self.0 >> 10) & 7, 2 | 3) && (self.0 >> 16) as u16 == epoch()
+    }
+
+    /// The entry, decoded (None: no socket the shim handled).
+    #[inline]
+    pub fn entry(self) -> Option<Entry> {
+        Entry::decode(self.0)
+    }
+}
+
+/// Forgets `fd` if it still holds exactly what was `seen` (an entry, in the same generation): a
+/// single compare-and-swap, where [`clear`] reads the word again. False when the word changed
+/// meanwhile, or held no entry.
+#[inline]
+pub fn forget_seen(fd: i32, seen: Seen) -> bool {
+    let Some(s) = slot(fd) else { return false };
+    seen.is_entry()
+        && s.compare_exchange(seen.0, empty(seen.0), Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+}
+
 /// Records `entry` for a new socket on `fd`, in the fd's next generation: returns the entry as
 /// stored (None when `fd` is beyond the table) and what was there before.
 pub fn set(fd: i32, entry: Entry) -> (Option<Entry>, Option<Entry>) {
@@ -271,6 +316,15 @@ pub fn listeners() -> u64 {
 mod tests {
     use super::*;
 
+    /// Every phase.
+    const PHASES: [Phase; 5] = [
+        Phase::Open,
+        Phase::Listening,
+        Phase::Connecting,
+        Phase::Pending,
+        Phase::Done,
+    ];
+
     #[test]
     fn words_round_trip() {
         for kind in [
@@ -279,13 +333,7 @@ mod tests {
             Kind::Tcp(97),
             Kind::Tcp(WHY_POLICY),
         ] {
-            for phase in [
-                Phase::Open,
-                Phase::Listening,
-                Phase::Connecting,
-                Phase::Pending,
-                Phase::Done,
-            ] {
+            for phase in PHASES {
                 for server in [false, true] {
                     let e = Entry {
                         kind,
@@ -324,6 +372,48 @@ mod tests {
         assert_eq!(clear(fd), None);
         assert_eq!(set(LIMIT as i32, open), (None, None));
         assert_eq!(get(-1), None);
+    }
+
+    /// What the close hook reads from a word without decoding it says what the decoded entry
+    /// says, and a forget from a stale look changes nothing.
+    #[test]
+    fn a_look_agrees_with_the_entry_and_forgets_only_what_it_saw() {
+        let fd = 900_002;
+        assert!(!look(fd).is_entry());
+        assert!(!forget_seen(fd, look(fd)), "nothing to forget");
+        for phase in PHASES {
+            for (kind, epoch) in [(Kind::Smc, super::epoch()), (Kind::Tcp(97), 0xbeef)] {
+                let (stored, _) = set(
+                    fd,
+                    Entry {
+                        epoch,
+                        ..Entry::new(kind, phase, false)
+                    },
+                );
+                let e = stored.unwrap();
+                let seen = look(fd);
+                assert!(seen.is_entry());
+                assert_eq!(seen.entry(), Some(e));
+                assert_eq!(
+                    seen.waits(),
+                    e.ours() && matches!(e.phase, Phase::Pending | Phase::Connecting),
+                    "{e:?}"
+                );
+                let next = if phase == Phase::Done {
+                    Phase::Open
+                } else {
+                    Phase::Done
+                };
+                assert!(transition(fd, e, Some(e.with(next))));
+                assert!(!forget_seen(fd, seen), "the word changed since the look");
+                assert_eq!(get(fd), Some(e.with(next)));
+                assert!(forget_seen(fd, look(fd)));
+                assert_eq!(get(fd), None);
+                assert!(!look(fd).is_entry());
+            }
+        }
+        assert!(!forget_seen(-1, look(-1)));
+        assert!(!look(LIMIT as i32).is_entry());
     }
 
     #[test]

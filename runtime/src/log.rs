@@ -57,12 +57,21 @@ impl Write for Line {
     }
 }
 
+/// Builds and writes one line (the body of [`line!`]). Out of line and cold: a hook that may
+/// write a debug line carries only the call, not the line's 512-byte buffer in its own frame (nor
+/// the prologue that frame costs on every call, debug or not).
+#[cold]
+#[inline(never)]
+pub fn emit_line(args: fmt::Arguments<'_>) {
+    let mut l = Line::new();
+    let _ = l.write_fmt(args);
+    l.emit();
+}
+
 /// Writes one formatted line to stderr: `line!("socket fd {} ...", fd)`.
 #[macro_export]
 macro_rules! line {
-    ($($arg:tt)*) => {{
-        let mut l = $crate::log::Line::new();
-        let _ = ::std::fmt::Write::write_fmt(&mut l, format_args!($($arg)*));
-        l.emit();
-    }};
+    ($($arg:tt)*) => {
+        $crate::log::emit_line(format_args!($($arg)*))
+    };
 }

@@ -65,7 +65,9 @@ fn touch() {
     sidecar::maybe_start();
 }
 
-/// `socket()` made a TCP socket: an SMC one, or a TCP one (with the reason).
+/// `socket()` made a TCP socket: an SMC one, or a TCP one (with the reason). Inlined into the
+/// socket hook, where `kind` is known: its word is then mostly constants.
+#[inline]
 pub fn socket_made(fd: i32, kind: Kind) {
     bump(match kind {
         Kind::Smc => &COUNTS.converted,
@@ -80,6 +82,7 @@ pub fn socket_made(fd: i32, kind: Kind) {
 /// `socket()` made a socket the shim does not touch (UDP, UNIX, ...) on `fd`. Atomics, and a
 /// futex wake when a connection of ours was on `fd` before (its close was missed: close_range,
 /// dup2): no errno, no lock, no allocation, so that the socket hook calls it without its guard.
+#[inline]
 pub fn other_socket_made(fd: i32) {
     bump(&COUNTS.untouched);
     if fdtable::get(fd).is_some() {
@@ -273,11 +276,20 @@ fn inherited_tcp(protocol: i32, refusal: impl FnOnce() -> Option<i32>) -> fdtabl
 }
 
 /// Whether closing `fd` is none of the runtime's business: no socket the shim handled is on it and
-/// it is not one of the runtime's own files. Atomic loads only, so that the close hook can take its
-/// fast path (most closes are of files, pipes and other sockets) without its guard.
+/// it is not one of the runtime's own files. Atomic loads only, so that the close hooks can take
+/// their fast path (most closes are of files, pipes and other sockets) without their guard.
 #[inline]
 pub fn close_is_untouched(fd: i32) -> bool {
-    fdtable::get(fd).is_none() && !rundir::holds(fd)
+    close_look(fd).is_none()
+}
+
+/// The close hook's first look at `fd`: None when closing it is none of the runtime's business
+/// (see [`close_is_untouched`]), else the fd's word as read now (no entry in it: one of the
+/// runtime's own files), which [`closing`] takes so as not to read it again.
+#[inline]
+pub fn close_look(fd: i32) -> Option<fdtable::Seen> {
+    let seen = fdtable::look(fd);
+    (seen.is_entry() || rundir::holds(fd)).then_some(seen)
 }
 
 /// The program is about to close every fd from `first` to `last` (close_range, closefrom): the
@@ -287,21 +299,39 @@ pub fn closing_range(first: i32, last: i32) {
     rundir::before_close_range(first, last);
 }
 
-/// The program is about to close `fd`. Inlined into the close hook: most closes end in the first
-/// lines (a socket that never connected, a connection already counted).
+/// The program is about to close `fd`, whose word was `seen` a moment ago (by [`close_look`], or
+/// `fdtable::look`). Inlined into the close hook: most closes end in the first lines (a socket
+/// that never connected, a connection already counted, an ancestor's), with one compare-and-swap
+/// from what was seen; when the entry changed meanwhile, it is looked at again.
 #[inline]
-pub fn closing(fd: i32) {
+pub fn closing(fd: i32, seen: fdtable::Seen) {
     rundir::before_close(fd);
+    if seen.is_entry() && !seen.waits() && fdtable::forget_seen(fd, seen) {
+        return;
+    }
+    closing_again(fd);
+}
+
+/// Whether the close of a socket with entry `e` has nothing to count: not this process's
+/// connection, or not one waiting (made, listening, counted).
+#[inline]
+fn settled(e: Entry) -> bool {
+    !e.ours() || !matches!(e.phase, Phase::Pending | Phase::Connecting)
+}
+
+/// [`closing`] with a fresh look at `fd`'s entry, out of line: a connection not counted yet, or an
+/// entry that changed since it was seen.
+#[inline(never)]
+fn closing_again(fd: i32) {
     let Some(e) = fdtable::get(fd) else { return };
-    if !e.ours() || !matches!(e.phase, Phase::Pending | Phase::Connecting) {
+    if settled(e) {
         fdtable::clear(fd);
         return;
     }
     closing_unsettled(fd, e);
 }
 
-/// [`closing`] of a connection not counted yet, out of line.
-#[inline(never)]
+/// [`closing`] of a connection not counted yet.
 fn closing_unsettled(fd: i32, e: Entry) {
     // One look at what the socket has become, with raw getsockopt calls: the close is not held up
     // for an smc_diag dump.

@@ -7,7 +7,7 @@
 //! expected, and the default is used: the program keeps running.
 
 use crate::debug::line;
-use smcrun_policy::{Policy, ProgramPolicy};
+use smcrun_policy::{Action, Family, Policy, ProgramPolicy};
 use smcrun_settings::{self as settings, Fallback, Mode, Setting};
 use std::ffi::CStr;
 use std::sync::OnceLock;
@@ -32,13 +32,37 @@ pub struct Config {
     pub policy: ProgramPolicy,
     /// The whole policy's canonical text, for the report (empty: none, or a bad one).
     pub policy_text: String,
+    /// Whether the policy keeps every socket of the family on TCP from the start
+    /// (`ProgramPolicy::likely`, asked once at load): IPv4's, then IPv6's.
+    tcp_by_policy: [bool; 2],
+}
+
+impl Config {
+    /// Whether a TCP socket of `domain` (`AF_INET` or `AF_INET6`) stays TCP by policy, whatever
+    /// it will connect to (see `ProgramPolicy::likely`).
+    #[inline]
+    pub fn tcp_by_policy(&self, domain: libc::c_int) -> bool {
+        self.tcp_by_policy[usize::from(domain == libc::AF_INET6)]
+    }
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
 
-/// The configuration, loaded on first use.
+/// The configuration, loaded on first use (errno kept: the load reads files and may wait for
+/// another thread's load). Inlined: once loaded, one load and a compare.
+#[inline]
 pub fn get() -> &'static Config {
-    CONFIG.get_or_init(load)
+    match CONFIG.get() {
+        Some(c) => c,
+        None => get_first(),
+    }
+}
+
+/// [`get`]'s first call, which loads the configuration.
+#[cold]
+#[inline(never)]
+fn get_first() -> &'static Config {
+    smcrun_sys::errno::keep(|| CONFIG.get_or_init(load))
 }
 
 /// The configuration if it is loaded already (the constructor loads it): a hook's fast path asks
@@ -84,6 +108,7 @@ fn read<T>(s: &Setting, parse: fn(&str) -> Option<T>) -> Option<T> {
 
 fn load() -> Config {
     let (policy, policy_text) = program_policy();
+    let tcp_by_policy = [Family::V4, Family::V6].map(|f| policy.likely(f) == Action::Tcp);
     Config {
         mode: read(&settings::MODE, settings::parse_mode).unwrap_or(Mode::Auto),
         fallback: read(&settings::FALLBACK, settings::parse_fallback).unwrap_or(Fallback::Tcp),
@@ -93,6 +118,7 @@ fn load() -> Config {
         report: read(&settings::REPORT, settings::parse_bool).unwrap_or(false),
         policy,
         policy_text,
+        tcp_by_policy,
     }
 }
 

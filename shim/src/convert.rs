@@ -6,13 +6,12 @@ use crate::debug::{errno_name, line};
 use crate::guard::{errno, set_errno, Outcome};
 use crate::real;
 use libc::c_int;
-use smcrun_policy::{Action, Family};
 use smcrun_runtime::fdtable::{self, Kind};
 use smcrun_runtime::track;
 use smcrun_settings::{Fallback, Mode, Why};
 use smcrun_sys::smc::{AF_SMC, IPPROTO_SMC, SMCPROTO_SMC, SMCPROTO_SMC6};
 use smcrun_sys::sock;
-use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 /// The two ways to ask for an SMC socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,11 +35,22 @@ impl SmcKind {
 /// does (and why). Written with compare-and-swap from UNKNOWN only, so the first answer sticks
 /// and racing threads that probed at the same time agree with it.
 static LEARNT: AtomicU8 = AtomicU8::new(UNKNOWN);
-static NONE_ERRNO: AtomicI32 = AtomicI32::new(0);
+/// With [`NONE_WORKS`]: the errno of the lasting refusal, and (above bit 32) its byte for the fd
+/// table (`fdtable::why_errno`), computed once; one word, so that both come from the same
+/// refusal when racing threads store different ones.
+static NONE: AtomicU64 = AtomicU64::new(0);
 const UNKNOWN: u8 = 0;
 const INET_WORKS: u8 = 1;
 const SMC_WORKS: u8 = 2;
 const NONE_WORKS: u8 = 3;
+
+/// The lasting refusal stored with [`NONE_WORKS`]: its errno, and that errno's byte for the fd
+/// table.
+#[inline(always)]
+fn refusal() -> (i32, fdtable::Why) {
+    let w = NONE.load(Ordering::Relaxed);
+    (w as u32 as i32, (w >> 32) as fdtable::Why)
+}
 
 fn learn(state: u8) {
     let _ = LEARNT.compare_exchange(UNKNOWN, state, Ordering::AcqRel, Ordering::Acquire);
@@ -78,7 +88,7 @@ fn try_kind(kind: SmcKind, domain: c_int, ty: c_int) -> Result<c_int, i32> {
 fn smc_socket(mode: Mode, domain: c_int, ty: c_int) -> Result<(c_int, SmcKind), i32> {
     // this kernel refuses them for good (learnt from the first one): the fallback costs a load
     if LEARNT.load(Ordering::Acquire) == NONE_WORKS {
-        return Err(NONE_ERRNO.load(Ordering::Relaxed));
+        return Err(refusal().0);
     }
     try_smc_socket(mode, domain, ty)
 }
@@ -86,7 +96,7 @@ fn smc_socket(mode: Mode, domain: c_int, ty: c_int) -> Result<(c_int, SmcKind), 
 #[inline(never)]
 fn try_smc_socket(mode: Mode, domain: c_int, ty: c_int) -> Result<(c_int, SmcKind), i32> {
     let candidates: &[SmcKind] = match LEARNT.load(Ordering::Acquire) {
-        NONE_WORKS => return Err(NONE_ERRNO.load(Ordering::Relaxed)),
+        NONE_WORKS => return Err(refusal().0),
         INET_WORKS => &[SmcKind::Inet],
         SMC_WORKS => &[SmcKind::Smc],
         _ => match mode {
@@ -111,7 +121,10 @@ fn try_smc_socket(mode: Mode, domain: c_int, ty: c_int) -> Result<(c_int, SmcKin
             Err(e) => return Err(e),
         }
     }
-    NONE_ERRNO.store(last, Ordering::Relaxed);
+    NONE.store(
+        u64::from(last as u32) | u64::from(fdtable::why_errno(last)) << 32,
+        Ordering::Relaxed,
+    );
     learn(NONE_WORKS);
     Err(last)
 }
@@ -164,43 +177,84 @@ fn apply_buffers(fd: c_int, cfg: &Config) {
 }
 
 /// The TCP socket the program asked for, told to the runtime with the reason it is not an SMC
-/// socket (the errno of the refused SMC socket, or the policy). `entry` is the caller's errno,
-/// which errno holds at the call and a successful call leaves as it was.
+/// socket (the errno of the refused SMC socket, or the policy). errno holds the caller's errno at
+/// the call (every caller sees to it), and the runtime's news (`track::socket_made`: atomics)
+/// leaves it as the call did.
+#[inline(always)]
 fn tcp_socket(
     domain: c_int,
     ty: c_int,
     protocol: c_int,
     out: &Outcome,
     why: fdtable::Why,
-    entry: i32,
 ) -> c_int {
-    let fd = out.record(real::socket(domain, ty, protocol));
+    let fd = out.record_call(real::socket(domain, ty, protocol));
     if fd >= 0 {
         track::socket_made(fd, Kind::Tcp(why));
-        set_errno(entry);
     }
     fd
 }
 
-/// The body of the `socket` hook for a TCP socket (the hook passes the others through itself);
-/// `entry` is the caller's errno.
-pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome, entry: i32) -> c_int {
+/// The body of the `socket` hook for a TCP socket (the hook passes the others through itself).
+/// Inlined into the hook, with the path a kernel without SMC takes for every socket after the
+/// first: the configuration's answers, one load of what was learnt, the real call and the
+/// runtime's news. Everything else (the policy's TCP, an SMC socket to make, strict mode, the
+/// debug lines) is out of line.
+#[inline(always)]
+pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome) -> c_int {
     let cfg = config::get();
-    let family = if domain == libc::AF_INET6 {
-        Family::V6
-    } else {
-        Family::V4
-    };
-    if cfg.policy.likely(family) == Action::Tcp {
-        let fd = tcp_socket(domain, ty, protocol, out, fdtable::WHY_POLICY, entry);
-        if fd >= 0 && cfg.debug >= 1 {
-            line!(
-                "socket fd {fd}: {} stream stays TCP by policy",
-                family_name(domain)
-            );
+    if cfg.tcp_by_policy(domain) {
+        return tcp_by_policy(domain, ty, protocol, out, cfg);
+    }
+    // This kernel refuses SMC sockets for good (learnt from the first one): the fallback costs a
+    // load, and errno is still the caller's (nothing was called).
+    if LEARNT.load(Ordering::Acquire) == NONE_WORKS && cfg.fallback != Fallback::Strict {
+        let (e, why) = refusal();
+        let fd = tcp_socket(domain, ty, protocol, out, why);
+        if cfg.debug >= 1 {
+            stays_tcp(fd, domain, e);
         }
         return fd;
     }
+    smc_socket_or_not(domain, ty, protocol, out, cfg)
+}
+
+/// [`socket`] when the policy keeps every socket of the family on TCP.
+#[inline(never)]
+fn tcp_by_policy(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome, cfg: &Config) -> c_int {
+    let fd = tcp_socket(domain, ty, protocol, out, fdtable::WHY_POLICY);
+    if fd >= 0 && cfg.debug >= 1 {
+        line!(
+            "socket fd {fd}: {} stream stays TCP by policy",
+            family_name(domain)
+        );
+    }
+    fd
+}
+
+/// The debug line of a TCP socket made because the kernel refused the SMC one with `e`.
+#[cold]
+#[inline(never)]
+fn stays_tcp(fd: c_int, domain: c_int, e: i32) {
+    line!(
+        "socket fd {fd}: {} stream stays TCP: {} ({})",
+        family_name(domain),
+        Why::of(e).describe(),
+        errno_name(e)
+    );
+}
+
+/// [`socket`] when an SMC socket is to be tried (or strict mode refuses the call): what was
+/// learnt decides how the kernel is asked, and the fallback takes the TCP socket. Out of line.
+#[inline(never)]
+fn smc_socket_or_not(
+    domain: c_int,
+    ty: c_int,
+    protocol: c_int,
+    out: &Outcome,
+    cfg: &Config,
+) -> c_int {
+    let entry = out.entry();
     match smc_socket(cfg.mode, domain, ty) {
         Ok((fd, kind)) => {
             out.record(fd);
@@ -217,13 +271,12 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome, entry: i
             fd
         }
         Err(e) => {
-            let why = Why::of(e);
             if cfg.fallback == Fallback::Strict {
                 if cfg.debug >= 1 {
                     line!(
                         "socket: {} stream refused (strict): {} ({})",
                         family_name(domain),
-                        why.describe(),
+                        Why::of(e).describe(),
                         errno_name(e)
                     );
                 }
@@ -231,14 +284,9 @@ pub fn socket(domain: c_int, ty: c_int, protocol: c_int, out: &Outcome, entry: i
                 return out.record(-1);
             }
             set_errno(entry);
-            let fd = tcp_socket(domain, ty, protocol, out, fdtable::why_errno(e), entry);
+            let fd = tcp_socket(domain, ty, protocol, out, fdtable::why_errno(e));
             if cfg.debug >= 1 {
-                line!(
-                    "socket fd {fd}: {} stream stays TCP: {} ({})",
-                    family_name(domain),
-                    why.describe(),
-                    errno_name(e)
-                );
+                stays_tcp(fd, domain, e);
             }
             fd
         }

@@ -122,6 +122,16 @@ impl Outcome {
         ret
     }
 
+    /// [`Self::record`] for a call made with the caller's errno in place that, as a system call's
+    /// C wrapper does (socket, close), leaves errno alone when it succeeds: the errno a success
+    /// left is then the caller's, and only a failure's is read.
+    #[inline(always)]
+    pub fn record_call(&self, ret: i32) -> i32 {
+        let e = if ret < 0 { errno() } else { self.1 };
+        self.0.set(Some((ret, e)));
+        ret
+    }
+
     /// The caller's errno at the hook's entry (read once, by [`hook`]): what a body that makes
     /// calls of its own puts back.
     #[inline(always)]

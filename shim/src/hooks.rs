@@ -11,12 +11,14 @@ use crate::real::{self, SetUid};
 use crate::{convert, policy};
 use libc::{c_int, c_void, socklen_t};
 use smcrun_runtime::counters::{bump, COUNTS};
-use smcrun_runtime::fdtable::{self, Kind};
+use smcrun_runtime::fdtable::{self, Kind, Seen};
 use smcrun_runtime::track;
 use smcrun_sys::sock;
 use std::panic::catch_unwind;
 
-/// Makes TCP sockets SMC sockets; see [`convert::socket`].
+/// Makes TCP sockets SMC sockets; see [`convert::socket`]. Both kinds of socket out of line, in
+/// functions of the C ABI (which cannot unwind, as this one cannot), so that this is a test and a
+/// jump, with no frame of its own.
 ///
 /// # Safety
 /// Called by C code exactly as socket(2).
@@ -32,14 +34,16 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
 /// The socket hook for a TCP socket. Kept out of line so that the other sockets' path carries
 /// none of its set-up.
 #[inline(never)]
-fn tcp_socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
+extern "C" fn tcp_socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
     hook(
-        || real::socket(domain, ty, protocol),
+        move || real::socket(domain, ty, protocol),
         |out| {
-            let entry = out.entry();
-            let fd = convert::socket(domain, ty, protocol, out, entry);
-            again_with_our_fds(fd, entry, || {
-                convert::socket(domain, ty, protocol, out, entry)
+            let fd = convert::socket(domain, ty, protocol, out);
+            if fd >= 0 {
+                return fd;
+            }
+            again_if_out_of_fds(fd, out.entry(), &move || {
+                convert::socket(domain, ty, protocol, out)
             })
         },
     )
@@ -50,8 +54,8 @@ fn tcp_socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
 /// which can neither re-enter a hook nor touch errno, so without the guard's flag and errno care
 /// (its panic barrier stays). EMFILE goes the guarded way, to be tried again with the runtime's
 /// descriptors given up.
-#[inline(always)]
-fn other_socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
+#[inline(never)]
+extern "C" fn other_socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
     let entry = errno();
     let fd = real::socket(domain, ty, protocol);
     if guard::nested() {
@@ -86,12 +90,21 @@ fn other_socket_failed(domain: c_int, ty: c_int, protocol: c_int, fd: c_int, ent
 /// When a call that makes a descriptor failed with EMFILE while the runtime holds descriptors of
 /// its own (the run directory, the report), those are given to the program (see
 /// `smcrun_rundir::write::give_up_fds`) and the call is made once more, with the caller's errno
-/// on entry: the program gets every descriptor its limit allows. Otherwise `ret` as it is.
-fn again_with_our_fds(ret: c_int, entry: i32, call: impl FnOnce() -> c_int) -> c_int {
-    if ret >= 0 || errno() != libc::EMFILE {
+/// on entry: the program gets every descriptor its limit allows. Otherwise `ret` as it is. The
+/// test of a success inlined, the rest out of line.
+#[inline(always)]
+fn again_with_our_fds(ret: c_int, entry: i32, call: impl Fn() -> c_int) -> c_int {
+    if ret >= 0 {
         return ret;
     }
-    if !track::out_of_fds() {
+    again_if_out_of_fds(ret, entry, &call)
+}
+
+/// [`again_with_our_fds`] after a failure.
+#[cold]
+#[inline(never)]
+fn again_if_out_of_fds(ret: c_int, entry: i32, call: &dyn Fn() -> c_int) -> c_int {
+    if errno() != libc::EMFILE || !track::out_of_fds() {
         return ret;
     }
     set_errno(entry);
@@ -271,42 +284,76 @@ pub unsafe extern "C" fn getsockopt(
     val: *mut c_void,
     len: *mut socklen_t,
 ) -> c_int {
-    // SAFETY: the caller's arguments, passed on unchanged.
-    let ret = unsafe { real::getsockopt(fd, level, name, val, len) };
-    // Only three successful SOL_SOCKET reads are the shim's business, and not inside a hook; the
-    // real call is made first and outside the guard (it can neither panic nor re-enter), so
-    // every other read costs a compare (and errno is untouched: the real call's own).
-    if ret != 0
-        || level != libc::SOL_SOCKET
+    // Only three SOL_SOCKET reads are the shim's business: every other read is the real call
+    // alone, after two compares (errno is the real call's own).
+    if level != libc::SOL_SOCKET
         || !matches!(name, libc::SO_DOMAIN | libc::SO_PROTOCOL | libc::SO_ERROR)
-        || guard::nested()
     {
+        // SAFETY: the caller's arguments, passed on unchanged.
+        return unsafe { real::getsockopt(fd, level, name, val, len) };
+    }
+    // SAFETY: as above.
+    unsafe { socket_option(fd, name, val, len) }
+}
+
+/// [`getsockopt`] of SOL_SOCKET's SO_DOMAIN, SO_PROTOCOL or SO_ERROR, out of line. The real call
+/// is made first and outside the guard (it can neither panic nor re-enter); only a successful
+/// read that may be an SMC socket's identity (`convert::may_be_smc_identity`), or one of SO_ERROR,
+/// goes on, when not inside a hook, to the guarded path.
+///
+/// Of the C ABI, so that the hook's call is a jump.
+///
+/// # Safety
+/// As getsockopt(2), at level SOL_SOCKET.
+#[inline(never)]
+unsafe extern "C" fn socket_option(
+    fd: c_int,
+    name: c_int,
+    val: *mut c_void,
+    len: *mut socklen_t,
+) -> c_int {
+    // SAFETY: the caller's arguments, passed on unchanged.
+    let ret = unsafe { real::getsockopt(fd, libc::SOL_SOCKET, name, val, len) };
+    if ret != 0 || val.is_null() || len.is_null() {
         return ret;
     }
     // SAFETY: after a successful call, `*len` bytes of `val` are the value (`len` was checked).
     let value = unsafe {
-        (!val.is_null() && !len.is_null() && *len as usize >= std::mem::size_of::<c_int>())
+        (*len as usize >= std::mem::size_of::<c_int>())
             .then(|| val.cast::<c_int>().read_unaligned())
     };
     let Some(value) = value else { return ret };
-    if name != libc::SO_ERROR && !convert::may_be_smc_identity(name, value) {
+    if name != libc::SO_ERROR && !convert::may_be_smc_identity(name, value) || guard::nested() {
         return ret;
     }
-    hook(
-        || ret,
+    // SAFETY: `val` holds the value read above, an int (`*len` was checked).
+    unsafe { socket_option_news(fd, name, value, val) };
+    ret
+}
+
+/// The guarded part of [`socket_option`] for `value`, read from `val`: SO_ERROR's news for the
+/// runtime, or an SMC socket's identity rewritten as TCP's in `val`. errno is the caller's.
+///
+/// # Safety
+/// `val` holds an int that the kernel wrote, and may be written.
+#[cold]
+#[inline(never)]
+unsafe fn socket_option_news(fd: c_int, name: c_int, value: c_int, val: *mut c_void) {
+    let _ = hook(
+        || 0,
         |out| {
             let e = out.entry();
             if name == libc::SO_ERROR {
                 track::so_error_read(fd, value);
             } else if let Some(v) = convert::identity_as_tcp(fd, name, value) {
-                // SAFETY: the kernel's answer is there: `*len` covers an int at `val` (checked
-                // above, before it was read).
+                // SAFETY: the kernel's answer is there: `*len` covers an int at `val` (checked by
+                // the caller, before it was read).
                 unsafe { val.cast::<c_int>().write_unaligned(v) };
             }
             set_errno(e);
-            ret
+            0
         },
-    )
+    );
 }
 
 /// close(2), after the runtime took its last look at a connection it still had to classify
@@ -319,38 +366,41 @@ pub unsafe extern "C" fn getsockopt(
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     // Files, pipes and sockets the shim never handled, most closes: nothing to do but the real
-    // call (two atomic loads decide it, see `track::close_is_untouched`).
-    if catch_unwind(|| track::close_is_untouched(fd)).unwrap_or(false) {
-        return real::close(fd);
+    // call (two atomic loads decide it, see `track::close_look`). What the first load read goes
+    // on to the guarded path.
+    match catch_unwind(|| track::close_look(fd)) {
+        Ok(None) => real::close(fd),
+        Ok(Some(seen)) => closing(fd, seen),
+        Err(_) => closing(fd, fdtable::look(fd)),
     }
-    closing(fd)
 }
 
-/// The close hook for a descriptor the runtime knows. Kept out of line so that the fast path
-/// carries none of its set-up.
+/// The close hook for a descriptor the runtime knows (its entry `seen` by the first look). Kept
+/// out of line (in a function of the C ABI, so that the hook's call is a jump) so that the fast
+/// path carries none of its set-up.
 #[inline(never)]
-fn closing(fd: c_int) -> c_int {
+extern "C" fn closing(fd: c_int, seen: Seen) -> c_int {
     hook(
-        || real::close(fd),
+        move || real::close(fd),
         |out| {
-            let e = out.entry();
-            before_close(fd);
-            set_errno(e);
-            out.record(real::close(fd))
+            before_close(fd, seen, out.entry());
+            out.record_call(real::close(fd))
         },
     )
 }
 
 /// What every call that closes a descriptor the runtime knows does first, whichever call it is
-/// (close, or dup2/dup3/close_range/closefrom closing it on the program's behalf): the drain's
-/// SO_LINGER for an SMC socket with unsent bytes, then the runtime's last look. errno is the
-/// caller's to keep. Inlined: close() is the hot caller.
+/// (close, or dup2/dup3/close_range/closefrom closing it on the program's behalf), given the fd's
+/// entry as `seen` a moment ago: the drain's SO_LINGER for an SMC socket with unsent bytes, then
+/// the runtime's last look. errno is left as `entry`, the caller's (the runtime's look keeps it
+/// itself). Inlined: close() is the hot caller.
 #[inline(always)]
-fn before_close(fd: c_int) {
-    if matches!(fdtable::get(fd), Some(en) if en.kind == Kind::Smc) {
+fn before_close(fd: c_int, seen: Seen, entry: i32) {
+    if matches!(seen.entry(), Some(en) if en.kind == Kind::Smc) {
         crate::drain::before_close(fd);
+        set_errno(entry);
     }
-    track::closing(fd);
+    track::closing(fd, seen);
 }
 
 /// Whether `fd` is open (fcntl F_GETFD, which touches nothing). errno is the caller's to keep.
@@ -378,7 +428,7 @@ fn replacing(old: c_int, new: c_int, call: &dyn Fn() -> c_int) -> c_int {
     hook(call, |out| {
         let e = out.entry();
         if is_open(old) {
-            before_close(new);
+            before_close(new, fdtable::look(new), e);
         }
         set_errno(e);
         out.record(call())
@@ -411,7 +461,7 @@ pub extern "C" fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_
             if flags & CLOSE_RANGE_CLOEXEC == 0 && first <= last {
                 let e = out.entry();
                 if flags & CLOSE_RANGE_UNSHARE == 0 {
-                    before_closing_from(first, last);
+                    before_closing_from(first, last, e);
                 } else if let Ok(f) = c_int::try_from(first) {
                     track::closing_range(f, c_int::try_from(last).unwrap_or(c_int::MAX));
                 }
@@ -435,7 +485,7 @@ pub extern "C" fn closefrom(first: c_int) {
         },
         |out| {
             let e = out.entry();
-            before_closing_from(first, libc::c_uint::MAX);
+            before_closing_from(first, libc::c_uint::MAX, e);
             set_errno(e);
             real::closefrom(first);
             out.record(0)
@@ -451,8 +501,8 @@ const CLOSE_RANGE_UNSHARE: c_int = 1 << 1;
 /// Prepares every descriptor from `first` to `last` that the runtime knows for its close: the
 /// runtime's own files leave the range, then each socket in its table is prepared as [`close`]
 /// prepares it. The table ends at the highest fd it ever held, so a range up to `~0` costs one
-/// atomic load per fd below that.
-fn before_closing_from(first: libc::c_uint, last: libc::c_uint) {
+/// atomic load per fd below that. `entry` is the caller's errno, as in [`before_close`].
+fn before_closing_from(first: libc::c_uint, last: libc::c_uint, entry: i32) {
     let Ok(first) = c_int::try_from(first) else {
         return;
     };
@@ -463,8 +513,9 @@ fn before_closing_from(first: libc::c_uint, last: libc::c_uint) {
             .unwrap_or(c_int::MAX)
             .min(last.saturating_add(1))
     {
-        if fdtable::get(fd).is_some() {
-            before_close(fd);
+        let seen = fdtable::look(fd);
+        if seen.is_entry() {
+            before_close(fd, seen, entry);
         }
     }
 }

@@ -27,7 +27,7 @@ impl Symbol {
 
     /// The resolved address, or null when no later object defines the symbol.
     fn get(&self) -> *mut c_void {
-        let p = self.ptr.load(Ordering::Acquire);
+        let p = self.resolved();
         if !p.is_null() {
             return p;
         }
@@ -35,6 +35,12 @@ impl Symbol {
         let p = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr().cast()) };
         self.ptr.store(p, Ordering::Release);
         p
+    }
+
+    /// The address if it was resolved already (null: not yet, or not defined).
+    #[inline(always)]
+    fn resolved(&self) -> *mut c_void {
+        self.ptr.load(Ordering::Acquire)
     }
 }
 
@@ -93,7 +99,10 @@ pub fn resolve_all() {
 ///
 /// A macro, not a generic function, so that each wrapper keeps its own C signature and its own
 /// fallback while the resolve-and-call is written once; it expands to no lock and no allocation,
-/// and touches errno only where the called function or the fallback does.
+/// and touches errno only where the called function or the fallback does. The call through a
+/// pointer resolved already is inline (a load, a test, the call); resolving it (dlsym) and the
+/// fallback are in a cold function of their own, so that a hook's fast path keeps no registers
+/// for them.
 ///
 /// # Safety
 /// Expands to unsafe operations (the call through the transmuted pointer, and the system call):
@@ -104,9 +113,29 @@ macro_rules! call_next {
         call_next!($sym($($arg: $ty),*) else libc::syscall(libc::$nr, $($arg),*) as c_int)
     };
     ($sym:ident($($arg:ident: $ty:ty),*) else $fallback:expr) => {{
-        let p = $sym.get();
+        let p = $sym.resolved();
         if p.is_null() {
-            $fallback
+            /// The first call (or one without a later definition): resolve, then call or fall
+            /// back.
+            ///
+            /// # Safety
+            /// As the wrapper's.
+            #[cold]
+            #[inline(never)]
+            #[allow(unused_unsafe)] // some fallbacks are safe code
+            unsafe fn resolve_and_call($($arg: $ty),*) -> c_int {
+                let p = $sym.get();
+                if p.is_null() {
+                    // SAFETY: the fallback is the wrapper's (see the macro's comment).
+                    unsafe { $fallback }
+                } else {
+                    // SAFETY: as the wrapper's (see the macro's comment).
+                    let f: unsafe extern "C" fn($($ty),*) -> c_int = unsafe { std::mem::transmute(p) };
+                    // SAFETY: as above.
+                    unsafe { f($($arg),*) }
+                }
+            }
+            resolve_and_call($($arg),*)
         } else {
             let f: unsafe extern "C" fn($($ty),*) -> c_int = std::mem::transmute(p);
             f($($arg),*)

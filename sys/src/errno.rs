@@ -9,15 +9,13 @@ impl Errno {
     /// The calling thread's errno now (inlined: every hook reads it, some several times).
     #[inline]
     pub fn last() -> Errno {
-        // SAFETY: `slot` is the calling thread's valid errno slot.
-        Errno(unsafe { *slot() })
+        Errno(tls::get())
     }
 
     /// Sets the calling thread's errno.
     #[inline]
     pub fn set(self) {
-        // SAFETY: as in `last`.
-        unsafe { *slot() = self.0 }
+        tls::set(self.0)
     }
 
     /// The symbolic name (`"ECONNREFUSED"`), or `"errno"` for a number Linux does not define.
@@ -35,43 +33,96 @@ impl core::fmt::Display for Errno {
     }
 }
 
-/// The calling thread's errno slot. On x86_64 Linux it sits at the same offset from the thread
+/// The calling thread's errno on x86_64 Linux, where it sits at the same offset from the thread
 /// pointer in every thread: glibc's errno is initial-exec TLS of libc.so, which is in the static
 /// TLS block, and musl's is a field of the thread descriptor the thread pointer points at. The
 /// offset is learned from the first `__errno_location` call (a relaxed atomic: no lock, so a
-/// signal handler may be first) and later reads are a load `%fs`-relative: a hook touches errno
-/// several times, and each call into the C library cost about six instructions and a spill of the
-/// caller's registers (callgrind, `bench/run --only hooks`).
+/// signal handler may be first); later accesses are one `%fs`-relative load or store at that
+/// offset (the `%fs` base is the thread pointer, which `%fs:0` also holds: the x86_64 TLS ABI). A
+/// hook touches errno several times, and each call into the C library cost about six
+/// instructions and a spill of the caller's registers; computing the address from `%fs:0` first
+/// cost two more per access (callgrind, `bench/run --only hooks`).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-#[inline(always)]
-fn slot() -> *mut i32 {
+mod tls {
+    use core::arch::asm;
     use core::sync::atomic::{AtomicIsize, Ordering};
+
     /// The slot's offset from the thread pointer; 0 until learned (the thread pointer's word 0
     /// is the thread's own address, never its errno).
     static OFFSET: AtomicIsize = AtomicIsize::new(0);
-    let tp: isize;
-    // SAFETY: on x86_64 Linux %fs:0 holds the calling thread's thread pointer (the TCB's address
-    // of itself, in glibc and musl); a plain load, no other effect.
-    unsafe {
-        core::arch::asm!("movq %fs:0, {}", out(reg) tp,
-            options(att_syntax, nostack, preserves_flags, readonly));
+
+    /// The calling thread's errno.
+    #[inline(always)]
+    pub fn get() -> i32 {
+        let off = OFFSET.load(Ordering::Relaxed);
+        if off == 0 {
+            // SAFETY: `learn` returns the calling thread's valid errno slot.
+            return unsafe { *learn() };
+        }
+        let v: i32;
+        // SAFETY: %fs's base is the calling thread's thread pointer, and `off` the offset of its
+        // errno from it (learned from __errno_location): a plain load of the thread's own errno.
+        // Pure and readonly: a read whose value is not used may go, and two with no write to
+        // memory (nor call) between them may be one.
+        unsafe {
+            asm!("movl %fs:({off}), {v:e}", off = in(reg) off, v = out(reg) v,
+                options(att_syntax, pure, readonly, nostack, preserves_flags));
+        }
+        v
     }
-    let off = OFFSET.load(Ordering::Relaxed);
-    if off != 0 {
-        return tp.wrapping_add(off) as *mut i32;
+
+    /// Sets the calling thread's errno.
+    #[inline(always)]
+    pub fn set(v: i32) {
+        let off = OFFSET.load(Ordering::Relaxed);
+        if off == 0 {
+            // SAFETY: as in `get`.
+            unsafe { *learn() = v };
+            return;
+        }
+        // SAFETY: as in `get`; a store to the calling thread's own errno only.
+        unsafe {
+            asm!("movl {v:e}, %fs:({off})", off = in(reg) off, v = in(reg) v,
+                options(att_syntax, nostack, preserves_flags));
+        }
     }
-    // SAFETY: __errno_location returns the calling thread's errno slot, and has no other effect.
-    let p = unsafe { libc::__errno_location() };
-    OFFSET.store((p as isize).wrapping_sub(tp), Ordering::Relaxed);
-    p
+
+    /// The first access in the process (or one racing it): the slot from the C library, and its
+    /// offset remembered. Every racer stores the same offset.
+    #[cold]
+    #[inline(never)]
+    fn learn() -> *mut i32 {
+        let tp: isize;
+        // SAFETY: on x86_64 Linux %fs:0 holds the calling thread's thread pointer (the TCB's
+        // address of itself, in glibc and musl); a plain load, no other effect.
+        unsafe {
+            asm!("movq %fs:0, {}", out(reg) tp,
+                options(att_syntax, nostack, preserves_flags, readonly));
+        }
+        // SAFETY: __errno_location returns the calling thread's errno slot, and has no other
+        // effect.
+        let p = unsafe { libc::__errno_location() };
+        OFFSET.store((p as isize).wrapping_sub(tp), Ordering::Relaxed);
+        p
+    }
 }
 
-/// The calling thread's errno slot, from the C library.
+/// The calling thread's errno elsewhere, through the C library.
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-#[inline(always)]
-fn slot() -> *mut i32 {
-    // SAFETY: __errno_location always returns the calling thread's valid errno slot.
-    unsafe { libc::__errno_location() }
+mod tls {
+    /// The calling thread's errno.
+    #[inline(always)]
+    pub fn get() -> i32 {
+        // SAFETY: __errno_location always returns the calling thread's valid errno slot.
+        unsafe { *libc::__errno_location() }
+    }
+
+    /// Sets the calling thread's errno.
+    #[inline(always)]
+    pub fn set(v: i32) {
+        // SAFETY: as in `get`.
+        unsafe { *libc::__errno_location() = v }
+    }
 }
 
 /// Runs `f` and puts the calling thread's errno back as it was before: for the system calls
@@ -241,6 +292,30 @@ mod tests {
         assert_eq!(name(libc::EWOULDBLOCK), "EAGAIN");
         assert_eq!(name(0), "errno");
         assert_eq!(name(-1), "errno");
+    }
+
+    /// errno read and written at the learnt offset is the C library's, in every thread (the
+    /// offset is learnt by whichever thread comes first).
+    #[test]
+    fn errno_is_the_c_librarys_in_every_thread() {
+        extern crate std;
+        use std::vec::Vec;
+        let check = |v: i32| {
+            Errno(v).set();
+            // SAFETY: the calling thread's errno slot.
+            assert_eq!(unsafe { *libc::__errno_location() }, v);
+            // SAFETY: as above.
+            unsafe { *libc::__errno_location() = v + 1 };
+            assert_eq!(Errno::last(), Errno(v + 1));
+        };
+        check(libc::EAGAIN);
+        let threads: Vec<_> = (0..4)
+            .map(|i| std::thread::spawn(move || check(libc::EINTR + i)))
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        check(libc::ENOENT);
     }
 
     #[test]

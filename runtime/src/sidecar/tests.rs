@@ -84,6 +84,14 @@ fn smc_open(fd: i32, server: bool) -> Entry {
         .expect("a tracked fd")
 }
 
+/// A real TCP socket (kept open by the listener returned) and its fd: it stands for an SMC socket
+/// that fell back, whose fd reads as TCP.
+fn tcp_fd() -> (std::net::TcpListener, i32) {
+    let s = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
+    (s, fd)
+}
+
 fn totals(st: &mut State) -> ConnectionCounts {
     let c = st.report().connections;
     assert_eq!(
@@ -261,12 +269,10 @@ fn blocking_connects_and_the_policy() {
 #[test]
 fn the_close_hook_classifies_what_the_sidecar_has_not_seen_and_only_once() {
     let _g = fresh();
-    // A real TCP socket stands for an SMC socket that fell back: its fd reads as TCP.
-    let s = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
+    let (_s, fd) = tcp_fd();
     let e = smc_open(fd, true);
     track::established(fd, e, None, None);
-    track::closing(fd);
+    track::closing(fd, fdtable::look(fd));
     assert_eq!(fdtable::get(fd), None);
     let mut st = State::default();
     st.look(&Fake::default(), false);
@@ -278,10 +284,29 @@ fn the_close_hook_classifies_what_the_sidecar_has_not_seen_and_only_once() {
     );
     assert_eq!(r.recent[0].mode, "TCP");
     // Closing again (or the sidecar looking) counts nothing more.
-    track::closing(fd);
+    track::closing(fd, fdtable::look(fd));
     st.look(&Fake::default(), false);
     assert_eq!(totals(&mut st).total, 1);
     fdtable::clear(fd);
+}
+
+/// The close hook reads the entry first and closes from what it saw: when the entry moved on
+/// meanwhile (the connection was established by another thread), it is looked at again and the
+/// connection is counted, as with a fresh look.
+#[test]
+fn a_close_from_an_entry_that_changed_since_it_was_seen_looks_again() {
+    let _g = fresh();
+    let (_s, fd) = tcp_fd();
+    let open = smc_open(fd, false);
+    let seen = fdtable::look(fd);
+    assert_eq!(seen.entry(), Some(open));
+    track::established(fd, open, None, None);
+    track::closing(fd, seen);
+    assert_eq!(fdtable::get(fd), None);
+    let mut st = State::default();
+    st.look(&Fake::default(), false);
+    assert_eq!(totals(&mut st).total, 1);
+    assert_eq!(st.report().recent[0].mode, "TCP");
 }
 
 #[test]
