@@ -313,8 +313,18 @@ pub fn listeners() -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The table is process-wide and the sidecar's look scans all of it: every test that puts
+    /// entries in it or looks at it holds this, so that no test sees (or classifies) another's
+    /// entries. Tests run in parallel threads by default; a sidecar test counted the Pending
+    /// entry of `set_transition_clear_and_scan` as its own connection, and took it away from
+    /// that test's scan (CI, debug build, b34dcd1).
+    pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+    }
 
     /// Every phase.
     const PHASES: [Phase; 5] = [
@@ -357,6 +367,7 @@ mod tests {
 
     #[test]
     fn set_transition_clear_and_scan() {
+        let _g = serial();
         let fd = 900_000;
         let (stored, before) = set(fd, Entry::new(Kind::Smc, Phase::Open, false));
         let open = stored.unwrap();
@@ -378,6 +389,7 @@ mod tests {
     /// says, and a forget from a stale look changes nothing.
     #[test]
     fn a_look_agrees_with_the_entry_and_forgets_only_what_it_saw() {
+        let _g = serial();
         let fd = 900_002;
         assert!(!look(fd).is_entry());
         assert!(!forget_seen(fd, look(fd)), "nothing to forget");
@@ -418,6 +430,7 @@ mod tests {
 
     #[test]
     fn a_new_socket_on_a_reused_fd_is_not_the_old_one() {
+        let _g = serial();
         let fd = 900_001;
         let (first, _) = set(fd, Entry::new(Kind::Smc, Phase::Open, true));
         let first = first.unwrap().with(Phase::Pending);

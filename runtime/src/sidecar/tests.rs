@@ -13,10 +13,6 @@ use smcrun_report::ConnectionCounts;
 use smcrun_sys::sock::TcpState;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Mutex as TestLock;
-
-/// The runtime's tables are process-wide: one test at a time.
-static SERIAL: TestLock<()> = TestLock::new(());
 
 #[derive(Default)]
 struct Fake {
@@ -69,7 +65,7 @@ fn diag(inode: u64, mode: Mode, state: u8, fallback: Option<(u32, u32)>) -> SmcS
 
 /// A clean slate: zero counts, an empty table range and queue.
 fn fresh() -> std::sync::MutexGuard<'static, ()> {
-    let g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let g = fdtable::tests::serial();
     COUNTS.reset();
     for fd in 800_000..800_100 {
         fdtable::clear(fd);
