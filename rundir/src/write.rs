@@ -475,6 +475,14 @@ pub fn holds(fd: RawFd) -> bool {
 mod tests {
     use super::*;
 
+    /// The tests below move descriptors among the numbers from HIGH_FD up and dup2 over a
+    /// number they gave up, which another test running in parallel may just have been given
+    /// (F_DUPFD takes the lowest free one): one at a time.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// A report file of ours, held as `Held` holds it.
     fn held_file(name: &str) -> (Held, std::path::PathBuf) {
         let path = std::env::temp_dir().join(format!("smcrun-held-{name}-{}", std::process::id()));
@@ -495,6 +503,7 @@ mod tests {
     /// number (CI once printed "the report's descriptor (fd 100) was closed by the program").
     #[test]
     fn a_report_moved_between_the_read_and_the_duplicate_is_found_at_its_new_number() {
+        let _g = serial();
         let (h, path) = held_file("range");
         let seen = h.get();
         let old = seen.unwrap();
@@ -512,6 +521,7 @@ mod tests {
     /// the sidecar duplicates it.
     #[test]
     fn a_report_replaced_by_dup2_after_the_read_is_found_at_its_new_number() {
+        let _g = serial();
         let (h, path) = held_file("dup2");
         let seen = h.get();
         let old = seen.unwrap();
@@ -531,6 +541,7 @@ mod tests {
     /// names it: the retry is for a number the runtime moved, nothing else.
     #[test]
     fn a_report_closed_behind_the_hooks_is_still_an_error() {
+        let _g = serial();
         let (h, path) = held_file("closed");
         let fd = h.get().unwrap();
         // SAFETY: closed behind the hooks' back, as a raw syscall would.
