@@ -70,20 +70,29 @@ fn detail_columns(s: &SmcSocket, a: &Listing) -> String {
 
 /// smcss's Mode column, and for a fallback the reason's name after the codes (and the peer's,
 /// when it sent one): `TCP 0x05000000/0x03030000 PEERDECL/NOSMCDEV`.
-fn mode_column(s: &SmcSocket) -> String {
-    match (s.mode, s.fallback) {
-        (Mode::Fallback, Some((r, 0))) => {
-            format!("TCP 0x{r:08x}/0x00000000 {}", reasons::describe(r).name)
-        }
-        (Mode::Fallback, Some((r, p))) => format!(
+fn write_mode(out: &mut String, s: &SmcSocket) {
+    let _ = match (s.mode, s.fallback) {
+        (Mode::Fallback, Some((r, 0))) => write!(
+            out,
+            "TCP 0x{r:08x}/0x00000000 {}",
+            reasons::describe(r).name
+        ),
+        (Mode::Fallback, Some((r, p))) => write!(
+            out,
             "TCP 0x{r:08x}/0x{p:08x} {}/{}",
             reasons::describe(r).name,
             reasons::describe(p).name
         ),
-        (Mode::Fallback, None) => "TCP".to_string(),
-        (Mode::Unknown(m), _) => format!("mode {m}"),
-        (m, _) => m.label().to_string(),
-    }
+        (Mode::Fallback, None) => {
+            out.push_str("TCP");
+            Ok(())
+        }
+        (Mode::Unknown(m), _) => write!(out, "mode {m}"),
+        (m, _) => {
+            out.push_str(m.label());
+            Ok(())
+        }
+    };
 }
 
 /// An address cut to its last 21 characters after `..` when longer than its column.
@@ -111,43 +120,75 @@ fn socket_row(s: &SmcSocket, wide: bool) -> String {
     row
 }
 
-/// An address in its column: IPv4 ones always fit (21 characters at most) and are written
-/// straight into the row; longer IPv6 ones are shortened unless `wide`.
-fn write_addr(out: &mut String, a: &std::net::SocketAddr, wide: bool) {
-    if wide || a.is_ipv4() {
-        let _ = write!(out, " {a:<23}");
-    } else {
-        let _ = write!(out, " {:<23}", shorten(a.to_string(), wide));
+/// Spaces to pad a column with (every column is narrower).
+const SPACES: &str = "                                ";
+
+/// `text` left-aligned in a column `width` wide (ASCII: a byte is a column).
+fn push_left(out: &mut String, text: &str, width: usize) {
+    out.push_str(text);
+    out.push_str(&SPACES[..width.saturating_sub(text.len()).min(SPACES.len())]);
+}
+
+/// `text` right-aligned in a column `width` wide (ASCII: a byte is a column).
+fn push_right(out: &mut String, text: &str, width: usize) {
+    out.push_str(&SPACES[..width.saturating_sub(text.len()).min(SPACES.len())]);
+    out.push_str(text);
+}
+
+/// An address after a space, left-aligned in its 23 columns (`pad`: false for the row's last
+/// column). IPv4 ones always fit (21 characters at most) and are written digit by digit, as the
+/// rows of `ss -a` with thousands of sockets are mostly theirs; longer IPv6 ones are shortened
+/// unless `wide`.
+fn write_addr(out: &mut String, a: &std::net::SocketAddr, wide: bool, pad: bool) {
+    out.push(' ');
+    let start = out.len();
+    match a {
+        std::net::SocketAddr::V4(v4) => {
+            let mut digits = itoa::Buffer::new();
+            for (i, octet) in v4.ip().octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push('.');
+                }
+                out.push_str(digits.format(octet));
+            }
+            out.push(':');
+            out.push_str(digits.format(v4.port()));
+        }
+        std::net::SocketAddr::V6(_) if wide => {
+            let _ = write!(out, "{a}");
+        }
+        std::net::SocketAddr::V6(_) => out.push_str(&shorten(a.to_string(), wide)),
+    }
+    if pad {
+        let used = out.len() - start; // addresses are ASCII
+        out.push_str(&SPACES[..23usize.saturating_sub(used)]);
     }
 }
 
-/// Append one smcss-style row to `out` (no newline). Written in place: `ss -a` formats
-/// thousands of rows.
+/// Append one smcss-style row to `out` (no newline). Written in place, column by column:
+/// `ss -a` formats thousands of rows.
 fn write_row(out: &mut String, s: &SmcSocket, wide: bool) {
-    let start = out.len();
-    let _ = write!(
-        out,
-        "{:<14} {:>5} {:>8}",
-        reasons::socket_state(s.state),
-        s.uid,
-        s.inode
-    );
+    let mut digits = itoa::Buffer::new();
+    push_left(out, &reasons::socket_state(s.state), 14);
+    out.push(' ');
+    push_right(out, digits.format(s.uid), 5);
+    out.push(' ');
+    push_right(out, digits.format(s.inode), 8);
     if s.state == state::INIT {
         return;
     }
-    write_addr(out, &s.local, wide);
+    write_addr(out, &s.local, wide, s.state != state::LISTEN);
     if s.state == state::LISTEN {
-        let kept = out[start..].trim_end().len();
-        out.truncate(start + kept);
         return;
     }
-    write_addr(out, &s.peer, wide);
-    let _ = write!(out, " {:>4}", s.interface);
+    write_addr(out, &s.peer, wide, true);
+    out.push(' ');
+    push_right(out, digits.format(s.interface), 4);
     if s.state == state::CLOSED {
         return;
     }
     out.push(' ');
-    out.push_str(&mode_column(s));
+    write_mode(out, s);
 }
 
 /// smcss-like text of a socket's owners: `users:(("redis-server",pid=42,fd=6))`.
@@ -367,6 +408,86 @@ mod tests {
                 .count();
             assert_eq!(peers, 1);
         }
+    }
+
+    /// The row as `format!`'s padding writes it: what `write_row`, written column by column, must
+    /// print byte for byte.
+    fn formatted_row(s: &SmcSocket, wide: bool) -> String {
+        let addr = |a: &std::net::SocketAddr| {
+            let text = a.to_string();
+            let text = if wide || a.is_ipv4() {
+                text
+            } else {
+                shorten(text, false)
+            };
+            format!(" {text:<23}")
+        };
+        let mut row = format!(
+            "{:<14} {:>5} {:>8}",
+            reasons::socket_state(s.state),
+            s.uid,
+            s.inode
+        );
+        if s.state == state::INIT {
+            return row;
+        }
+        row.push_str(&addr(&s.local));
+        if s.state == state::LISTEN {
+            return row.trim_end().to_string();
+        }
+        row.push_str(&addr(&s.peer));
+        row.push_str(&format!(" {:>4}", s.interface));
+        if s.state != state::CLOSED {
+            row.push(' ');
+            write_mode(&mut row, s);
+        }
+        row
+    }
+
+    #[test]
+    fn rows_match_formatted_padding() {
+        let addrs = [
+            "0.0.0.0:0",
+            "127.0.0.1:6379",
+            "255.255.255.255:65535",
+            "10.1.2.3:40000",
+            "[::1]:6379",
+            "[fd00:1234:5678::abcd]:65535",
+            "[fe80::1%2]:80",
+        ];
+        let mut rows = 0;
+        for (i, local) in addrs.iter().enumerate() {
+            let peer = addrs[(i + 3) % addrs.len()];
+            for state in [1, 2, 7, 10, 20, 99] {
+                for (mode, fallback) in [
+                    (Mode::SmcR, None),
+                    (Mode::SmcD, None),
+                    (Mode::Fallback, None),
+                    (Mode::Fallback, Some((0x0303_0000, 0))),
+                    (Mode::Fallback, Some((0x0500_0000, 0x0303_0000))),
+                    (Mode::Unknown(9), None),
+                ] {
+                    let mut s = SmcSocket {
+                        fallback,
+                        ..SmcSocket::new(
+                            AF_SMC,
+                            state,
+                            mode,
+                            local.parse().unwrap(),
+                            peer.parse().unwrap(),
+                            u64::from(u32::MAX) + i as u64,
+                        )
+                    };
+                    s.uid = [0, 65534, u32::MAX][i % 3];
+                    s.interface = [0, 1, 123_456][i % 3];
+                    for wide in [false, true] {
+                        assert_eq!(socket_row(&s, wide), formatted_row(&s, wide), "{s:?}");
+                        rows += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(rows, 7 * 6 * 6 * 2);
     }
 
     #[test]
