@@ -7,6 +7,9 @@
 // The few calls with no safe equivalent (fork, _exit, signal handlers, dlsym, localtime_r,
 // close_range) allow unsafe code where they are, each with its SAFETY.
 #![deny(unsafe_code)]
+// The entry point is `start::main`, without std's start-up (see there); the unit tests' is
+// libtest's.
+#![cfg_attr(not(test), no_main)]
 
 mod admin;
 mod cmd;
@@ -17,6 +20,7 @@ mod man;
 #[cfg(test)]
 mod reference;
 mod run;
+mod start;
 mod status;
 
 use crate::status::{Exit, Failure, Outcome};
@@ -196,7 +200,8 @@ impl RunLine {
     }
 }
 
-fn main() -> ExitCode {
+/// Everything smcrun does, called by [`start`]'s entry point.
+fn smcrun_main() -> ExitCode {
     cmd::format::install_stdout_guard();
     let args: Vec<OsString> = std::env::args_os().collect();
     let (head, forced) = run::exec::split_forced_command(&args);

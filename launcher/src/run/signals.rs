@@ -1,24 +1,18 @@
-//! Keeping the signal dispositions smcrun inherited, so the program gets them as if started
-//! directly. The Rust runtime sets SIGPIPE to "ignore" before `main`, and an ignored signal stays
-//! ignored across execve; so the inherited disposition is read in a constructor, which runs before
-//! the runtime, and put back just before the exec.
+//! SIGPIPE: ignored while smcrun runs, and the disposition smcrun inherited given back to the
+//! program it runs (an ignored signal stays ignored across execve).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static SIGPIPE_WAS_IGNORED: AtomicBool = AtomicBool::new(false);
 
-#[ctor::ctor]
-fn record_inherited() {
-    // SAFETY: libc::sigaction is a handler stored as an integer, a sigset of integers, flags and
-    // an optional function pointer: all zero bytes is a valid value (SIG_DFL, an empty mask, no
-    // flags, no restorer).
-    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: with a null new action sigaction(2) only queries: it changes no disposition, and
-    // writes the current one into `old`, ours and alive for the call. (nix's sigaction cannot
-    // query without installing.)
-    if unsafe { libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) } == 0 {
-        SIGPIPE_WAS_IGNORED.store(old.sa_sigaction == libc::SIG_IGN, Ordering::Relaxed);
-    }
+/// Ignores SIGPIPE, as std's start-up does for a Rust `main`, so that smcrun's writes to a closed
+/// pipe fail with EPIPE instead of killing it ([`crate::start`]); the disposition it replaces is
+/// kept for [`restore_inherited`].
+pub fn ignore_sigpipe() {
+    // SAFETY: SIG_IGN is no handler of ours, so no code of ours can run in signal context and
+    // nothing else needs to hold (nix's `signal` is unsafe just the same).
+    let before = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    SIGPIPE_WAS_IGNORED.store(before == libc::SIG_IGN, Ordering::Relaxed);
 }
 
 /// Puts back the SIGPIPE disposition smcrun was started with.
@@ -28,8 +22,7 @@ pub fn restore_inherited() {
     } else {
         libc::SIG_DFL
     };
-    // SAFETY: SIG_IGN and SIG_DFL are no handler of ours, so no code of ours can run in signal
-    // context and nothing else needs to hold (nix's `signal` is unsafe just the same).
+    // SAFETY: as in `ignore_sigpipe`.
     unsafe {
         libc::signal(libc::SIGPIPE, handler);
     }

@@ -54,6 +54,45 @@ fn exit_status_is_the_programs() {
     assert_eq!(run(c).2.status.signal(), Some(libc::SIGTERM));
 }
 
+/// The program gets the SIGPIPE disposition smcrun was started with (smcrun itself ignores it,
+/// and an ignored signal stays ignored across exec), on the quick path and through the whole
+/// command line (`--`).
+#[test]
+fn sigpipe_is_the_one_smcrun_was_started_with() {
+    // SigIgn's bit for SIGPIPE (13), in /proc/PID/status' hex mask.
+    let ignored = |status: &str| {
+        let mask = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigIgn:"))
+            .map(|m| u64::from_str_radix(m.trim(), 16).unwrap())
+            .unwrap_or_else(|| panic!("no SigIgn in {status}"));
+        mask & (1 << (libc::SIGPIPE - 1)) != 0
+    };
+    let base = smcrun();
+    for trap in ["", "trap '' PIPE; "] {
+        for forced in [&[][..], &["--"]] {
+            let mut c = std::process::Command::new("sh");
+            for (k, v) in base.get_envs() {
+                match v {
+                    Some(v) => c.env(k, v),
+                    None => c.env_remove(k),
+                };
+            }
+            c.arg("-c")
+                .arg(format!("{trap}exec \"$0\" \"$@\" cat /proc/self/status"))
+                .arg(base.get_program())
+                .args(forced);
+            let (out, err, o) = run(c);
+            assert!(o.status.success(), "{err}");
+            assert_eq!(
+                ignored(&out),
+                !trap.is_empty(),
+                "{trap:?} {forced:?}:\n{out}"
+            );
+        }
+    }
+}
+
 #[test]
 fn same_pid_and_sigterm_reaches_the_program() {
     let mut child = smcrun()
