@@ -201,9 +201,8 @@ impl RunLine {
 }
 
 /// Everything smcrun does, called by [`start`]'s entry point.
-fn smcrun_main() -> ExitCode {
+fn smcrun_main(args: Vec<OsString>) -> ExitCode {
     cmd::format::install_stdout_guard();
-    let args: Vec<OsString> = std::env::args_os().collect();
     let (head, forced) = run::exec::split_forced_command(&args);
     // Running a program is what every program started under smcrun pays for, so it skips the
     // tree of every subcommand (most of what clap costs smcrun's start-up): parsed with the run

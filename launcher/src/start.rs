@@ -15,23 +15,33 @@
 //! Left out: the stack-overflow message (an overflow ends smcrun with SIGSEGV instead of SIGABRT
 //! after a line), and the name `main` in the panic message of the main thread.
 
+use std::ffi::{CStr, OsStr};
+use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
 
 /// Status of a panic that reached `main`, as std's start-up gives it.
 const PANICKED: i32 = 101;
 
-/// The C entry point: the C library calls it once, after the constructors. std's own entry point
-/// is left out by `#![no_main]`, and std reads the arguments on its own (an `.init_array` entry).
+/// The C entry point: the C library calls it once, after the constructors, with the command line.
+/// std's own entry point is left out by `#![no_main]`.
 // SAFETY: `#![no_main]` leaves `main` undefined; this is its one definition, with the C
 // signature the C library's start calls.
 // In the unit tests libtest's `main` is the entry point and this one is not exported.
 #[allow(unsafe_code)]
 #[cfg_attr(not(test), no_mangle)]
 #[cfg_attr(test, allow(dead_code))]
-extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+extern "C" fn main(argc: libc::c_int, argv: *const *const libc::c_char) -> libc::c_int {
     crate::run::signals::ignore_sigpipe();
     standard_fds_open();
-    let status = std::panic::catch_unwind(crate::smcrun_main).map_or(PANICKED, status_of);
+    // SAFETY: the C library passes `argc` pointers in `argv`, each to a NUL-terminated string that
+    // lives as long as the process (C11 5.1.2.2.1); a null one is skipped all the same.
+    #[allow(unsafe_code)]
+    let args = (0..usize::try_from(argc).unwrap_or(0))
+        .map(|i| unsafe { *argv.add(i) })
+        .take_while(|p| !p.is_null())
+        .map(|p| OsStr::from_bytes(unsafe { CStr::from_ptr(p) }.to_bytes()).to_owned())
+        .collect();
+    let status = std::panic::catch_unwind(|| crate::smcrun_main(args)).map_or(PANICKED, status_of);
     // Flushes stdout (std's `exit` does) and runs the C library's exit handlers.
     std::process::exit(status)
 }
