@@ -16,19 +16,26 @@ pub struct Attr<'a> {
 
 /// Split `buf` into attributes; `what` names the enclosing message or nest for errors.
 pub fn parse<'a>(buf: &'a [u8], what: &str) -> Result<Vec<Attr<'a>>, Error> {
-    let mut out = Vec::new();
-    for nla in NlasIterator::new(buf) {
+    iter(buf, what).collect()
+}
+
+/// The attributes of `buf` one by one, without a vector (a dump of thousands of sockets reads a
+/// few attributes of each); `what` names the enclosing message or nest for errors.
+pub fn iter<'a, 'w>(
+    buf: &'a [u8],
+    what: &'w str,
+) -> impl Iterator<Item = Result<Attr<'a>, Error>> + use<'a, 'w> {
+    NlasIterator::new(buf).map(move |nla| {
         let nla = nla.map_err(|e| Error::malformed(what, format!("bad attribute: {e}")))?;
         let value = nla.value();
         // NlaBuffer::value() borrows from the iterator's buffer; re-slice from `buf` so the
         // returned attribute lives as long as the input.
         let start = value.as_ptr() as usize - buf.as_ptr() as usize;
-        out.push(Attr {
+        Ok(Attr {
             kind: nla.kind(),
             value: &buf[start..start + value.len()],
-        });
-    }
-    Ok(out)
+        })
+    })
 }
 
 impl<'a> Attr<'a> {

@@ -415,7 +415,8 @@ fn parse_one(p: &[u8], what: &str) -> Result<SmcSocket, Error> {
             ne64(&p[56..64]),
         )
     };
-    for a in attr::parse(&p[MSG_LEN..], what)? {
+    for a in attr::iter(&p[MSG_LEN..], what) {
+        let a = a?;
         match a.kind {
             SMC_DIAG_SHUTDOWN => s.shutdown = a.u8(what)?,
             SMC_DIAG_FALLBACK => {
