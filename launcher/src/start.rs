@@ -3,7 +3,7 @@
 //! Before a Rust `main`, std's start-up finds the main thread's stack guard (glibc's
 //! pthread_getattr_np, which reads and parses /proc/self/maps) and maps an alternate signal stack
 //! for its stack-overflow message: about 100k instructions and 20 system calls, which every
-//! program started under smcrun paid (bench/README.md, "Launcher start-up"). What smcrun relies
+//! program started under smcrun paid (bench/README.md, "Levers taken, measured"). What smcrun relies
 //! on of that start-up is done here, the same way:
 //! - SIGPIPE ignored, so a write to a closed pipe is an error the views handle
 //!   ([`crate::cmd::format::install_stdout_guard`]); a program smcrun runs gets the disposition

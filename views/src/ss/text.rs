@@ -154,9 +154,6 @@ fn write_addr(out: &mut String, a: &std::net::SocketAddr, wide: bool, pad: bool)
             out.push(':');
             out.push_str(digits.format(v4.port()));
         }
-        std::net::SocketAddr::V6(_) if wide => {
-            let _ = write!(out, "{a}");
-        }
         std::net::SocketAddr::V6(_) => out.push_str(&shorten(a.to_string(), wide)),
     }
     if pad {
