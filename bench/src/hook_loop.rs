@@ -1,5 +1,7 @@
-//! `hook-loop CALLS OP...`: times CALLS iterations of each hooked operation and prints one line
-//! `OP NS_PER_CALL` per operation. `bench-run` runs it without the shim, under the shim and under
+//! `hook-loop [--idle-thread] CALLS OP...`: times CALLS iterations of each hooked operation and
+//! prints one line `OP NS_PER_CALL` per operation. `--idle-thread` first starts a thread that only
+//! sleeps, so that the process is multi-threaded as it is under the shim once the runtime's sidecar
+//! thread runs. `bench-run` runs it without the shim, under the shim and under
 //! the shim with a policy, interleaved, and under `valgrind --tool=callgrind` for instructions.
 //!
 //! Operations (each goes through the C library, so the shim's hooks apply when it is preloaded):
@@ -116,12 +118,23 @@ fn time_op(op: &str, calls: u32, port: u16) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--idle-thread") {
+        args.remove(0);
+        // A thread that never runs: the process is multi-threaded, as under the shim once its
+        // sidecar has started (at the first socket).
+        std::thread::spawn(|| loop {
+            std::thread::park();
+        });
+    }
     let calls: u32 = args
         .first()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| {
-            eprintln!("usage: hook-loop CALLS OP... (ops: {})", OPS.join(" "));
+            eprintln!(
+                "usage: hook-loop [--idle-thread] CALLS OP... (ops: {})",
+                OPS.join(" ")
+            );
             std::process::exit(2)
         });
     let ops: Vec<&str> = if args.len() > 1 {

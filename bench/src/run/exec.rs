@@ -74,10 +74,10 @@ fn loader_stats(preload: Option<&Path>) -> Result<[f64; 3], String> {
     ])
 }
 
-/// The reference C preload (hooks socket() only), built into the work folder; None without cc.
-fn c_preload(ctx: &Ctx) -> Option<PathBuf> {
-    let out = ctx.work.join("socket_preload.so");
-    let src = ctx.repo.join("bench/src/c/socket_preload.c");
+/// A reference C preload, bench/src/c/`name`.c, built into the work folder; None without cc.
+pub fn c_preload(ctx: &Ctx, name: &str) -> Option<PathBuf> {
+    let out = ctx.work.join(format!("{name}.so"));
+    let src = ctx.repo.join(format!("bench/src/c/{name}.c"));
     let ok = Command::new("cc")
         .args(["-O2", "-shared", "-fPIC", "-o"])
         .arg(&out)
@@ -119,7 +119,7 @@ pub fn preload(ctx: &Ctx) -> Result<Vec<Row>, String> {
     if let Some(p) = stripped_shim(ctx) {
         sides.push(("shim, debug info stripped".into(), Some(p)));
     }
-    if let Some(p) = c_preload(ctx) {
+    if let Some(p) = c_preload(ctx, "socket_preload") {
         sides.push(("a C preload of socket() alone".into(), Some(p)));
     }
     let floor = ctx.bin.join("libsmcrun_floor_preload.so");

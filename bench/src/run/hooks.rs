@@ -1,12 +1,15 @@
-//! Measurement 1, hook cost per call: `hook-loop` without the shim, under the shim, and under the shim with
-//! a 10-rule policy, interleaved; ns per call and the ratio to no preload; then instructions per
-//! call from callgrind (deterministic, whatever the machine's load).
+//! Measurement 1, hook cost per call: `hook-loop` without the shim, under the shim, under the shim
+//! with a 10-rule policy, under the cheapest C preload that passes the calls through, and without a
+//! preload in a process with one more (idle) thread (the two floors), interleaved; ns per call and
+//! the ratio to no preload; then instructions per call from callgrind (deterministic, whatever the
+//! machine's load).
 
 use crate::proc::output;
 use crate::report::{Goal, Row};
 use crate::stats::order;
 use crate::Ctx;
 use std::collections::HashMap;
+use std::path::Path;
 use std::process::Command;
 
 /// A policy of 10 rules none of which matches a connection to 127.0.0.1 before the default: the
@@ -45,26 +48,57 @@ const OPS: [(&str, &str, Option<Goal>); 5] = [
     ),
 ];
 
-const SIDES: [&str; 3] = ["no preload", "shim", "shim + 10-rule policy"];
+/// The sides measured, by index: 0 no preload, 1 the shim, 2 the shim with [`POLICY_10`], 3
+/// (when a C compiler is there) the cheapest hook a preload can have,
+/// [bench/src/c/passthrough_preload.c](../../src/c/passthrough_preload.c): what any preload adds
+/// to a call on this machine, the floor of the shim's pass-through hooks; and 4, no preload in a
+/// process with one more thread that only sleeps: the shim's runtime starts its sidecar thread at
+/// the first socket, and what a second thread costs each call of a single-threaded program is
+/// the kernel's, not a hook's.
+const SIDES: [&str; 5] = [
+    "no preload",
+    "shim",
+    "shim + 10-rule policy",
+    "C pass-through preload",
+    "no preload, one idle thread",
+];
+const C_SIDE: usize = 3;
+const THREAD_SIDE: usize = 4;
 
 /// What the 10-rule policy may add to a call, against the shim without one (issue 23).
 const POLICY_GOAL_NS: f64 = 30.0;
 
-fn command(ctx: &Ctx, side: usize) -> Command {
-    let mut c = Command::new(ctx.bin.join("hook-loop"));
-    c.env_remove("LD_PRELOAD").env_remove("SMCRUN_POLICY");
-    if side > 0 {
-        c.env("LD_PRELOAD", &ctx.shim);
+/// `hook-loop` on `side` (an index of [`SIDES`]); `c` is the C pass-through preload.
+fn command(ctx: &Ctx, side: usize, c: Option<&Path>) -> Command {
+    let mut cmd = Command::new(ctx.bin.join("hook-loop"));
+    cmd.env_remove("LD_PRELOAD").env_remove("SMCRUN_POLICY");
+    match (side, c) {
+        (0, _) => {}
+        (THREAD_SIDE, _) => {
+            cmd.arg("--idle-thread");
+        }
+        (C_SIDE, Some(c)) => {
+            cmd.env("LD_PRELOAD", c);
+        }
+        _ => {
+            cmd.env("LD_PRELOAD", &ctx.shim);
+        }
     }
     if side == 2 {
-        c.env("SMCRUN_POLICY", POLICY_10);
+        cmd.env("SMCRUN_POLICY", POLICY_10);
     }
-    c
+    cmd
 }
 
 /// Runs `hook-loop CALLS OPS` on `side`; ns per call by operation.
-fn one(ctx: &Ctx, side: usize, calls: u32, ops: &[&str]) -> Result<HashMap<String, f64>, String> {
-    let out = output(command(ctx, side).arg(calls.to_string()).args(ops))?;
+fn one(
+    ctx: &Ctx,
+    side: usize,
+    c: Option<&Path>,
+    calls: u32,
+    ops: &[&str],
+) -> Result<HashMap<String, f64>, String> {
+    let out = output(command(ctx, side, c).arg(calls.to_string()).args(ops))?;
     Ok(out
         .lines()
         .filter_map(|l| {
@@ -77,8 +111,14 @@ fn one(ctx: &Ctx, side: usize, calls: u32, ops: &[&str]) -> Result<HashMap<Strin
 /// Instructions callgrind counts for `hook-loop CALLS OP` on `side`, inside its timed loops only
 /// (`time_op`): the calling thread's hot path, not start-up, not the sidecar thread, not the
 /// exit handler's final report.
-fn instructions(ctx: &Ctx, side: usize, calls: u32, op: &str) -> Result<f64, String> {
-    let c = command(ctx, side);
+fn instructions(
+    ctx: &Ctx,
+    side: usize,
+    c_preload: Option<&Path>,
+    calls: u32,
+    op: &str,
+) -> Result<f64, String> {
+    let c = command(ctx, side, c_preload);
     let prog = c.get_program().to_owned();
     let mut v = crate::proc::callgrind_command("*time_op");
     v.arg(prog).arg(calls.to_string()).arg(op);
@@ -100,11 +140,16 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         .map(|o| o.0)
         .filter(|o| *o != "tcp_connect_close")
         .collect();
-    let mut values: HashMap<&str, [Vec<f64>; 3]> = HashMap::new();
+    let c = crate::exec::c_preload(ctx, "passthrough_preload");
+    let c = c.as_deref();
+    let sides: Vec<usize> = (0..SIDES.len())
+        .filter(|&s| s != C_SIDE || c.is_some())
+        .collect();
+    let mut values: HashMap<&str, [Vec<f64>; 5]> = HashMap::new();
     for i in 0..pairs {
-        for side in order(i, 3) {
-            let mut got = one(ctx, side, calls, &cheap)?;
-            got.extend(one(ctx, side, connects, &["tcp_connect_close"])?);
+        for side in order(i, sides.len()).into_iter().map(|k| sides[k]) {
+            let mut got = one(ctx, side, c, calls, &cheap)?;
+            got.extend(one(ctx, side, c, connects, &["tcp_connect_close"])?);
             for (op, ..) in OPS {
                 let v = got
                     .get(op)
@@ -118,8 +163,22 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for (op, name, goal) in OPS {
         let v = &values[op];
         // the shim against no preload (the goal), the policy's run against no preload, and the
-        // policy's share: the shim with it against the shim without
-        for (k, (a, b)) in [(0, 1), (0, 2), (1, 2)].into_iter().enumerate() {
+        // policy's share: the shim with it against the shim without; then, with a C compiler,
+        // the floor (the C pass-through preload against no preload) and the shim against it
+        // the floors: the C pass-through preload and a second thread against no preload, and the
+        // shim against each
+        let pairs_shown = [
+            (0, 1),
+            (0, 2),
+            (1, 2),
+            (0, C_SIDE),
+            (C_SIDE, 1),
+            (0, THREAD_SIDE),
+            (THREAD_SIDE, 1),
+        ]
+        .into_iter()
+        .filter(|(a, b)| sides.contains(a) && sides.contains(b));
+        for (k, (a, b)) in pairs_shown.enumerate() {
             let mut r = Row::paired("hooks", name, "ns", (SIDES[a], &v[a]), (SIDES[b], &v[b]));
             match (k, goal) {
                 (0, Some(g)) => r = r.goal(g),
@@ -140,13 +199,19 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             (2_000, 6_000)
         };
         for (op, name, _) in OPS {
-            let mut per = [0.0; 3];
-            for (side, p) in per.iter_mut().enumerate() {
-                let a = instructions(ctx, side, n1, op)?;
-                let b = instructions(ctx, side, n2, op)?;
-                *p = (b - a) / (f64::from(n2 - n1) * 1.1);
+            // the idle thread's side runs the same instructions as no preload's
+            let counted: Vec<usize> = sides
+                .iter()
+                .copied()
+                .filter(|&s| s != THREAD_SIDE)
+                .collect();
+            let mut per = [0.0; 5];
+            for &side in &counted {
+                let a = instructions(ctx, side, c, n1, op)?;
+                let b = instructions(ctx, side, c, n2, op)?;
+                per[side] = (b - a) / (f64::from(n2 - n1) * 1.1);
             }
-            for side in [1, 2] {
+            for side in counted.into_iter().filter(|&s| s == 1 || s == C_SIDE) {
                 rows.push(
                     Row::paired(
                         "hooks",
