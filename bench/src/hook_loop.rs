@@ -1,8 +1,11 @@
-//! `hook-loop [--idle-thread] CALLS OP...`: times CALLS iterations of each hooked operation and
-//! prints one line `OP NS_PER_CALL` per operation. `--idle-thread` first starts a thread that only
-//! sleeps, so that the process is multi-threaded as it is under the shim once the runtime's sidecar
-//! thread runs. `bench-run` runs it without the shim, under the shim and under
-//! the shim with a policy, interleaved, and under `valgrind --tool=callgrind` for instructions.
+//! `hook-loop [--idle-thread | --idle-thread-private] CALLS OP...`: times CALLS iterations of each
+//! hooked operation and prints one line `OP NS_PER_CALL` per operation. `--idle-thread` first
+//! starts a thread that only sleeps, so that the process is multi-threaded as it is under the shim
+//! once the runtime's sidecar thread runs; `--idle-thread-private` the same thread, which first
+//! gives itself a private, empty descriptor table (`close_range(0, ~0, CLOSE_RANGE_UNSHARE)`), so
+//! that the program's table keeps one user: what a second thread costs without sharing it.
+//! `bench-run` runs it without the shim, under the shim and under the shim with a policy,
+//! interleaved, and under `valgrind --tool=callgrind` for instructions.
 //!
 //! Operations (each goes through the C library, so the shim's hooks apply when it is preloaded):
 //! - `tcp_socket_close`: `socket(AF_INET, SOCK_STREAM, 0)` + `close` (the converted path; on a
@@ -119,20 +122,42 @@ fn time_op(op: &str, calls: u32, port: u16) -> f64 {
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().is_some_and(|a| a == "--idle-thread") {
+    let idle = args.first().map(String::as_str);
+    if matches!(idle, Some("--idle-thread" | "--idle-thread-private")) {
+        let private = idle == Some("--idle-thread-private");
         args.remove(0);
-        // A thread that never runs: the process is multi-threaded, as under the shim once its
-        // sidecar has started (at the first socket).
-        std::thread::spawn(|| loop {
-            std::thread::park();
+        // A thread that never runs after its start: the process is multi-threaded, as under the
+        // shim once its sidecar has started (at the first socket).
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            if private {
+                // SAFETY: close_range with CLOSE_RANGE_UNSHARE gives this thread a copy of the
+                // table with every descriptor closed in the copy only: the program's is untouched.
+                let r = unsafe {
+                    libc::syscall(
+                        libc::SYS_close_range,
+                        0u32,
+                        u32::MAX,
+                        libc::CLOSE_RANGE_UNSHARE,
+                    )
+                };
+                if r != 0 {
+                    die("close_range(CLOSE_RANGE_UNSHARE)");
+                }
+            }
+            let _ = tx.send(());
+            loop {
+                std::thread::park();
+            }
         });
+        let _ = rx.recv();
     }
     let calls: u32 = args
         .first()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| {
             eprintln!(
-                "usage: hook-loop [--idle-thread] CALLS OP... (ops: {})",
+                "usage: hook-loop [--idle-thread | --idle-thread-private] CALLS OP... (ops: {})",
                 OPS.join(" ")
             );
             std::process::exit(2)

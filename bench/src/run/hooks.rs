@@ -1,8 +1,8 @@
 //! Measurement 1, hook cost per call: `hook-loop` without the shim, under the shim, under the shim
 //! with a 10-rule policy, under the cheapest C preload that passes the calls through, and without a
-//! preload in a process with one more (idle) thread (the two floors), interleaved; ns per call and
-//! the ratio to no preload; then instructions per call from callgrind (deterministic, whatever the
-//! machine's load).
+//! preload in a process with one more (idle) thread (the two floors), the thread sharing the
+//! program's descriptor table or not, interleaved; ns per call and the ratio to no preload; then
+//! instructions per call from callgrind (deterministic, whatever the machine's load).
 
 use crate::proc::output;
 use crate::report::{Goal, Row};
@@ -54,16 +54,20 @@ const OPS: [(&str, &str, Option<Goal>); 5] = [
 /// to a call on this machine, the floor of the shim's pass-through hooks; and 4, no preload in a
 /// process with one more thread that only sleeps: the shim's runtime starts its sidecar thread at
 /// the first socket, and what a second thread costs each call of a single-threaded program is
-/// the kernel's, not a hook's.
-const SIDES: [&str; 5] = [
+/// the kernel's, not a hook's; 5, the same with a thread that first gave itself a descriptor table
+/// of its own: the kernel's cost is that of a shared descriptor table (bench/README.md, "Where the
+/// pass-through hooks' time goes").
+const SIDES: [&str; 6] = [
     "no preload",
     "shim",
     "shim + 10-rule policy",
     "C pass-through preload",
     "no preload, one idle thread",
+    "no preload, one idle thread with its own descriptor table",
 ];
 const C_SIDE: usize = 3;
 const THREAD_SIDE: usize = 4;
+const PRIVATE_SIDE: usize = 5;
 
 /// What the 10-rule policy may add to a call, against the shim without one (issue 23).
 const POLICY_GOAL_NS: f64 = 30.0;
@@ -76,6 +80,9 @@ fn command(ctx: &Ctx, side: usize, c: Option<&Path>) -> Command {
         (0, _) => {}
         (THREAD_SIDE, _) => {
             cmd.arg("--idle-thread");
+        }
+        (PRIVATE_SIDE, _) => {
+            cmd.arg("--idle-thread-private");
         }
         (C_SIDE, Some(c)) => {
             cmd.env("LD_PRELOAD", c);
@@ -145,7 +152,7 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     let sides: Vec<usize> = (0..SIDES.len())
         .filter(|&s| s != C_SIDE || c.is_some())
         .collect();
-    let mut values: HashMap<&str, [Vec<f64>; 5]> = HashMap::new();
+    let mut values: HashMap<&str, [Vec<f64>; SIDES.len()]> = HashMap::new();
     for i in 0..pairs {
         for side in order(i, sides.len()).into_iter().map(|k| sides[k]) {
             let mut got = one(ctx, side, c, calls, &cheap)?;
@@ -163,10 +170,9 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
     for (op, name, goal) in OPS {
         let v = &values[op];
         // the shim against no preload (the goal), the policy's run against no preload, and the
-        // policy's share: the shim with it against the shim without; then, with a C compiler,
-        // the floor (the C pass-through preload against no preload) and the shim against it
-        // the floors: the C pass-through preload and a second thread against no preload, and the
-        // shim against each
+        // policy's share: the shim with it against the shim without; then the floors (the C
+        // pass-through preload, with a C compiler, and a second thread against no preload) and
+        // the shim against each; last, a second thread that shares no descriptor table
         let pairs_shown = [
             (0, 1),
             (0, 2),
@@ -175,6 +181,7 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             (C_SIDE, 1),
             (0, THREAD_SIDE),
             (THREAD_SIDE, 1),
+            (0, PRIVATE_SIDE),
         ]
         .into_iter()
         .filter(|(a, b)| sides.contains(a) && sides.contains(b));
@@ -199,13 +206,13 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
             (2_000, 6_000)
         };
         for (op, name, _) in OPS {
-            // the idle thread's side runs the same instructions as no preload's
+            // the idle thread's sides run the same instructions as no preload's
             let counted: Vec<usize> = sides
                 .iter()
                 .copied()
-                .filter(|&s| s != THREAD_SIDE)
+                .filter(|&s| s != THREAD_SIDE && s != PRIVATE_SIDE)
                 .collect();
-            let mut per = [0.0; 5];
+            let mut per = [0.0; SIDES.len()];
             for &side in &counted {
                 let a = instructions(ctx, side, c, n1, op)?;
                 let b = instructions(ctx, side, c, n2, op)?;
