@@ -185,11 +185,11 @@ pub fn run(ctx: &Ctx) -> Result<Vec<Row>, String> {
         ]
         .into_iter()
         .filter(|(a, b)| sides.contains(a) && sides.contains(b));
-        for (k, (a, b)) in pairs_shown.enumerate() {
+        for (a, b) in pairs_shown {
             let mut r = Row::paired("hooks", name, "ns", (SIDES[a], &v[a]), (SIDES[b], &v[b]));
-            match (k, goal) {
-                (0, Some(g)) => r = r.goal(g),
-                (2, _) if op != "tcp_connect_close" => {
+            match ((a, b), goal) {
+                ((0, 1), Some(g)) => r = r.goal(g),
+                ((1, 2), _) if op != "tcp_connect_close" => {
                     r = r.goal(Goal::AddedAtMost(POLICY_GOAL_NS))
                 }
                 _ => {}
