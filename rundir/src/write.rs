@@ -124,23 +124,24 @@ impl Held {
     /// A private duplicate of ours, if the number still holds the file we opened; `Ok(None)`
     /// while no number at or above [`HIGH_FD`] is free (the program holds them all for now: a
     /// later write may find one, and a hooked call that fails with EMFILE gives the program ours,
-    /// see [`give_up_fds`]); else what happened, in words.
-    fn dup_checked(&self) -> Result<Option<OwnedFd>, String> {
-        self.dup_checked_from(self.get())
-    }
-
-    /// [`Self::dup_checked`], starting from the number `seen` read earlier. A hook moves ours to
-    /// another number before the program closes or replaces the old one (step_aside,
-    /// leave_range): a failure on a number that is no longer ours is that race, and the current
-    /// number is tried. Bounded: each retry needs the program to have moved it again.
-    fn dup_checked_from(&self, mut seen: Option<RawFd>) -> Result<Option<OwnedFd>, String> {
+    /// see [`give_up_fds`]); else what happened, in words. It starts from the number `seen` read
+    /// earlier. A hook moves ours to another number before the program closes or replaces the old
+    /// one (step_aside, leave_range): a failure on a number that is no longer ours is that race,
+    /// and the current number is tried. Bounded: each retry needs the program to have moved it
+    /// again. `from`: the pidfd of a caller with a descriptor table of its own (the numbers are
+    /// the program's; the duplicate is made in the caller's table, by `pidfd_getfd`).
+    fn dup_checked_from(
+        &self,
+        mut seen: Option<RawFd>,
+        from: Option<RawFd>,
+    ) -> Result<Option<OwnedFd>, String> {
         let mut tries = 0;
         loop {
             // None: given up (give_up_fds) or let go (leave_range); said at the next write
             let Some(fd) = seen else {
                 return Ok(None);
             };
-            match self.dup_at(fd) {
+            match self.dup_at(fd, from) {
                 Err(_) if tries < 8 && self.get() != Some(fd) => {
                     tries += 1;
                     seen = self.get();
@@ -150,11 +151,18 @@ impl Held {
         }
     }
 
-    /// [`Self::dup_checked`] on the number `fd`, read from [`Self::fd`].
-    fn dup_at(&self, fd: RawFd) -> Result<Option<OwnedFd>, String> {
+    /// [`Self::dup_checked_from`] on the number `fd`, read from [`Self::fd`].
+    fn dup_at(&self, fd: RawFd, from: Option<RawFd>) -> Result<Option<OwnedFd>, String> {
         // SAFETY: borrowed only to duplicate it; a stale number fails or fails the check below.
         let b = unsafe { BorrowedFd::borrow_raw(fd) };
-        let d = match rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD) {
+        let dup = match from {
+            None => rustix::io::fcntl_dupfd_cloexec(b, HIGH_FD),
+            // SAFETY: a new descriptor of the caller's own table, owned by nothing else.
+            Some(p) => smcrun_sys::table::fetch(p, fd)
+                .map(|d| unsafe { OwnedFd::from_raw_fd(d) })
+                .map_err(|e| Errno::from_raw_os_error(e.0)),
+        };
+        let d = match dup {
             Ok(d) => d,
             Err(Errno::MFILE | Errno::INVAL) => return Ok(None),
             Err(Errno::BADF) => {
@@ -340,7 +348,7 @@ fn register_now() -> Result<(), Refusal> {
     let dir = unsafe { BorrowedFd::borrow_raw(dir_fd) };
     let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
     let file = match create_report(dir, pid) {
-        // another thread's close moved the directory meanwhile (see Held::dup_checked): once more
+        // another thread's close moved the directory meanwhile (see Held::dup_checked_from): once more
         // through its new number
         Err(_) if DIR.get().is_some_and(|fd| fd != dir_fd) => {
             let moved = DIR.get().unwrap_or(-1);
@@ -365,20 +373,21 @@ pub fn register_child(epoch: u16, owned: fn() -> bool) {
     }
 }
 
-/// Rewrites this process's report with `bytes` (the sidecar, at most once a second). `Ok(false)`:
+/// Rewrites this process's report with `bytes` (the sidecar, at most once a second; `from`: the
+/// pidfd of a caller with a descriptor table of its own, see `pidfd_getfd`). `Ok(false)`:
 /// not written this time, because the program holds every descriptor the runtime could write
 /// through (a full table is the program's, not a reason to stop reporting); the caller tries
 /// again at its next write.
-pub fn write_report(bytes: &[u8]) -> Result<bool, String> {
+pub fn write_report(bytes: &[u8], from: Option<RawFd>) -> Result<bool, String> {
     WRITING.store(true, Ordering::SeqCst);
-    let r = write_report_now(bytes);
+    let r = write_report_now(bytes, from);
     WRITING.store(false, Ordering::Release);
     r
 }
 
 /// [`write_report`]'s work, while [`WRITING`] is set.
-fn write_report_now(bytes: &[u8]) -> Result<bool, String> {
-    let Some(fd) = REPORT.dup_checked()? else {
+fn write_report_now(bytes: &[u8], from: Option<RawFd>) -> Result<bool, String> {
+    let Some(fd) = REPORT.dup_checked_from(REPORT.get(), from)? else {
         return Ok(false);
     };
     let mut done = 0;
@@ -511,7 +520,10 @@ mod tests {
         assert_ne!(h.get(), seen);
         // SAFETY: the old number is no longer ours (moved): the program's close_range closes it.
         unsafe { libc::close(old) };
-        let d = h.dup_checked_from(seen).unwrap().expect("a duplicate");
+        let d = h
+            .dup_checked_from(seen, None)
+            .unwrap()
+            .expect("a duplicate");
         assert_eq!(fs::fstat(&d).unwrap().st_ino, h.ino.load(Ordering::Relaxed));
         h.drop_fd();
         let _ = std::fs::remove_file(path);
@@ -529,7 +541,10 @@ mod tests {
         let other = fs::open("/dev/null", OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).unwrap();
         // SAFETY: `old` is no longer ours; the program's dup2 puts its own file there.
         assert_eq!(unsafe { libc::dup2(other.as_raw_fd(), old) }, old);
-        let d = h.dup_checked_from(seen).unwrap().expect("a duplicate");
+        let d = h
+            .dup_checked_from(seen, None)
+            .unwrap()
+            .expect("a duplicate");
         assert_eq!(fs::fstat(&d).unwrap().st_ino, h.ino.load(Ordering::Relaxed));
         // SAFETY: `old` holds /dev/null, the test's own.
         unsafe { libc::close(old) };
@@ -546,7 +561,7 @@ mod tests {
         let fd = h.get().unwrap();
         // SAFETY: closed behind the hooks' back, as a raw syscall would.
         unsafe { libc::close(fd) };
-        let e = h.dup_checked().unwrap_err();
+        let e = h.dup_checked_from(h.get(), None).unwrap_err();
         assert!(e.contains(&format!("fd {fd}")), "{e}");
         h.fd.store(-1, Ordering::Release);
         let _ = std::fs::remove_file(path);

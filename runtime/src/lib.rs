@@ -8,6 +8,7 @@
 //! smc_diag (through the one classifier, `smcrun_classify`, which `smcrun demo` uses too) and
 //! writes the report (into the run directory, through `smcrun_rundir::write`); [`exit_summary`]
 //! the summaries printed when the program ends; [`log`] one-line messages that never allocate;
+//! [`own_table`] gives the sidecar thread a descriptor table of its own;
 //! [`sigmask`] tells a hook in a signal handler from the program's normal code (the sidecar is
 //! never started from a handler).
 //!
@@ -22,6 +23,7 @@ pub mod drain;
 pub mod exit_summary;
 pub mod fdtable;
 pub mod log;
+pub mod own_table;
 pub mod record;
 pub mod sidecar;
 pub mod sigmask;

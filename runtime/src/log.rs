@@ -39,10 +39,14 @@ impl Line {
         }
         self.buf[self.len] = b'\n';
         let bytes = &self.buf[..self.len + 1];
-        // SAFETY: fd 2 is borrowed only for this write; a closed or invalid stderr fails harmlessly.
-        let stderr = unsafe { rustix::fd::BorrowedFd::borrow_raw(2) };
         errno::keep(|| {
-            let _ = rustix::io::write(stderr, bytes);
+            // the program's stderr, also from the sidecar's own descriptor table
+            let _ = crate::own_table::with_program_fd(2, |fd| {
+                // SAFETY: fd 2 (or its duplicate) is borrowed only for this write; a closed or
+                // invalid stderr fails harmlessly.
+                let stderr = unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) };
+                let _ = rustix::io::write(stderr, bytes);
+            });
         });
     }
 }

@@ -98,6 +98,13 @@ pub fn nested() -> bool {
     flag::get()
 }
 
+/// Sends every call of the calling thread straight to the real functions from now on (`true`),
+/// or no longer (`false`): for the sidecar's thread once it has a descriptor table of its own,
+/// whose descriptor numbers are not the program's (`smcrun_runtime::own_table`).
+pub fn bypass_thread(on: bool) {
+    flag::set(on)
+}
+
 /// The calling thread's errno.
 #[inline]
 pub fn errno() -> i32 {

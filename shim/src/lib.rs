@@ -21,7 +21,7 @@ mod hooks;
 mod policy;
 mod real;
 
-use smcrun_runtime::{exit_summary, sidecar, track};
+use smcrun_runtime::{exit_summary, own_table, sidecar, track};
 
 /// The library constructor, as an `.init_array` entry: the C library calls it when the library is
 /// loaded, before the program's `main`, with `argc`, `argv` and `envp` (glibc passes them to every
@@ -49,6 +49,7 @@ extern "C" fn init(
             .filter(|p| !p.is_null())
             .map(|p| unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes());
         sidecar::init(argv0);
+        own_table::set_bypass(guard::bypass_thread);
         let cfg = config::get();
         sidecar::set_mode(cfg.mode);
         sidecar::set_settings(cfg.fallback, &cfg.policy_text);

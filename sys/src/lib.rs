@@ -14,5 +14,6 @@ pub mod errno;
 pub mod file;
 pub mod smc;
 pub mod sock;
+pub mod table;
 
 pub use errno::Errno;

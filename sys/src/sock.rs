@@ -8,7 +8,7 @@ use core::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use libc::{c_int, c_long, socklen_t};
 
 /// The result of a raw system call: errno read and restored on failure.
-fn check(r: c_long) -> Result<c_long, Errno> {
+pub(crate) fn check(r: c_long) -> Result<c_long, Errno> {
     if r < 0 {
         let e = Errno::last();
         Err(e)

@@ -131,7 +131,12 @@ impl State {
             return;
         }
         // again, if a close_range or closefrom of the program's took the report's descriptor
-        rundir::register(crate::fdtable::epoch(), crate::fdtable::owned);
+        // (from the program's table only: a file opened in the sidecar's own table would be
+        // out of reach of the exit handler and of forked children)
+        let from = crate::own_table::pidfd();
+        if from.is_none() {
+            rundir::register(crate::fdtable::epoch(), crate::fdtable::owned);
+        }
         if let Some(r) = rundir::take_refusal() {
             self.report_failed = true;
             crate::line!(
@@ -147,7 +152,7 @@ impl State {
         self.fingerprint = fp;
         self.last_write = Some(Instant::now());
         let bytes = self.report().to_bytes();
-        let written = rundir::write_report(&bytes);
+        let written = rundir::write_report(&bytes, from);
         if written == Ok(false) {
             self.dirty = true; // the program holds every number for now: again at the next write
             return;

@@ -7,6 +7,7 @@ use super::pace::{nap_after, NAP_MIN, NAP_PER_COST};
 use super::state::State;
 use crate::counters::COUNTS;
 use crate::fdtable::Phase;
+use crate::own_table::{self, Entered};
 use smcrun_report::ProcessReport;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, Ordering};
 use std::sync::Mutex;
@@ -135,13 +136,24 @@ pub fn forget_in_child() {
 }
 
 fn run(sc: &'static Sidecar) {
+    if let Entered::Blind(e) = own_table::enter() {
+        // Its own table, but no way to the program's descriptors: no more looks from here (the
+        // exit handler still classifies what waits, from the program's thread).
+        if let Ok(mut st) = sc.state.lock() {
+            st.note_error(format!(
+                "the sidecar cannot reach the program's descriptors: pidfd_open: {e}"
+            ));
+        }
+        STARTED.store(2, Ordering::Release);
+        return;
+    }
     loop {
         let (look, due) = {
             let Ok(mut st) = sc.state.lock() else { return };
             if EXITING.load(Ordering::Acquire) {
                 return;
             }
-            let look = st.look(&Live, false);
+            let look = st.look(&Live::default(), false);
             st.write_if_due(false);
             (look, st.unwritten().then(|| st.next_write()))
         };
@@ -211,7 +223,7 @@ pub fn at_exit() -> Option<ProcessReport> {
         &mut guard
     };
     EXITING.store(true, Ordering::Release);
-    st.look(&Live, true);
+    st.look(&Live::default(), true);
     st.exited = true;
     st.dirty = true;
     st.write_if_due(true);

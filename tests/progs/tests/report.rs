@@ -116,6 +116,85 @@ fn ps_and_why_show_a_running_program_then_mark_it_dead_after_sigkill() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The descriptors of thread `tid` of process `pid`, with what each one is.
+fn task_fds(pid: u32, tid: &str) -> Vec<(i32, String)> {
+    let dir = format!("/proc/{pid}/task/{tid}/fd");
+    let mut fds: Vec<(i32, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let n: i32 = e.file_name().to_str()?.parse().ok()?;
+            let what = std::fs::read_link(e.path()).ok()?;
+            Some((n, what.display().to_string()))
+        })
+        .collect();
+    fds.sort();
+    fds
+}
+
+/// Issue 23: a single-threaded program under the shim keeps its descriptor table to itself. The
+/// sidecar thread gives itself an empty table (0 to 2 are a pidfd of the process, none of the
+/// program's files), and still classifies and writes the report through duplicates it takes with
+/// pidfd_getfd. Under a seccomp filter (a container engine's) it stays in the program's table.
+#[test]
+fn the_sidecar_keeps_a_descriptor_table_of_its_own() {
+    let dir = private_xdg("own-table");
+    let mut c = with_xdg(smcrun(), &dir);
+    c.arg(bin("sockcheck")).args(["conns", "2", "wait"]);
+    let (mut child, pid) = start_ready(c);
+    let start = Instant::now();
+    // the report, written by the sidecar, counts every connection
+    while !ps_json(&dir)
+        .iter()
+        .any(|e| e["pid"] == pid && e["report"]["connections"]["total"] == 4)
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no report for {pid}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let tasks: Vec<(String, String)> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .map(|e| {
+            let t = e.unwrap().file_name().to_string_lossy().into_owned();
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{t}/comm")).unwrap();
+            (t, comm.trim().to_string())
+        })
+        .collect();
+    let sidecar = &tasks
+        .iter()
+        .find(|(_, c)| c == "smcrun-sidecar")
+        .unwrap_or_else(|| panic!("no sidecar thread: {tasks:?}"))
+        .0;
+    let main = task_fds(pid, &pid.to_string());
+    let own = task_fds(pid, sidecar);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let filtered = status
+        .lines()
+        .any(|l| l.starts_with("Seccomp:") && l.split_whitespace().nth(1) != Some("0"));
+    if filtered {
+        assert_eq!(
+            own, main,
+            "under a seccomp filter the sidecar shares the table"
+        );
+    } else {
+        let ids: Vec<i32> = own.iter().map(|(n, _)| *n).collect();
+        assert_eq!(ids, [0, 1, 2], "the sidecar's table: {own:?}");
+        assert!(
+            own.iter().all(|(_, w)| w == "anon_inode:[pidfd]"),
+            "the sidecar's table: {own:?}"
+        );
+        assert!(
+            main.iter().any(|(_, w)| w.starts_with("socket:")),
+            "the program's table: {main:?}"
+        );
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn a_forked_child_gets_its_own_report() {
     let dir = private_xdg("fork");

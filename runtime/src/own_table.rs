@@ -1,0 +1,135 @@
+//! A descriptor table of its own for the sidecar thread, so that the program's table keeps the
+//! users it had.
+//!
+//! While a descriptor table has one user, the kernel looks descriptors up without taking a
+//! reference on the file; once a second thread shares it, every descriptor call of every thread
+//! takes the counted path. A single-threaded program under the shim paid that on every call once
+//! the sidecar ran: about +60 to +90 ns per getsockopt or bind (bench/run's hooks, issue 23),
+//! where a thread with a table of its own costs nothing measurable.
+//!
+//! So the sidecar thread, when it starts, gives itself an empty table
+//! (`close_range(CLOSE_RANGE_UNSHARE)`, Linux 5.9) and reaches the program's descriptors through
+//! a pidfd of its own process (`pidfd_getfd`, Linux 5.6: a duplicate, closed after each use). Its
+//! descriptors 0 to 2 are that pidfd (reads and writes on a pidfd fail), so that nothing it
+//! writes to a standard stream lands in a file of its own, and it holds no copy of the program's
+//! standard streams: a pipe the program closes is closed. Its lines go to the program's stderr
+//! through a duplicate. Its own calls bypass the shim's hooks (their descriptor numbers are not
+//! the program's).
+//!
+//! It stays in the shared table (as before) when the kernel lacks a call, and whenever a seccomp
+//! filter is installed: a filter may kill the process on a call it does not list (systemd's
+//! `SystemCallFilter=` does by default, and `pidfd_getfd` is not in `@system-service`), and no
+//! call can ask a filter what it would do. Container engines install filters, so in containers
+//! the sidecar shares the table. Not covered: a program whose main thread exits while the
+//! others run (the process's table is the main thread's; the sidecar then sees no descriptor).
+
+use smcrun_sys::table;
+use smcrun_sys::Errno;
+use std::cell::Cell;
+use std::sync::OnceLock;
+
+thread_local! {
+    /// On a thread with a table of its own: the pidfd of its process, in that table; else -1.
+    static PIDFD: Cell<i32> = const { Cell::new(-1) };
+}
+
+/// The shim's switch for the calling thread's hooks: `true` sends its calls straight to the real
+/// functions (set once by the library constructor).
+static BYPASS_HOOKS: OnceLock<fn(bool)> = OnceLock::new();
+
+/// Sets how the calling thread's hooks are bypassed (the shim's guard).
+pub fn set_bypass(f: fn(bool)) {
+    let _ = BYPASS_HOOKS.set(f);
+}
+
+fn bypass(on: bool) {
+    if let Some(f) = BYPASS_HOOKS.get() {
+        f(on);
+    }
+}
+
+/// Why the calling thread stayed in the program's table, if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shared {
+    /// A seccomp filter is installed (or the thread's status could not be read).
+    Seccomp,
+    /// The shim's hooks cannot be bypassed (no shim: the runtime's own tests).
+    NoShim,
+    /// The kernel refused a call (`pidfd_open`, `pidfd_getfd` or `close_range`).
+    Kernel(Errno),
+}
+
+/// What [`enter`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entered {
+    /// The calling thread has a table of its own and reaches the program's through a pidfd.
+    Own,
+    /// The calling thread still shares the program's table.
+    Shared(Shared),
+    /// The table was unshared but the pidfd could not be made: the thread must not touch the
+    /// program's descriptors (it sees none of them) and should end.
+    Blind(Errno),
+}
+
+/// Gives the calling thread (the sidecar, once, at its start) an empty table of its own, if that
+/// is safe here; see the module's doc.
+pub fn enter() -> Entered {
+    if BYPASS_HOOKS.get().is_none() {
+        return Entered::Shared(Shared::NoShim);
+    }
+    if !seccomp_off() {
+        return Entered::Shared(Shared::Seccomp);
+    }
+    // Both calls tried in the program's table first: a refusal leaves everything as it was.
+    let probe = table::pidfd_of_process().and_then(|p| {
+        let r = table::with_fetched(p, p, drop);
+        let _ = smcrun_sys::sock::close(p);
+        r
+    });
+    if let Err(e) = probe {
+        return Entered::Shared(Shared::Kernel(e));
+    }
+    bypass(true);
+    if let Err(e) = table::unshare_empty() {
+        bypass(false);
+        return Entered::Shared(Shared::Kernel(e));
+    }
+    // The table is empty: the pidfd takes 0, and 1 and 2 become copies of it.
+    let filled = table::pidfd_of_process().and_then(|p| {
+        smcrun_sys::sock::dup3(p, 1, libc::O_CLOEXEC)?;
+        smcrun_sys::sock::dup3(p, 2, libc::O_CLOEXEC)?;
+        Ok(p)
+    });
+    match filled {
+        Ok(p) => {
+            PIDFD.with(|c| c.set(p));
+            Entered::Own
+        }
+        Err(e) => Entered::Blind(e),
+    }
+}
+
+/// Whether no seccomp filter applies to the calling thread (`Seccomp:` in its status is 0).
+fn seccomp_off() -> bool {
+    std::fs::read_to_string("/proc/thread-self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Seccomp:"))
+            .is_some_and(|v| v.trim() == "0")
+    })
+}
+
+/// The pidfd through which the calling thread reaches the program's descriptors, when it has a
+/// table of its own (None: its descriptor numbers are the program's).
+pub fn pidfd() -> Option<i32> {
+    let p = PIDFD.with(Cell::get);
+    (p >= 0).then_some(p)
+}
+
+/// `f` on the program's descriptor `fd`, from whichever table the calling thread has: the number
+/// itself in the program's table, else a duplicate (closed after). `Err`: no such descriptor.
+pub fn with_program_fd<T>(fd: i32, f: impl FnOnce(i32) -> T) -> Result<T, Errno> {
+    match pidfd() {
+        None => Ok(f(fd)),
+        Some(p) => table::with_fetched(p, fd, f),
+    }
+}
