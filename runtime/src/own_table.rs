@@ -20,7 +20,8 @@
 //! filter is installed: a filter may kill the process on a call it does not list (systemd's
 //! `SystemCallFilter=` does by default, and `pidfd_getfd` is not in `@system-service`), and no
 //! call can ask a filter what it would do. Container engines install filters, so in containers
-//! the sidecar shares the table. Not covered: a program whose main thread exits while the
+//! the sidecar shares the table. A filter installed later on every thread (`TSYNC`) stops the
+//! sidecar before its next call ([`still_safe`]). Not covered: a program whose main thread exits while the
 //! others run (the process's table is the main thread's; the sidecar then sees no descriptor).
 
 use smcrun_sys::table;
@@ -107,6 +108,15 @@ pub fn enter() -> Entered {
         }
         Err(e) => Entered::Blind(e),
     }
+}
+
+/// Whether the calling thread may still use the calls its own table needs: on a thread with a
+/// table of its own, false once a seccomp filter applies to it (one installed since with
+/// `SECCOMP_FILTER_FLAG_TSYNC`, which reaches every thread of the process: its next
+/// `pidfd_getfd` could kill the process). The sidecar asks before each look (a read of
+/// /proc/thread-self/status, never a call a filter might refuse) and stops when it is false.
+pub fn still_safe() -> bool {
+    pidfd().is_none() || seccomp_off()
 }
 
 /// Whether no seccomp filter applies to the calling thread (`Seccomp:` in its status is 0).

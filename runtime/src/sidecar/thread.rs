@@ -153,6 +153,17 @@ fn run(sc: &'static Sidecar) {
             if EXITING.load(Ordering::Acquire) {
                 return;
             }
+            if !own_table::still_safe() {
+                // A seccomp filter now covers this thread: no more calls from here (the exit
+                // handler still classifies what waits and writes the report, from the program's
+                // thread).
+                st.note_error(
+                    "the sidecar stopped: a seccomp filter was installed on it after it started"
+                        .into(),
+                );
+                STARTED.store(2, Ordering::Release);
+                return;
+            }
             let look = st.look(&Live::default(), false);
             st.write_if_due(false);
             (look, st.unwritten().then(|| st.next_write()))

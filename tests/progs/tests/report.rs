@@ -154,14 +154,7 @@ fn the_sidecar_keeps_a_descriptor_table_of_its_own() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let tasks: Vec<(String, String)> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .map(|e| {
-            let t = e.unwrap().file_name().to_string_lossy().into_owned();
-            let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{t}/comm")).unwrap();
-            (t, comm.trim().to_string())
-        })
-        .collect();
+    let tasks = tasks(pid);
     let sidecar = &tasks
         .iter()
         .find(|(_, c)| c == "smcrun-sidecar")
@@ -190,6 +183,60 @@ fn the_sidecar_keeps_a_descriptor_table_of_its_own() {
             "the program's table: {main:?}"
         );
     }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The threads of process `pid`: (tid, name).
+fn tasks(pid: u32) -> Vec<(String, String)> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|e| {
+            let t = e.ok()?.file_name().to_string_lossy().into_owned();
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{t}/comm")).ok()?;
+            Some((t, comm.trim().to_string()))
+        })
+        .collect()
+}
+
+/// A program that installs a seccomp filter on every thread (TSYNC) after its sidecar gave
+/// itself a table of its own: the sidecar stops before its next call (a filter may kill the
+/// process on a call it does not list) and the program runs on. A sidecar that started under a
+/// filter shares the program's table and goes on.
+#[test]
+fn the_sidecar_stops_when_a_seccomp_filter_reaches_it() {
+    let dir = private_xdg("seccomp-late");
+    let mut c = with_xdg(smcrun(), &dir);
+    c.arg(bin("sockcheck")).args(["conns", "2", "seccomp"]);
+    let mut child = reaped(c.stdout(Stdio::piped()).spawn().unwrap());
+    let pid = child.id();
+    assert_eq!(read_line(&mut child), format!("ready pid={pid} more=4"));
+    let started_filtered = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Seccomp:") && l.split_whitespace().nth(1) != Some("0"));
+    let start = Instant::now();
+    let sidecar = || tasks(pid).iter().any(|(_, c)| c == "smcrun-sidecar");
+    if started_filtered {
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            sidecar(),
+            "a sidecar that shares the table goes on: {:?}",
+            tasks(pid)
+        );
+    } else {
+        while sidecar() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the sidecar still runs under the filter: {:?}",
+                tasks(pid)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    // the program lives on
+    assert!(child.try_wait().unwrap().is_none(), "the program ended");
     child.kill().unwrap();
     child.wait().unwrap();
     let _ = std::fs::remove_dir_all(dir);

@@ -288,6 +288,33 @@ fn wait_forever() -> ! {
     }
 }
 
+/// Installs a seccomp filter that allows every call on every thread of the process
+/// (`SECCOMP_FILTER_FLAG_TSYNC`): what a program that sandboxes itself late does to its threads.
+fn allow_all_on_every_thread() {
+    let allow = [libc::sock_filter {
+        code: (libc::BPF_RET | libc::BPF_K) as u16,
+        jt: 0,
+        jf: 0,
+        k: libc::SECCOMP_RET_ALLOW,
+    }];
+    let prog = libc::sock_fprog {
+        len: 1,
+        filter: allow.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: prctl takes integers; seccomp reads `prog` and the one instruction it points at,
+    // both alive for the call.
+    unsafe {
+        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+        let r = libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_TSYNC,
+            &prog as *const libc::sock_fprog,
+        );
+        assert_eq!(r, 0, "seccomp: {}", std::io::Error::last_os_error());
+    }
+}
+
 fn conns(args: &[String]) {
     let n: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(2);
     let then = args.get(1).map(String::as_str).unwrap_or("exit");
@@ -302,6 +329,16 @@ fn conns(args: &[String]) {
     match then {
         "wait" | "stdin" => {
             println!("ready pid={}", std::process::id());
+            std::io::stdout().flush().unwrap();
+            wait_forever();
+        }
+        "seccomp" => {
+            // the sidecar has started (the first TCP socket) and settled in; then a filter that
+            // allows every call, on every thread (TSYNC), and more connections for it to see
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            allow_all_on_every_thread();
+            let more = connections(n, false);
+            println!("ready pid={} more={}", std::process::id(), more.len());
             std::io::stdout().flush().unwrap();
             wait_forever();
         }
