@@ -98,11 +98,10 @@ pub fn find(
         .find(|e| e.peer.port() != 0 && same(&e.local, &local) && same(&e.peer, &peer))
 }
 
-/// The inode of the socket behind this process's `fd` (None: `fd` is not a socket now), as
+/// The inode of the socket behind the calling thread's `fd` (None: `fd` is not a socket now), as
 /// smc_diag reports it.
 pub fn socket_inode(fd: i32) -> Option<u64> {
-    let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
-    smcrun_sys::sock::link_inode(link.as_os_str().as_encoded_bytes())
+    smcrun_sys::sock::socket_inode(fd)
 }
 
 /// The transport as smcrun names it: "SMC-R", "SMC-D", "SMC" (mode not seen) or "TCP".

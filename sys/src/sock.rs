@@ -61,6 +61,16 @@ pub fn identity_of_file(fd: c_int) -> Result<(u64, u64), Errno> {
     Ok((st.st_dev, st.st_ino))
 }
 
+/// The inode of the socket behind `fd` in the calling thread's table, as sock_diag and
+/// `/proc/PID/fd` (`socket:[INODE]`) report it; None when `fd` is not a socket (`fstat`: it
+/// reads the calling thread's own table, where `/proc/self/fd` is the main thread's).
+pub fn socket_inode(fd: c_int) -> Option<u64> {
+    // SAFETY: all-zero is a valid `stat` (plain integers).
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    sys!(libc::SYS_fstat, fd, &mut st as *mut libc::stat).ok()?;
+    (st.st_mode & libc::S_IFMT == libc::S_IFSOCK).then_some(st.st_ino)
+}
+
 /// `fcntl(fd, cmd)` for the commands without an argument (F_GETFL, F_GETFD).
 pub fn fcntl_get(fd: c_int, cmd: c_int) -> Result<c_int, Errno> {
     sys!(libc::SYS_fcntl, fd, cmd).map(|v| v as c_int)
@@ -308,6 +318,26 @@ mod tests {
         assert_eq!(link_inode(b"socket:[]"), None);
         assert_eq!(link_inode(b"socket:[99999999999999999999]"), None);
         assert_eq!(link_inode(b"/dev/null"), None);
+    }
+
+    /// A socket's inode from fstat is the one `/proc/self/fd` names; a pipe or a closed
+    /// descriptor has none.
+    #[test]
+    fn socket_inode_matches_the_proc_link() {
+        extern crate std;
+        let fd = socket(libc::AF_INET, libc::SOCK_STREAM, 0).unwrap();
+        let link = std::fs::read_link(std::format!("/proc/self/fd/{fd}")).unwrap();
+        let from_link = link_inode(link.as_os_str().as_encoded_bytes());
+        assert!(from_link.is_some(), "{link:?}");
+        assert_eq!(socket_inode(fd), from_link);
+        close(fd).unwrap();
+        assert_eq!(socket_inode(fd), None);
+        let mut p = [0; 2];
+        // SAFETY: pipe writes two ints into `p`.
+        assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+        assert_eq!(socket_inode(p[0]), None);
+        close(p[0]).unwrap();
+        close(p[1]).unwrap();
     }
 
     #[test]
