@@ -143,3 +143,49 @@ pub fn with_program_fd<T>(fd: i32, f: impl FnOnce(i32) -> T) -> Result<T, Errno>
         Some(p) => table::with_fetched(p, fd, f),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sidecar::{Kernel, Live};
+    use smcrun_sys::sock::TcpState;
+    use std::os::fd::AsRawFd;
+
+    /// A thread that gave itself a table of its own still reads the program's sockets by their
+    /// numbers in the program's table (inode, both addresses, TCP state), and finds nothing
+    /// under a number the program does not hold. Under a seccomp filter it stays shared, and
+    /// reads the same.
+    #[test]
+    fn a_thread_with_its_own_table_reads_the_programs_sockets() {
+        set_bypass(|_| {});
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let fd = c.as_raw_fd();
+        let want = (
+            smcrun_sys::sock::socket_inode(fd),
+            c.local_addr().ok(),
+            c.peer_addr().ok(),
+        );
+        assert!(want.0.is_some());
+        let filtered = !seccomp_off();
+        let (entered, got, state, unused) = std::thread::spawn(move || {
+            let entered = enter();
+            let k = Live::default();
+            let got = (k.inode(fd), k.local(fd), k.peer(fd));
+            (entered, got, k.tcp_state(fd), k.inode(1000))
+        })
+        .join()
+        .unwrap();
+        if filtered {
+            assert_eq!(entered, Entered::Shared(Shared::Seccomp));
+        } else {
+            assert_eq!(entered, Entered::Own);
+        }
+        assert_eq!(got, want);
+        assert_eq!(state, Some(TcpState::Connected));
+        assert_eq!(unused, None);
+        // this thread never entered: the program's table, directly
+        assert_eq!(pidfd(), None);
+        assert_eq!(with_program_fd(fd, |d| d), Ok(fd));
+    }
+}
