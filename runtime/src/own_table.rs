@@ -27,6 +27,7 @@
 use smcrun_sys::table;
 use smcrun_sys::Errno;
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 thread_local! {
@@ -72,9 +73,61 @@ pub enum Entered {
     Blind(Errno),
 }
 
+/// What the sidecar's table came to in this process, for the `SMCRUN_DEBUG=2` exit summary:
+/// [`NOT_STARTED`], or a code (1 own, 2 seccomp, 3 no shim, 4 kernel, 5 blind, 6 stopped) and
+/// an errno, as `code << 32 | errno`.
+static OUTCOME: AtomicU64 = AtomicU64::new(NOT_STARTED);
+const NOT_STARTED: u64 = 0;
+const STOPPED: u64 = 6;
+
 /// Gives the calling thread (the sidecar, once, at its start) an empty table of its own, if that
 /// is safe here; see the module's doc.
 pub fn enter() -> Entered {
+    let e = enter_now();
+    let (code, errno) = match e {
+        Entered::Own => (1, 0),
+        Entered::Shared(Shared::Seccomp) => (2, 0),
+        Entered::Shared(Shared::NoShim) => (3, 0),
+        Entered::Shared(Shared::Kernel(e)) => (4, e.0),
+        Entered::Blind(e) => (5, e.0),
+    };
+    OUTCOME.store(code << 32 | u64::from(errno as u32), Ordering::Relaxed);
+    e
+}
+
+/// The sidecar stopped because a seccomp filter reached it ([`still_safe`]).
+pub fn note_stopped() {
+    OUTCOME.store(STOPPED << 32, Ordering::Relaxed);
+}
+
+/// In a forked child, whose sidecar starts again: nothing known yet.
+pub fn forget_in_child() {
+    OUTCOME.store(NOT_STARTED, Ordering::Relaxed);
+}
+
+/// Which descriptor table the sidecar has, in words, for the exit summary.
+pub struct Summary;
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = OUTCOME.load(Ordering::Relaxed);
+        let e = Errno(v as u32 as i32);
+        match v >> 32 {
+            1 => f.write_str("its own descriptor table"),
+            2 => f.write_str("the program's descriptor table (a seccomp filter is installed)"),
+            3 => f.write_str("the program's descriptor table"),
+            4 => write!(
+                f,
+                "the program's descriptor table (the kernel refused: {e})"
+            ),
+            5 => write!(f, "none: it stopped (no pidfd: {e})"),
+            STOPPED => f.write_str("none: it stopped (a seccomp filter reached it)"),
+            _ => f.write_str("none (not started)"),
+        }
+    }
+}
+
+fn enter_now() -> Entered {
     if BYPASS_HOOKS.get().is_none() {
         return Entered::Shared(Shared::NoShim);
     }

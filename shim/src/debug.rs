@@ -23,7 +23,7 @@ pub fn exit_summary() {
     }
     smcrun_runtime::exit_summary::flush_program_stdout();
     line!(
-        "summary: {} sockets converted to SMC, {} stayed TCP at socket(), {} untouched; {} binds, {} connects ({} failed), {} accepts; {} connections",
+        "summary: {} sockets converted to SMC, {} stayed TCP at socket(), {} untouched; {} binds, {} connects ({} failed), {} accepts; {} connections; the sidecar's descriptors: {}",
         load(&c.converted),
         load(&c.tcp_at_creation),
         load(&c.untouched),
@@ -32,5 +32,6 @@ pub fn exit_summary() {
         load(&c.failed_connects),
         load(&c.accepts),
         load(&c.connections),
+        smcrun_runtime::own_table::Summary,
     );
 }

@@ -133,6 +133,7 @@ pub fn forget_in_child() {
     WAKE.store(0, Ordering::Relaxed);
     SLEEPING.store(RUNNING, Ordering::Relaxed);
     EXITING.store(false, Ordering::Relaxed);
+    own_table::forget_in_child();
 }
 
 fn run(sc: &'static Sidecar) {
@@ -161,6 +162,7 @@ fn run(sc: &'static Sidecar) {
                     "the sidecar stopped: a seccomp filter was installed on it after it started"
                         .into(),
                 );
+                own_table::note_stopped();
                 STARTED.store(2, Ordering::Release);
                 return;
             }

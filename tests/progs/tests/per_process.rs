@@ -441,7 +441,9 @@ fn dd_prints_one_summary_per_process_that_touched_tcp_with_its_own_numbers() {
             .unwrap_or_else(|| panic!("no summary for {pid}: {err}"));
         // Each made 3 client connections and accepted 3: its own numbers, not its parent's.
         assert!(
-            s.contains("3 connects (0 failed), 3 accepts; 6 connections"),
+            s.contains(
+                "3 connects (0 failed), 3 accepts; 6 connections; the sidecar's descriptors: "
+            ),
             "{s}"
         );
     }

@@ -215,7 +215,11 @@ fn tasks(pid: u32) -> Vec<(String, String)> {
 fn the_sidecar_stops_when_a_seccomp_filter_reaches_it() {
     let dir = private_xdg("seccomp-late");
     let mut c = with_xdg(smcrun(), &dir);
-    c.arg(bin("sockcheck")).args(["conns", "2", "seccomp"]);
+    c.arg("-dd")
+        .arg(bin("sockcheck"))
+        .args(["conns", "2", "seccomp"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = reaped(c.stdout(Stdio::piped()).spawn().unwrap());
     let pid = child.id();
     assert_eq!(read_line(&mut child), format!("ready pid={pid} more=4"));
@@ -242,10 +246,23 @@ fn the_sidecar_stops_when_a_seccomp_filter_reaches_it() {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
-    // the program lives on
+    // the program lives on, and ends normally; its exit summary (SMCRUN_DEBUG=2) says which
+    // descriptors its sidecar had
     assert!(child.try_wait().unwrap().is_none(), "the program ended");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.stdin.as_mut().unwrap().write_all(b"end\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let said = if started_filtered {
+        "the sidecar's descriptors: the program's descriptor table (a seccomp filter is installed)"
+    } else {
+        "the sidecar's descriptors: none: it stopped (a seccomp filter reached it)"
+    };
+    let summary = err
+        .lines()
+        .find(|l| l.contains("]: summary: "))
+        .expect(&err);
+    assert!(summary.ends_with(said), "{summary}");
     let _ = std::fs::remove_dir_all(dir);
 }
 

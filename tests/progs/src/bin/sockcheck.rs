@@ -340,7 +340,10 @@ fn conns(args: &[String]) {
             let more = connections(n, false);
             println!("ready pid={} more={}", std::process::id(), more.len());
             std::io::stdout().flush().unwrap();
-            wait_forever();
+            // then a normal exit, when told (the exit handlers run)
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).unwrap();
+            drop(more);
         }
         "fork" => {
             std::io::stdout().flush().unwrap();
