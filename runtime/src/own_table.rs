@@ -4,8 +4,9 @@
 //! While a descriptor table has one user, the kernel looks descriptors up without taking a
 //! reference on the file; once a second thread shares it, every descriptor call of every thread
 //! takes the counted path. A single-threaded program under the shim paid that on every call once
-//! the sidecar ran: about +60 to +90 ns per getsockopt or bind (bench/run's hooks, issue 23),
-//! where a thread with a table of its own costs nothing measurable.
+//! the sidecar ran: +58 to +88 ns per bind or getsockopt on one host, 2 to 18 ns on another
+//! (bench/run's hooks, issue 23), where a thread with a table of its own costs nothing
+//! measurable.
 //!
 //! So the sidecar thread, when it starts, gives itself an empty table
 //! (`close_range(CLOSE_RANGE_UNSHARE)`, Linux 5.9) and reaches the program's descriptors through
@@ -73,11 +74,15 @@ pub enum Entered {
     Blind(Errno),
 }
 
-/// What the sidecar's table came to in this process, for the `SMCRUN_DEBUG=2` exit summary:
-/// [`NOT_STARTED`], or a code (1 own, 2 seccomp, 3 no shim, 4 kernel, 5 blind, 6 stopped) and
-/// an errno, as `code << 32 | errno`.
+/// What the sidecar's table came to in this process, for the `SMCRUN_DEBUG=2` exit summary: one
+/// of the codes below and an errno, as `code << 32 | errno`.
 static OUTCOME: AtomicU64 = AtomicU64::new(NOT_STARTED);
 const NOT_STARTED: u64 = 0;
+const OWN: u64 = 1;
+const SECCOMP: u64 = 2;
+const NO_SHIM: u64 = 3;
+const KERNEL: u64 = 4;
+const BLIND: u64 = 5;
 const STOPPED: u64 = 6;
 
 /// Gives the calling thread (the sidecar, once, at its start) an empty table of its own, if that
@@ -85,11 +90,11 @@ const STOPPED: u64 = 6;
 pub fn enter() -> Entered {
     let e = enter_now();
     let (code, errno) = match e {
-        Entered::Own => (1, 0),
-        Entered::Shared(Shared::Seccomp) => (2, 0),
-        Entered::Shared(Shared::NoShim) => (3, 0),
-        Entered::Shared(Shared::Kernel(e)) => (4, e.0),
-        Entered::Blind(e) => (5, e.0),
+        Entered::Own => (OWN, 0),
+        Entered::Shared(Shared::Seccomp) => (SECCOMP, 0),
+        Entered::Shared(Shared::NoShim) => (NO_SHIM, 0),
+        Entered::Shared(Shared::Kernel(e)) => (KERNEL, e.0),
+        Entered::Blind(e) => (BLIND, e.0),
     };
     OUTCOME.store(code << 32 | u64::from(errno as u32), Ordering::Relaxed);
     e
@@ -113,14 +118,16 @@ impl std::fmt::Display for Summary {
         let v = OUTCOME.load(Ordering::Relaxed);
         let e = Errno(v as u32 as i32);
         match v >> 32 {
-            1 => f.write_str("its own descriptor table"),
-            2 => f.write_str("the program's descriptor table (a seccomp filter is installed)"),
-            3 => f.write_str("the program's descriptor table"),
-            4 => write!(
+            OWN => f.write_str("its own descriptor table"),
+            SECCOMP => {
+                f.write_str("the program's descriptor table (a seccomp filter is installed)")
+            }
+            NO_SHIM => f.write_str("the program's descriptor table"),
+            KERNEL => write!(
                 f,
                 "the program's descriptor table (the kernel refused: {e})"
             ),
-            5 => write!(f, "none: it stopped (no pidfd: {e})"),
+            BLIND => write!(f, "none: it stopped (no pidfd: {e})"),
             STOPPED => f.write_str("none: it stopped (a seccomp filter reached it)"),
             _ => f.write_str("none (not started)"),
         }

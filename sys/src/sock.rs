@@ -55,19 +55,22 @@ pub fn shutdown(fd: c_int, how: c_int) -> Result<(), Errno> {
 /// The device and inode of what `fd` refers to (`fstat`): tells one open socket from another
 /// that later takes the same fd number.
 pub fn identity_of_file(fd: c_int) -> Result<(u64, u64), Errno> {
+    fstat(fd).map(|st| (st.st_dev, st.st_ino))
+}
+
+/// `fstat(2)` of `fd` in the calling thread's table.
+fn fstat(fd: c_int) -> Result<libc::stat, Errno> {
     // SAFETY: all-zero is a valid `stat` (plain integers).
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     sys!(libc::SYS_fstat, fd, &mut st as *mut libc::stat)?;
-    Ok((st.st_dev, st.st_ino))
+    Ok(st)
 }
 
 /// The inode of the socket behind `fd` in the calling thread's table, as sock_diag and
 /// `/proc/PID/fd` (`socket:[INODE]`) report it; None when `fd` is not a socket (`fstat`: it
 /// reads the calling thread's own table, where `/proc/self/fd` is the main thread's).
 pub fn socket_inode(fd: c_int) -> Option<u64> {
-    // SAFETY: all-zero is a valid `stat` (plain integers).
-    let mut st: libc::stat = unsafe { core::mem::zeroed() };
-    sys!(libc::SYS_fstat, fd, &mut st as *mut libc::stat).ok()?;
+    let st = fstat(fd).ok()?;
     (st.st_mode & libc::S_IFMT == libc::S_IFSOCK).then_some(st.st_ino)
 }
 

@@ -142,7 +142,7 @@ fn run(sc: &'static Sidecar) {
         // exit handler still classifies what waits, from the program's thread).
         if let Ok(mut st) = sc.state.lock() {
             st.note_error(format!(
-                "the sidecar cannot reach the program's descriptors: pidfd_open: {e}"
+                "the sidecar cannot reach the program's descriptors (no pidfd in its own table): {e}"
             ));
         }
         STARTED.store(2, Ordering::Release);

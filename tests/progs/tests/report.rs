@@ -263,6 +263,17 @@ fn the_sidecar_stops_when_a_seccomp_filter_reaches_it() {
         .find(|l| l.contains("]: summary: "))
         .expect(&err);
     assert!(summary.ends_with(said), "{summary}");
+    // the exit handler wrote the final report, every connection in it
+    let r = final_report(&dir, pid);
+    assert_eq!(r["connections"]["total"], 8, "{r}");
+    if !started_filtered {
+        assert!(
+            r["last_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("a seccomp filter was installed")),
+            "{r}"
+        );
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -67,17 +67,6 @@ fn summary_of(line: &str) -> (u32, u64) {
     (pid, n)
 }
 
-/// The report a process left behind (it exited, so `smcrun ps` shows it once).
-fn final_report(xdg: &Path, pid: u32) -> serde_json::Value {
-    let list = ps_json(xdg);
-    let e = list
-        .into_iter()
-        .find(|e| e["pid"] == pid)
-        .unwrap_or_else(|| panic!("no report for {pid}"));
-    assert_eq!(e["state"], "exited", "{e}");
-    e["report"].clone()
-}
-
 /// The report's counts add up: every connection has exactly one outcome.
 fn counts_add_up(r: &serde_json::Value) {
     let c = &r["connections"];

@@ -188,6 +188,17 @@ pub fn summaries(stderr: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The report a process left behind (it exited, so `smcrun ps` shows it once).
+pub fn final_report(xdg: &std::path::Path, pid: u32) -> serde_json::Value {
+    let list = ps_json(xdg);
+    let e = list
+        .into_iter()
+        .find(|e| e["pid"] == pid)
+        .unwrap_or_else(|| panic!("no report for {pid}"));
+    assert_eq!(e["state"], "exited", "{e}");
+    e["report"].clone()
+}
+
 /// Path of a built binary in a copy that any user can run: the tests that run programs as another
 /// user (`setpriv`) use these, since the target directory may sit under a folder only its owner can
 /// enter. smcrun and the shim are copied side by side, so smcrun finds its shim. (One folder for
