@@ -20,41 +20,6 @@ fn xdg(name: &str) -> PathBuf {
     d
 }
 
-fn in_xdg(mut c: Command, dir: &Path) -> Command {
-    c.env("XDG_RUNTIME_DIR", dir);
-    c
-}
-
-/// `smcrun ps --json`, as an array of entries.
-fn ps(dir: &Path) -> Vec<Value> {
-    let mut c = in_xdg(smcrun(), dir);
-    c.args(["ps", "--json"]);
-    let (out, err, o) = run(c);
-    assert!(o.status.success(), "ps failed: {err}");
-    serde_json::from_str::<Value>(&out)
-        .unwrap_or_else(|e| panic!("ps --json is not JSON ({e}): {out}"))
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-/// Polls `ps` until `pred` holds for the list (the runtime writes at most once a second).
-fn ps_until(dir: &Path, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let start = Instant::now();
-    loop {
-        let list = ps(dir);
-        if pred(&list) {
-            return list;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(15),
-            "{what}: never seen; last ps: {}",
-            serde_json::to_string_pretty(&list).unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 fn total(e: &Value) -> u64 {
     e["report"]["connections"]["total"].as_u64().unwrap_or(0)
 }

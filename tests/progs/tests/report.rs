@@ -4,14 +4,8 @@
 mod common;
 use common::*;
 use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn with_xdg(mut c: Command, dir: &Path) -> Command {
-    c.env("XDG_RUNTIME_DIR", dir);
-    c
-}
 
 /// The reason every connection is TCP on a kernel without SMC (on an SMC kernel the reasons
 /// depend on the set-up: the VM checks them).
@@ -26,7 +20,7 @@ fn exit_summary_counts_each_connection_and_names_the_reason() {
         .arg(bin("sockcheck"))
         .args(["conns", "2"]);
     let dir = private_xdg("summary");
-    let (_, err, o) = run(with_xdg(c, &dir));
+    let (_, err, o) = run(in_xdg(c, &dir));
     assert!(o.status.success(), "{err}");
     let line = err
         .lines()
@@ -46,24 +40,15 @@ fn exit_summary_counts_each_connection_and_names_the_reason() {
 #[test]
 fn ps_and_why_show_a_running_program_then_mark_it_dead_after_sigkill() {
     let dir = private_xdg("ps");
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     c.arg(bin("sockcheck")).args(["conns", "2", "wait"]);
     let (mut child, pid) = start_ready(c);
     // The report appears within about a second of the connections.
-    let start = Instant::now();
-    let entry = loop {
-        let list = ps_json(&dir);
-        if let Some(e) = list.iter().find(|e| e["pid"] == pid) {
-            if e["report"]["connections"]["total"] == 4 {
-                break e.clone();
-            }
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no report for {pid}: {list:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let is_it = |e: &serde_json::Value| e["pid"] == pid && e["report"]["connections"]["total"] == 4;
+    let entry = ps_until(&dir, "the report of 4 connections", |l| l.iter().any(is_it))
+        .into_iter()
+        .find(is_it)
+        .unwrap();
     assert_eq!(entry["state"], "running");
     assert_eq!(entry["program"], "sockcheck");
     let c = &entry["report"]["connections"];
@@ -84,7 +69,7 @@ fn ps_and_why_show_a_running_program_then_mark_it_dead_after_sigkill() {
         assert_eq!(entry["report"]["reasons"][0]["errno"], "EAFNOSUPPORT");
     }
     // why: each connection with its mode and reason.
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     c.args(["why", &pid.to_string()]);
     let (out, err, o) = run(c);
     assert!(o.status.success(), "{err}");
@@ -139,21 +124,14 @@ fn task_fds(pid: u32, tid: &str) -> Vec<(i32, String)> {
 #[test]
 fn the_sidecar_keeps_a_descriptor_table_of_its_own() {
     let dir = private_xdg("own-table");
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     c.arg(bin("sockcheck")).args(["conns", "2", "wait"]);
     let (mut child, pid) = start_ready(c);
-    let start = Instant::now();
     // the report, written by the sidecar, counts every connection
-    while !ps_json(&dir)
-        .iter()
-        .any(|e| e["pid"] == pid && e["report"]["connections"]["total"] == 4)
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no report for {pid}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    ps_until(&dir, "the report of 4 connections", |l| {
+        l.iter()
+            .any(|e| e["pid"] == pid && e["report"]["connections"]["total"] == 4)
+    });
     let tasks = tasks(pid);
     let sidecar = &tasks
         .iter()
@@ -214,7 +192,7 @@ fn tasks(pid: u32) -> Vec<(String, String)> {
 #[test]
 fn the_sidecar_stops_when_a_seccomp_filter_reaches_it() {
     let dir = private_xdg("seccomp-late");
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     c.arg("-dd")
         .arg(bin("sockcheck"))
         .args(["conns", "2", "seccomp"])
@@ -280,7 +258,7 @@ fn the_sidecar_stops_when_a_seccomp_filter_reaches_it() {
 #[test]
 fn a_forked_child_gets_its_own_report() {
     let dir = private_xdg("fork");
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     c.env("SMCRUN_REPORT", "1")
         .arg(bin("sockcheck"))
         .args(["conns", "3", "fork"]);
@@ -317,7 +295,7 @@ fn a_forked_child_gets_its_own_report() {
 #[test]
 fn exec_keeps_the_pid_and_the_new_program_reports() {
     let dir = private_xdg("exec");
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     let script = format!("exec {} conns 2", bin("sockcheck").display());
     c.env("SMCRUN_REPORT", "1").args(["sh", "-c", &script]);
     let child = c.stderr(Stdio::piped()).spawn().unwrap();
@@ -334,7 +312,7 @@ fn exec_keeps_the_pid_and_the_new_program_reports() {
 #[test]
 fn sixty_four_threads_connecting_at_once_are_all_counted() {
     let dir = private_xdg("threads");
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     c.env("SMCRUN_REPORT", "1")
         .arg(bin("sockcheck"))
         .args(["conns", "64", "threads"]);
@@ -363,7 +341,7 @@ fn the_run_directory_refuses_a_planted_symlink() {
     )
     .unwrap();
     let victim = dir.join("victim");
-    let mut child = with_xdg(smcrun(), &dir)
+    let mut child = in_xdg(smcrun(), &dir)
         .arg(bin("sockcheck"))
         .args(["conns", "1", "stdin"])
         .stdin(Stdio::piped())
@@ -403,7 +381,7 @@ fn a_run_directory_open_to_others_is_refused() {
         std::os::unix::fs::PermissionsExt::from_mode(0o777),
     )
     .unwrap();
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     c.arg(bin("sockcheck")).args(["conns", "1"]);
     let (_, err, o) = run(c);
     assert!(o.status.success());
@@ -421,7 +399,7 @@ fn a_run_directory_open_to_others_is_refused() {
 #[test]
 fn the_mode_fallback_and_policy_in_effect_are_shown() {
     let dir = private_xdg("settings");
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     c.args([
         "--mode",
         "smc",
@@ -433,26 +411,16 @@ fn the_mode_fallback_and_policy_in_effect_are_shown() {
     .arg(bin("sockcheck"))
     .args(["conns", "1", "wait"]);
     let (mut child, pid) = start_ready(c);
-    let start = Instant::now();
-    let entry = loop {
-        let list = ps_json(&dir);
-        if let Some(e) = list
-            .iter()
-            .find(|e| e["pid"] == pid && e["report"].is_object())
-        {
-            break e.clone();
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no report for {pid}: {list:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let is_it = |e: &serde_json::Value| e["pid"] == pid && e["report"].is_object();
+    let entry = ps_until(&dir, "a report", |l| l.iter().any(is_it))
+        .into_iter()
+        .find(is_it)
+        .unwrap();
     let r = &entry["report"];
     assert_eq!(r["mode"], "smc", "{r}");
     assert_eq!(r["fallback"], "tcp", "{r}");
     assert_eq!(r["policy"], "tcp port 22; smc", "{r}");
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     c.arg("ps");
     let (out, err, o) = run(c);
     assert!(o.status.success(), "{err}");
@@ -469,7 +437,7 @@ fn the_mode_fallback_and_policy_in_effect_are_shown() {
         row.contains(" smc/tcp ") && row.contains(" tcp port 22; smc "),
         "{row}"
     );
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     c.args(["why", &pid.to_string()]);
     let (out, err, o) = run(c);
     assert!(o.status.success(), "{err}");
@@ -477,7 +445,7 @@ fn the_mode_fallback_and_policy_in_effect_are_shown() {
         out.contains("\nruns with: mode smc, fallback tcp, policy \"tcp port 22; smc\"\n"),
         "{out}"
     );
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     c.args(["why", "-j", &pid.to_string()]);
     let (out, _, _) = run(c);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -487,7 +455,7 @@ fn the_mode_fallback_and_policy_in_effect_are_shown() {
         &v
     };
     assert_eq!(report["policy"], "tcp port 22; smc", "{v}");
-    let mut c = with_xdg(smcrun(), &dir);
+    let mut c = in_xdg(smcrun(), &dir);
     c.arg("metrics");
     let (out, err, _) = run(c);
     let want = format!(

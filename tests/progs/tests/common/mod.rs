@@ -167,6 +167,35 @@ pub fn private_xdg(name: &str) -> PathBuf {
     fresh_dir(&format!("xdg-{name}"))
 }
 
+/// `c` with the run directory (XDG_RUNTIME_DIR) `dir`.
+pub fn in_xdg(mut c: Command, dir: &std::path::Path) -> Command {
+    c.env("XDG_RUNTIME_DIR", dir);
+    c
+}
+
+/// Polls `smcrun ps --json` of `xdg` until `pred` holds for the list, and returns that list; the
+/// test fails after 15 s (a runtime writes its report about once a second), naming `what` and
+/// showing the last list.
+pub fn ps_until(
+    xdg: &std::path::Path,
+    what: &str,
+    pred: impl Fn(&[serde_json::Value]) -> bool,
+) -> Vec<serde_json::Value> {
+    let start = std::time::Instant::now();
+    loop {
+        let list = ps_json(xdg);
+        if pred(&list) {
+            return list;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(15),
+            "{what}: never seen; last ps: {}",
+            serde_json::to_string_pretty(&list).unwrap()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 /// `smcrun ps --json` of the run directory `xdg`.
 pub fn ps_json(xdg: &std::path::Path) -> Vec<serde_json::Value> {
     let mut c = smcrun();
