@@ -22,13 +22,18 @@
 //! `SystemCallFilter=` does by default, and `pidfd_getfd` is not in `@system-service`), and no
 //! call can ask a filter what it would do. Container engines install filters, so in containers
 //! the sidecar shares the table. A filter installed later on every thread (`TSYNC`) stops the
-//! sidecar before its next call ([`still_safe`]). Not covered: a program whose main thread exits while the
-//! others run (the process's table is the main thread's; the sidecar then sees no descriptor).
+//! sidecar before its next call ([`still_safe`]).
+//!
+//! The pidfd reaches the main thread's table. A program whose main thread leaves with
+//! pthread_exit while other threads go on has its sidecar replaced, in the shim's hook before the
+//! main thread goes, by one in the program's table ([`forbid`],
+//! `crate::sidecar::main_thread_leaving`). A main thread that leaves with the raw exit system
+//! call is not seen.
 
 use smcrun_sys::table;
 use smcrun_sys::Errno;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 thread_local! {
@@ -60,6 +65,8 @@ pub enum Shared {
     NoShim,
     /// The kernel refused a call (`pidfd_open`, `pidfd_getfd` or `close_range`).
     Kernel(Errno),
+    /// The program's main thread left with pthread_exit (its pidfd reaches that thread's table).
+    MainGone,
 }
 
 /// What [`enter`] did.
@@ -84,6 +91,7 @@ const NO_SHIM: u64 = 3;
 const KERNEL: u64 = 4;
 const BLIND: u64 = 5;
 const STOPPED: u64 = 6;
+const MAIN_GONE: u64 = 7;
 
 /// Gives the calling thread (the sidecar, once, at its start) an empty table of its own, if that
 /// is safe here; see the module's doc.
@@ -94,10 +102,30 @@ pub fn enter() -> Entered {
         Entered::Shared(Shared::Seccomp) => (SECCOMP, 0),
         Entered::Shared(Shared::NoShim) => (NO_SHIM, 0),
         Entered::Shared(Shared::Kernel(e)) => (KERNEL, e.0),
+        Entered::Shared(Shared::MainGone) => (MAIN_GONE, 0),
         Entered::Blind(e) => (BLIND, e.0),
     };
-    OUTCOME.store(code << 32 | u64::from(errno as u32), Ordering::Relaxed);
+    OUTCOME.store(code << 32 | u64::from(errno as u32), Ordering::SeqCst);
     e
+}
+
+/// Set when the program's main thread left ([`forbid`]): a sidecar that starts from then on keeps
+/// the program's table (its pidfd would reach the main thread's table, which is gone).
+static FORBIDDEN: AtomicBool = AtomicBool::new(false);
+
+/// No sidecar takes a table of its own from now on (the main thread is leaving).
+pub fn forbid() {
+    FORBIDDEN.store(true, Ordering::SeqCst);
+}
+
+/// Whether a sidecar that started has not chosen its table yet.
+pub fn undecided() -> bool {
+    OUTCOME.load(Ordering::SeqCst) >> 32 == NOT_STARTED
+}
+
+/// Whether the sidecar chose a table of its own.
+pub fn chose_own() -> bool {
+    OUTCOME.load(Ordering::SeqCst) >> 32 == OWN
 }
 
 /// The sidecar stopped because a seccomp filter reached it ([`still_safe`]).
@@ -108,6 +136,7 @@ pub fn note_stopped() {
 /// In a forked child, whose sidecar starts again: nothing known yet.
 pub fn forget_in_child() {
     OUTCOME.store(NOT_STARTED, Ordering::Relaxed);
+    FORBIDDEN.store(false, Ordering::Relaxed);
 }
 
 /// Which descriptor table the sidecar has, in words, for the exit summary.
@@ -127,6 +156,7 @@ impl std::fmt::Display for Summary {
                 f,
                 "the program's descriptor table (the kernel refused: {e})"
             ),
+            MAIN_GONE => f.write_str("the program's descriptor table (the main thread left)"),
             BLIND => write!(f, "none: it stopped (no pidfd: {e})"),
             STOPPED => f.write_str("none: it stopped (a seccomp filter reached it)"),
             _ => f.write_str("none (not started)"),
@@ -140,6 +170,9 @@ fn enter_now() -> Entered {
     }
     if !seccomp_off() {
         return Entered::Shared(Shared::Seccomp);
+    }
+    if FORBIDDEN.load(Ordering::SeqCst) {
+        return Entered::Shared(Shared::MainGone);
     }
     // Both calls tried in the program's table first: a refusal leaves everything as it was.
     let probe = table::pidfd_of_process().and_then(|p| {

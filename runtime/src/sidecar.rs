@@ -25,7 +25,9 @@ mod thread;
 pub use identity::{set_mode, set_settings};
 pub use kernel::{Kernel, Live};
 pub use state::{Look, State};
-pub use thread::{at_exit, forget_in_child, maybe_start, settle, wake, wake_now};
+pub use thread::{
+    at_exit, forget_in_child, main_thread_leaving, maybe_start, settle, wake, wake_now,
+};
 
 /// Called once by the library constructor, before the program runs, with the program's
 /// argv\[0\] (None when the C library passed no argv). No allocation, two system calls (the

@@ -561,6 +561,24 @@ fn before_ending() {
     );
 }
 
+/// pthread_exit(3). When the program's main thread leaves this way while other threads go on,
+/// the runtime's sidecar must neither keep the process alive after the program's last thread
+/// has ended (glibc ends a process when its last thread ends, and the sidecar is a thread) nor
+/// keep a descriptor table that goes with the main thread: see
+/// `smcrun_runtime::sidecar::main_thread_leaving`. Other threads go straight to the real call.
+///
+/// # Safety
+/// Called by C code exactly as pthread_exit(3). `C-unwind`: glibc unwinds the calling thread's
+/// stack through this frame, which holds nothing to drop when the real function is called.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn pthread_exit(retval: *mut c_void) -> ! {
+    // SAFETY: gettid and getpid take no argument.
+    if unsafe { libc::gettid() == libc::getpid() } {
+        let _ = catch_unwind(smcrun_runtime::sidecar::main_thread_leaving);
+    }
+    real::pthread_exit(retval)
+}
+
 /// shutdown(2). SHUT_WR or SHUT_RDWR on a socket that runs over SMC with unsent bytes is made once
 /// its send buffer has gone to the peer, in the background where it can be (see [`crate::drain`]):
 /// the kernel's SMC drops what is still there after 2 s, where TCP sends it all before its FIN.

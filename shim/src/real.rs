@@ -64,6 +64,9 @@ static DUP3: Symbol = Symbol::new(b"dup3\0");
 static CLOSE_RANGE: Symbol = Symbol::new(b"close_range\0");
 static CLOSEFROM: Symbol = Symbol::new(b"closefrom\0");
 static EXIT: Symbol = Symbol::new(b"_exit\0");
+/// Resolved at its first call, not in the constructor: a thread's end is never on a signal
+/// handler's path, and most programs never call it.
+static PTHREAD_EXIT: Symbol = Symbol::new(b"pthread_exit\0");
 
 /// Resolves every symbol now (called from the library constructor).
 pub fn resolve_all() {
@@ -320,6 +323,25 @@ pub fn exit_now(status: c_int) -> ! {
     loop {
         // SAFETY: an integer argument; exit_group does not return.
         unsafe { libc::syscall(libc::SYS_exit_group, status) };
+    }
+}
+
+/// The real `pthread_exit(3)`: ends the calling thread. glibc unwinds the thread's stack first
+/// (forced unwinding, which runs C++ destructors and cleanup handlers), through this frame and the
+/// hook's: both are `C-unwind` and hold nothing to drop. The fallback, never taken with glibc,
+/// ends the thread with the exit system call.
+pub fn pthread_exit(retval: *mut c_void) -> ! {
+    let p = PTHREAD_EXIT.get();
+    if !p.is_null() {
+        // SAFETY: a non-null pointer from dlsym("pthread_exit") has pthread_exit's C signature
+        // (it never returns, and may unwind the caller's frames).
+        let f: unsafe extern "C-unwind" fn(*mut c_void) -> ! = unsafe { std::mem::transmute(p) };
+        // SAFETY: `retval` is the caller's, passed on as it is.
+        unsafe { f(retval) }
+    }
+    loop {
+        // SAFETY: an integer argument; exit ends the calling thread.
+        unsafe { libc::syscall(libc::SYS_exit, 0) };
     }
 }
 

@@ -36,6 +36,12 @@ const IDLE: u32 = 1;
 const TIMED: u32 = 2;
 /// Set by the exit handler: the final report is written, the sidecar writes no more.
 static EXITING: AtomicBool = AtomicBool::new(false);
+/// Set when the program's main thread left with pthread_exit while other threads go on
+/// ([`main_thread_leaving`]): from then on the sidecar checks whether it is the last thread.
+static MAIN_GONE: AtomicBool = AtomicBool::new(false);
+/// How often a sidecar checks whether the program's threads are all gone, once the main thread
+/// has left: the longest the process outlives its last thread.
+const ALONE_CHECK: Duration = Duration::from_millis(100);
 
 /// Starts the sidecar if it does not run yet and the calling context allows it.
 #[inline]
@@ -98,6 +104,60 @@ pub fn wake_now() {
     }
 }
 
+/// The program's main thread is leaving with pthread_exit (called by the shim's hook, from that
+/// thread, before the real call). glibc ends a process when its last thread ends; the sidecar is
+/// a thread too, so from now on it checks whether it is the last one and then ends itself, which
+/// lets glibc end the process as the program's last thread would have (`exit(0)`: the exit
+/// handlers run, stdio is flushed). A sidecar with a descriptor table of its own must not be that
+/// last thread: the program's table goes with the program's last thread, its descriptors closed
+/// before any exit handler could flush them. So one is replaced here, while this thread still
+/// holds the table, by a sidecar started in the program's table (the same state), and ends.
+pub fn main_thread_leaving() {
+    MAIN_GONE.store(true, Ordering::SeqCst);
+    own_table::forbid();
+    if STARTED.load(Ordering::Acquire) != 1 {
+        return;
+    }
+    // A sidecar just started may still be choosing its table: wait for its choice (it sees the
+    // ban above, or has chosen already).
+    let start = Instant::now();
+    while own_table::undecided() && start.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let p = SIDECAR.load(Ordering::Acquire);
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: a published sidecar is never freed.
+    let sc: &'static Sidecar = unsafe { &*p };
+    // Past this, no look runs from a table of its own: such a sidecar sees MAIN_GONE as soon as
+    // it takes the state, and ends without looking (its pidfd reaches the main thread's table).
+    drop(sc.state.lock());
+    if own_table::chose_own()
+        && !crate::sigmask::spawn_with_signals_blocked("smcrun-sidecar", 256 * 1024, move || {
+            run(sc)
+        })
+    {
+        STARTED.store(2, Ordering::Release);
+        if let Ok(mut st) = sc.state.lock() {
+            st.note_error("cannot start the sidecar again after the main thread left".into());
+        }
+    }
+    wake_now();
+}
+
+/// Whether the calling thread (the sidecar) is the last of the process but for the main thread,
+/// which has left (a zombie that still counts in `Threads:` of /proc/self/status until the
+/// process ends).
+fn last_thread() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .is_some_and(|n| n <= 2)
+    })
+}
+
 fn futex_wake() {
     let _ = rustix::thread::futex::wake(&WAKE, rustix::thread::futex::Flags::PRIVATE, 1);
 }
@@ -133,6 +193,7 @@ pub fn forget_in_child() {
     WAKE.store(0, Ordering::Relaxed);
     SLEEPING.store(RUNNING, Ordering::Relaxed);
     EXITING.store(false, Ordering::Relaxed);
+    MAIN_GONE.store(false, Ordering::Relaxed);
     own_table::forget_in_child();
 }
 
@@ -152,6 +213,13 @@ fn run(sc: &'static Sidecar) {
         let (look, due) = {
             let Ok(mut st) = sc.state.lock() else { return };
             if EXITING.load(Ordering::Acquire) {
+                return;
+            }
+            if MAIN_GONE.load(Ordering::Acquire) && (own_table::pidfd().is_some() || last_thread())
+            {
+                // With a table of its own: replaced by a sidecar in the program's table (see
+                // `main_thread_leaving`). In the program's table and the last thread: ending
+                // lets glibc end the process.
                 return;
             }
             if !own_table::still_safe() {
@@ -186,7 +254,11 @@ fn run(sc: &'static Sidecar) {
                 due = due.map(|d| d.saturating_sub(nap));
             }
             // Until the report may be rewritten (new connections to classify wake it early), or
-            // with nothing to do until anything happens.
+            // with nothing to do until anything happens; once the main thread has left, no
+            // longer than the next check of whether the program's threads are all gone.
+            if MAIN_GONE.load(Ordering::Acquire) {
+                due = Some(due.map_or(ALONE_CHECK, |d| d.min(ALONE_CHECK)));
+            }
             wait(due);
         }
     }
