@@ -29,8 +29,9 @@
 //! a shutdown is deferred (the duplicate closes with the exec).
 
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crate::alone::Tid;
 use libc::c_int;
 use smcrun_sys::sock;
 
@@ -117,8 +118,15 @@ static PENDING: AtomicU32 = AtomicU32::new(0);
 /// Set by a hook that filled a slot; the thread's futex word.
 static WAKE: AtomicU32 = AtomicU32::new(0);
 /// The thread: 0 not started, 1 running, 2 could not be started or ended (callers wait
-/// themselves), 3 being started.
+/// themselves), 3 being started, [`PAUSED`], [`STOPPED`].
 static THREAD: AtomicU32 = AtomicU32::new(0);
+/// Asked to end once no shutdown waits, for a call that needs the program to be its only thread
+/// (`crate::alone`); callers wait themselves meanwhile.
+const PAUSED: u32 = 4;
+/// Ended when asked: started again at its next use.
+const STOPPED: u32 = 5;
+/// The thread, so that a stop can wait until it has left the process.
+static TID: Tid = Tid::new();
 /// Counts the thread's progress (bytes left a buffer, a shutdown was made): the exit handler
 /// stops waiting for a thread that has made none for longer than any one wait can last.
 static ACTIVITY: AtomicU64 = AtomicU64::new(0);
@@ -158,7 +166,7 @@ pub fn defer(fd: c_int, how: c_int, debug: u8) -> bool {
 fn running() -> bool {
     match THREAD.load(Ordering::Acquire) {
         1 => return true,
-        2 => return false,
+        2 | PAUSED | STOPPED => return false,
         _ => {}
     }
     if !smcrun_sys::errno::keep(|| crate::sigmask::normal() && crate::fdtable::owned()) {
@@ -173,9 +181,11 @@ fn running() -> bool {
     }
     let started = smcrun_sys::errno::keep(|| {
         crate::sigmask::spawn_with_signals_blocked("smcrun-drain", 64 * 1024, || {
-            let _ = std::panic::catch_unwind(run);
-            // a thread that ended takes no more (a panic is caught: never the program's)
-            THREAD.store(2, Ordering::Release);
+            // it returns only when asked to end (STOPPED: started again at its next use); one
+            // that panicked takes no more (the panic caught: never the program's)
+            if std::panic::catch_unwind(run).is_err() {
+                THREAD.store(2, Ordering::Release);
+            }
         })
     });
     // 3 -> 1, unless the thread has already ended (2)
@@ -188,9 +198,16 @@ fn running() -> bool {
 
 /// The drainer's thread: looks at every deferred shutdown's send buffer until it is out.
 fn run() {
+    TID.set_current();
     let mut waits: [Option<(c_int, Progress)>; SLOTS] = [None; SLOTS];
     loop {
         if PENDING.load(Ordering::Acquire) == 0 {
+            if THREAD
+                .compare_exchange(PAUSED, STOPPED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return;
+            }
             if WAKE.swap(0, Ordering::AcqRel) == 0 {
                 let _ = rustix::thread::futex::wait(
                     &WAKE,
@@ -263,6 +280,44 @@ fn say(fd: c_int, debug: i32, p: &Progress, verdict: Look) {
     }
 }
 
+/// Asks a running drainer to end once no deferred shutdown waits, and waits, until `until`, for
+/// its thread to have left the process (for `crate::alone`). One still draining when `until`
+/// comes goes on: the program's bytes come first.
+pub(crate) fn stop_for_call(until: Instant) {
+    if THREAD
+        .compare_exchange(1, PAUSED, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return;
+    }
+    WAKE.store(1, Ordering::Release);
+    let _ = rustix::thread::futex::wake(&WAKE, rustix::thread::futex::Flags::PRIVATE, 1);
+    crate::alone::wait_until(until, || {
+        matches!(THREAD.load(Ordering::Acquire), STOPPED | 2) && TID.gone()
+    });
+}
+
+/// After the call: a drainer that did not end goes on; one that ended starts again at its next
+/// use, or now if a shutdown was handed to it as it ended.
+pub(crate) fn go_on() {
+    if THREAD
+        .compare_exchange(PAUSED, 1, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+    {
+        return;
+    }
+    // Only this leaves STOPPED: its thread is gone, and no other can have been recorded yet.
+    if THREAD.load(Ordering::Acquire) == STOPPED {
+        TID.clear();
+        THREAD.store(0, Ordering::Release);
+        if PENDING.load(Ordering::Acquire) > 0 {
+            running();
+            WAKE.store(1, Ordering::Release);
+            let _ = rustix::thread::futex::wake(&WAKE, rustix::thread::futex::Flags::PRIVATE, 1);
+        }
+    }
+}
+
 /// In a forked child: the duplicates it inherited are its parent's to finish; it closes its
 /// copies and starts afresh (no thread runs in the child).
 pub fn forget_in_child() {
@@ -275,6 +330,7 @@ pub fn forget_in_child() {
     PENDING.store(0, Ordering::Release);
     WAKE.store(0, Ordering::Relaxed);
     THREAD.store(0, Ordering::Release);
+    TID.clear();
 }
 
 /// At exit: waits until every deferred shutdown is made (each ends when its bytes are out or have

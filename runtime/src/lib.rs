@@ -10,7 +10,8 @@
 //! the summaries printed when the program ends; [`log`] one-line messages that never allocate;
 //! [`own_table`] gives the sidecar thread a descriptor table of its own;
 //! [`sigmask`] tells a hook in a signal handler from the program's normal code (the sidecar is
-//! never started from a handler).
+//! never started from a handler); [`alone`] stops the runtime's threads for the calls the kernel
+//! makes only for a process with one thread.
 //!
 //! How a process is followed: a forked child starts its own counts and its own report file at
 //! fork time (while it still has its parent's rights), and keeps the knowledge of inherited
@@ -18,6 +19,7 @@
 //! that switches uid opens its report first, and keeps writing it through that descriptor; an
 //! exec'd program starts afresh under the same pid.
 
+pub mod alone;
 pub mod counters;
 pub mod drain;
 pub mod exit_summary;

@@ -28,6 +28,7 @@ pub use state::{Look, State};
 pub use thread::{
     at_exit, forget_in_child, main_thread_leaving, maybe_start, settle, wake, wake_now,
 };
+pub(crate) use thread::{go_on, stop_for_call};
 
 /// Called once by the library constructor, before the program runs, with the program's
 /// argv\[0\] (None when the C library passed no argv). No allocation, two system calls (the

@@ -579,6 +579,38 @@ pub unsafe extern "C-unwind" fn pthread_exit(retval: *mut c_void) -> ! {
     real::pthread_exit(retval)
 }
 
+/// unshare(2). The flags the kernel grants only to a process with one thread (a user namespace,
+/// `CLONE_THREAD`, `CLONE_VM`, `CLONE_SIGHAND`) are asked for with the runtime's threads stopped
+/// (`smcrun_runtime::alone`): under the shim they would otherwise fail with EINVAL. Other flags go
+/// straight to the real call.
+#[no_mangle]
+pub extern "C" fn unshare(flags: c_int) -> c_int {
+    if !smcrun_runtime::alone::unshare_needs_alone(flags) {
+        return real::unshare(flags);
+    }
+    alone(&|| real::unshare(flags))
+}
+
+/// setns(2): entering a user, mount or time namespace, which the kernel grants only to a process
+/// with one thread, is done with the runtime's threads stopped, as in [`unshare`].
+#[no_mangle]
+pub extern "C" fn setns(fd: c_int, nstype: c_int) -> c_int {
+    if !smcrun_runtime::alone::setns_needs_alone(fd, nstype) {
+        return real::setns(fd, nstype);
+    }
+    alone(&|| real::setns(fd, nstype))
+}
+
+/// A call made with the runtime's threads stopped, as a hook (the real call alone when
+/// re-entered; a panic caught, and the call never made twice).
+#[cold]
+#[inline(never)]
+fn alone(call: &dyn Fn() -> c_int) -> c_int {
+    hook(call, |out| {
+        smcrun_runtime::alone::around(|| out.record(call()))
+    })
+}
+
 /// shutdown(2). SHUT_WR or SHUT_RDWR on a socket that runs over SMC with unsent bytes is made once
 /// its send buffer has gone to the peer, in the background where it can be (see [`crate::drain`]):
 /// the kernel's SMC drops what is still there after 2 s, where TCP sends it all before its FIN.

@@ -67,6 +67,10 @@ static EXIT: Symbol = Symbol::new(b"_exit\0");
 /// Resolved at its first call, not in the constructor: a thread's end is never on a signal
 /// handler's path, and most programs never call it.
 static PTHREAD_EXIT: Symbol = Symbol::new(b"pthread_exit\0");
+/// Resolved at their first call, as `pthread_exit`: most programs never call them, and no signal
+/// handler needs them.
+static UNSHARE: Symbol = Symbol::new(b"unshare\0");
+static SETNS: Symbol = Symbol::new(b"setns\0");
 
 /// Resolves every symbol now (called from the library constructor).
 pub fn resolve_all() {
@@ -245,6 +249,19 @@ pub fn shutdown(fd: c_int, how: c_int) -> c_int {
     // SAFETY: a non-null pointer from dlsym("shutdown") has shutdown's C signature; the fallback
     // is the system call.
     unsafe { call_next!(SHUTDOWN(fd: c_int, how: c_int) or syscall SYS_shutdown) }
+}
+
+/// The real `unshare(2)`.
+pub fn unshare(flags: c_int) -> c_int {
+    // SAFETY: a non-null pointer from dlsym("unshare") has unshare's C signature; the fallback is
+    // the system call with the same argument.
+    unsafe { call_next!(UNSHARE(flags: c_int) or syscall SYS_unshare) }
+}
+
+/// The real `setns(2)`.
+pub fn setns(fd: c_int, nstype: c_int) -> c_int {
+    // SAFETY: as in `unshare`, for setns.
+    unsafe { call_next!(SETNS(fd: c_int, nstype: c_int) or syscall SYS_setns) }
 }
 
 /// The real `dup2(2)`. The fallback is dup3's system call (the one every architecture has), which

@@ -5,6 +5,7 @@
 use super::kernel::Live;
 use super::pace::{nap_after, NAP_MIN, NAP_PER_COST};
 use super::state::State;
+use crate::alone::Tid;
 use crate::counters::COUNTS;
 use crate::fdtable::Phase;
 use crate::own_table::{self, Entered};
@@ -20,8 +21,15 @@ struct Sidecar {
 
 /// Null until the sidecar runs in this process (and again in a fresh fork child).
 static SIDECAR: AtomicPtr<Sidecar> = AtomicPtr::new(std::ptr::null_mut());
-/// 0: not started; 1: starting or running; 2: could not start.
+/// 0: not started; 1: starting or running; 2: could not start; [`PAUSED`]; [`STOPPED`].
 static STARTED: AtomicU8 = AtomicU8::new(0);
+/// Asked to end at its next turn, for a call that needs the program to be its only thread
+/// (`crate::alone`).
+const PAUSED: u8 = 3;
+/// Ended when asked ([`PAUSED`]): started again, with its state, after the call.
+const STOPPED: u8 = 4;
+/// The sidecar thread, so that a stop can wait until it has left the process.
+static TID: Tid = Tid::new();
 /// Start attempts refused because the caller's signal mask was not the program's usual one.
 static DEFERRED: AtomicU32 = AtomicU32::new(0);
 /// Set by a hook when there is work; the sidecar waits on it (futex).
@@ -74,10 +82,18 @@ fn try_start() {
 }
 
 fn start() {
-    let sc: &'static Sidecar = Box::leak(Box::new(Sidecar {
-        state: Mutex::new(State::default()),
-    }));
-    SIDECAR.store(sc as *const Sidecar as *mut Sidecar, Ordering::Release);
+    // Started again after a stop (see `stop_for_call`): the same state.
+    let p = SIDECAR.load(Ordering::Acquire);
+    let sc: &'static Sidecar = if p.is_null() {
+        let sc = Box::leak(Box::new(Sidecar {
+            state: Mutex::new(State::default()),
+        }));
+        SIDECAR.store(sc as *const Sidecar as *mut Sidecar, Ordering::Release);
+        sc
+    } else {
+        // SAFETY: a published sidecar is never freed.
+        unsafe { &*p }
+    };
     if !crate::sigmask::spawn_with_signals_blocked("smcrun-sidecar", 256 * 1024, move || run(sc)) {
         STARTED.store(2, Ordering::Release);
         if let Ok(mut st) = sc.state.lock() {
@@ -146,6 +162,42 @@ pub fn main_thread_leaving() {
     wake_now();
 }
 
+/// Asks a running sidecar to end at its next turn and waits, until `until`, for its thread to have
+/// left the process (for `crate::alone`). Its state stays for [`go_on`]. Not once the main thread
+/// has left: that sidecar is the one that ends the process.
+pub(crate) fn stop_for_call(until: Instant) {
+    if MAIN_GONE.load(Ordering::Acquire)
+        || STARTED
+            .compare_exchange(1, PAUSED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+    {
+        return;
+    }
+    wake_now();
+    // Done when its thread has exited, having ended when asked or for a reason of its own (2);
+    // or when no thread was made (2, none recorded: the start failed).
+    crate::alone::wait_until(until, || match STARTED.load(Ordering::Acquire) {
+        STOPPED => TID.gone(),
+        2 => !TID.recorded() || TID.gone(),
+        _ => false,
+    });
+}
+
+/// After the call: a sidecar that ended when asked starts again (the same state); one that did
+/// not end in time goes on as it was.
+pub(crate) fn go_on() {
+    if STARTED
+        .compare_exchange(PAUSED, 1, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+    {
+        return;
+    }
+    if STARTED.load(Ordering::Acquire) == STOPPED {
+        TID.clear();
+        STARTED.store(0, Ordering::Release);
+        maybe_start();
+    }
+}
 /// Whether the calling thread (the sidecar) is the last of the process but for the main thread,
 /// which has left (a zombie that still counts in `Threads:` of /proc/self/status until the
 /// process ends).
@@ -194,10 +246,12 @@ pub fn forget_in_child() {
     SLEEPING.store(RUNNING, Ordering::Relaxed);
     EXITING.store(false, Ordering::Relaxed);
     MAIN_GONE.store(false, Ordering::Relaxed);
+    TID.clear();
     own_table::forget_in_child();
 }
 
 fn run(sc: &'static Sidecar) {
+    TID.set_current();
     if let Entered::Blind(e) = own_table::enter() {
         // Its own table, but no way to the program's descriptors: no more looks from here (the
         // exit handler still classifies what waits, from the program's thread).
@@ -213,6 +267,13 @@ fn run(sc: &'static Sidecar) {
         let (look, due) = {
             let Ok(mut st) = sc.state.lock() else { return };
             if EXITING.load(Ordering::Acquire) {
+                return;
+            }
+            if STARTED
+                .compare_exchange(PAUSED, STOPPED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                // Asked to end for a call that needs the program alone (`stop_for_call`).
                 return;
             }
             if MAIN_GONE.load(Ordering::Acquire) && (own_table::pidfd().is_some() || last_thread())

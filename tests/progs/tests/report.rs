@@ -522,3 +522,50 @@ fn a_program_whose_main_thread_leaves_first_ends_with_its_last_thread() {
         let _ = std::fs::remove_dir_all(dir);
     }
 }
+
+/// The kernel enters a user or mount namespace only for a process with one thread, and the
+/// runtime's sidecar is a thread: without the runtime stopping it around those calls, `ns-enter`'s
+/// setns and unshare fail under smcrun with EINVAL (22) where they succeed without it. A vfork
+/// child's unshare before them must leave its parent's sidecar running.
+#[test]
+fn entering_namespaces_gets_the_kernels_answer_it_would_without_smcrun() {
+    ensure_built();
+    let lines = |out: &str, key: &str| -> Vec<String> {
+        out.lines()
+            .filter_map(|l| l.strip_prefix(key).map(|v| v.trim().to_owned()))
+            .collect()
+    };
+    // the answers without smcrun (in a container without CAP_SYS_ADMIN both are refused)
+    let (plain, err, o) = run_within(
+        std::process::Command::new(bin("ns-enter")),
+        Duration::from_secs(20),
+    );
+    assert!(o.status.success(), "{:?}\n{err}", o.status);
+    assert_eq!(lines(&plain, "threads "), ["1", "1"], "{plain}");
+    assert_eq!(lines(&plain, "after-vfork threads "), ["1"], "{plain}");
+
+    let dir = private_xdg("ns-enter");
+    let mut c = in_xdg(smcrun(), &dir);
+    c.env("SMCRUN_REPORT", "1").arg(bin("ns-enter"));
+    let (out, err, o) = run_within(c, Duration::from_secs(20));
+    assert!(o.status.success(), "{:?}\n{err}", o.status);
+    // the sidecar ran before the calls, and runs again after them
+    assert_eq!(lines(&out, "threads "), ["2", "2"], "{out}\n{err}");
+    assert_eq!(lines(&out, "after-vfork threads "), ["2"], "{out}\n{err}");
+    for call in ["setns-mnt ", "unshare-user ", "vfork-unshare-user "] {
+        assert_eq!(
+            lines(&out, call),
+            lines(&plain, call),
+            "{call}: {out}\n{err}"
+        );
+    }
+    // its connections before and after the calls, all counted
+    let pid: u32 = lines(&out, "done pid=")[0].parse().expect("pid");
+    let line = summaries(&err)
+        .into_iter()
+        .find(|l| l.starts_with(&format!("smcrun: pid {pid} ")))
+        .unwrap_or_else(|| panic!("no exit summary for {pid}:\n{err}"));
+    assert!(line.contains(": 8 connections,"), "{line}");
+    assert_eq!(final_report(&dir, pid)["connections"]["total"], 8);
+    let _ = std::fs::remove_dir_all(dir);
+}

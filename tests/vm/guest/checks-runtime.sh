@@ -56,6 +56,38 @@ check_runtime_dropuid() {
     ok
 }
 
+# runtime-ns: a single-threaded program under smcrun (ns-enter drain) enters its mount namespace
+#   again (setns) and a new user namespace (unshare) after SMC-R connections and a shutdown handed
+#   to the runtime's drainer: the kernel grants both calls only to a process with one thread, and
+#   the runtime stops its sidecar and its drainer around them, so both succeed as without smcrun
+#   (a vfork child's unshare before them leaves the parent's threads alone);
+#   every byte of the drained connection arrives and all 5 connections (10 ends) are counted, none
+#   TCP.
+check_runtime_ns() {
+    need_setup
+    need_prog ns-enter
+    out=$(SMCRUN_REPORT=1 smcrun ns-enter drain 2>&1) || fail "smcrun ns-enter drain failed: $(lastl "$out")"
+    printf '%s\n' "$out" | grep -E '^(threads|setns|unshare|drained|smcrun: pid)'
+    [ "$(printf '%s\n' "$out" | grep '^threads ' | tr '\n' ' ')" = "threads 3 threads 2 " ] ||
+        fail "threads before and after the calls (sidecar and drainer, then the sidecar alone): $(printf '%s\n' "$out" | grep '^threads ' | tr '\n' ' ')"
+    printf '%s\n' "$out" | grep -qx 'vfork-unshare-user 0' || fail "a vfork child's unshare of a user namespace: $(printf '%s\n' "$out" | grep '^vfork')"
+    printf '%s\n' "$out" | grep -qx 'after-vfork threads 3' || fail "the runtime's threads after a vfork child's unshare: $(printf '%s\n' "$out" | grep '^after-vfork')"
+    printf '%s\n' "$out" | grep -qx 'setns-mnt 0' || fail "setns into the mount namespace under smcrun: $(printf '%s\n' "$out" | grep '^setns')"
+    printf '%s\n' "$out" | grep -qx 'unshare-user 0' || fail "unshare of a user namespace under smcrun: $(printf '%s\n' "$out" | grep '^unshare')"
+    d=$(printf '%s\n' "$out" | grep '^drained ') || fail "no drained line: $(lastl "$out")"
+    set -- $d
+    [ "$2" = "$4" ] && [ "$2" -gt 0 ] || fail "the drained connection lost bytes: $d"
+    pid=$(printf '%s\n' "$out" | sed -n 's/^done pid=//p')
+    sum=$(printf '%s\n' "$out" | grep "^smcrun: pid $pid " | head -n1)
+    # (short connections may end before the sidecar sees their mode: "SMC (mode not seen)")
+    case "$sum" in
+    *": 10 connections, "*) ;;
+    *) fail "the exit summary does not count 10 connection ends: $sum" ;;
+    esac
+    ! printf '%s\n' "$sum" | grep -qE ' [1-9][0-9]* TCP' || fail "connection ends fell back to TCP: $sum"
+    ok
+}
+
 # runtime-short: 500 short connections (connect, a byte each way, close at once) from 8 threads, both
 #   sides under smcrun: both exit reports count exactly 500 connections, none TCP; how many were
 #   classified SMC-R while open and how many only "SMC (mode not seen)" at close is printed.
