@@ -26,9 +26,9 @@ fn ns_of(pid: &str) -> Option<u64> {
 /// A process's pid in the innermost namespace it belongs to (the last `NSpid:` field of
 /// `/proc/PID/status`).
 fn innermost_pid(pid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
-    line.split_whitespace().last()?.parse().ok()
+    smcrun_sys::status::field(&format!("/proc/{pid}/status"), "NSpid:", |pids| {
+        pids.split_whitespace().last()?.parse().ok()
+    })
 }
 
 /// Where a report's process is, as the reader sees it.

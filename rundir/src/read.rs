@@ -27,9 +27,9 @@ pub struct RunDir {
 
 /// The effective uid process `pid` runs as now (from `/proc/PID/status`).
 pub fn euid_of(pid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let uids = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
-    uids.split_whitespace().nth(1)?.parse().ok()
+    smcrun_sys::status::field(&format!("/proc/{pid}/status"), "Uid:", |uids| {
+        uids.split_whitespace().nth(1)?.parse().ok()
+    })
 }
 
 /// The current user's run directory, as the processes of this user write it.

@@ -214,11 +214,10 @@ pub fn still_safe() -> bool {
 
 /// Whether no seccomp filter applies to the calling thread (`Seccomp:` in its status is 0).
 fn seccomp_off() -> bool {
-    std::fs::read_to_string("/proc/thread-self/status").is_ok_and(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("Seccomp:"))
-            .is_some_and(|v| v.trim() == "0")
+    smcrun_sys::status::field("/proc/thread-self/status", "Seccomp:", |v| {
+        Some(v.trim() == "0")
     })
+    .unwrap_or(false)
 }
 
 /// The pidfd through which the calling thread reaches the program's descriptors, when it has a

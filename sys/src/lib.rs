@@ -14,6 +14,8 @@ pub mod errno;
 pub mod file;
 pub mod smc;
 pub mod sock;
+#[cfg(feature = "std")]
+pub mod status;
 pub mod table;
 
 pub use errno::Errno;

@@ -202,12 +202,10 @@ pub(crate) fn go_on() {
 /// which has left (a zombie that still counts in `Threads:` of /proc/self/status until the
 /// process ends).
 fn last_thread() -> bool {
-    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("Threads:"))
-            .and_then(|v| v.trim().parse::<u32>().ok())
-            .is_some_and(|n| n <= 2)
+    smcrun_sys::status::field("/proc/self/status", "Threads:", |v| {
+        v.trim().parse::<u32>().ok()
     })
+    .is_some_and(|n| n <= 2)
 }
 
 fn futex_wake() {
