@@ -33,6 +33,8 @@ const SETNS_ALONE: libc::c_int = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc:
 
 /// `ioctl(NS_GET_NSTYPE)` on a namespace descriptor: its `CLONE_NEW*` type (linux/nsfs.h).
 const NS_GET_NSTYPE: libc::c_ulong = 0xb703;
+/// The namespace filesystem's `f_type` (linux/magic.h), which every namespace descriptor is on.
+const NSFS_MAGIC: libc::__fsword_t = 0x6e73_6673;
 
 /// Whether `unshare(flags)` needs the process to have one thread.
 pub fn unshare_needs_alone(flags: libc::c_int) -> bool {
@@ -44,13 +46,25 @@ pub fn unshare_needs_alone(flags: libc::c_int) -> bool {
 /// does not say, and the call goes through as it is). Keeps errno.
 pub fn setns_needs_alone(fd: libc::c_int, nstype: libc::c_int) -> bool {
     let kind = if nstype == 0 {
-        // SAFETY: NS_GET_NSTYPE takes no argument and only reads the descriptor's namespace; on
-        // any other descriptor it fails (ENOTTY, EBADF), changing nothing.
-        smcrun_sys::errno::keep(|| unsafe { libc::ioctl(fd, NS_GET_NSTYPE) })
+        smcrun_sys::errno::keep(|| namespace_type(fd))
     } else {
         nstype
     };
     kind > 0 && kind & SETNS_ALONE != 0
+}
+
+/// The `CLONE_NEW*` type of the namespace descriptor `fd`; -1 for any other descriptor. The
+/// ioctl is asked only of a file of the namespace filesystem, so that no other file's driver ever
+/// sees its number.
+fn namespace_type(fd: libc::c_int) -> libc::c_int {
+    // SAFETY: an all-zero statfs is a valid value for the kernel to overwrite.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs writes only into `st`, which is ours and of its size.
+    if unsafe { libc::fstatfs(fd, &mut st) } != 0 || st.f_type != NSFS_MAGIC {
+        return -1;
+    }
+    // SAFETY: NS_GET_NSTYPE takes no argument and only reads the namespace's type.
+    unsafe { libc::ioctl(fd, NS_GET_NSTYPE) }
 }
 
 /// Makes `call` (a system call's wrapper: its result, errno set on failure) with the runtime's
@@ -153,6 +167,8 @@ mod tests {
         // no namespace at all: errno as it was
         smcrun_sys::Errno(1234).set();
         assert!(!setns_needs_alone(0, 0));
+        let file = open("/proc/self/status");
+        assert!(!setns_needs_alone(file.as_raw_fd(), 0));
         assert!(!setns_needs_alone(-1, 0));
         assert_eq!(smcrun_sys::Errno::last().0, 1234);
     }
