@@ -81,6 +81,28 @@ pub fn normal() -> bool {
         || now == MAIN.load(Ordering::Relaxed)
 }
 
+/// Gives the calling thread (one of the runtime's) the program's normal mask: what the program
+/// last set in its main thread, else its mask at start-up. The raw system call: no hook sees it.
+pub fn take_programs_mask() {
+    let main = MAIN.load(Ordering::Relaxed);
+    let mask = if main == UNSET {
+        STARTUP.load(Ordering::Relaxed)
+    } else {
+        main
+    };
+    // SAFETY: rt_sigprocmask reads the 8 bytes of `mask` (sigsetsize 8, as in `current`) and
+    // writes no old set.
+    let _ = smcrun_sys::errno::keep(|| unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &mask as *const u64,
+            std::ptr::null_mut::<u64>(),
+            std::mem::size_of::<u64>(),
+        )
+    });
+}
+
 /// Starts one of the runtime's own threads with every signal blocked (the program's signals are
 /// the program's threads' to take), putting the caller's mask back; false if it could not start.
 pub fn spawn_with_signals_blocked(

@@ -198,6 +198,24 @@ pub(crate) fn go_on() {
         maybe_start();
     }
 }
+/// The stack of the thread that ends a process whose main thread left: glibc's default for a
+/// thread (RLIMIT_STACK's usual 8 MiB), since the program's exit handlers run on it.
+const END_STACK: usize = 8 << 20;
+
+/// Called by the sidecar when it is the process's last thread, the main thread having left:
+/// glibc calls `exit(0)` in the thread that ends last, and the program's exit handlers (C++
+/// destructors, atexit functions, stdio's flush) should not run on the sidecar's small stack with
+/// every signal blocked. So a thread with a stack of glibc's default size and the program's signal
+/// mask is started to end last: it waits until the sidecar's thread has gone. If it cannot start,
+/// the sidecar ends last, as before.
+fn hand_the_end_over() {
+    let _ = crate::sigmask::spawn_with_signals_blocked("smcrun-end", END_STACK, || {
+        crate::sigmask::take_programs_mask();
+        let until = Instant::now() + Duration::from_secs(5);
+        crate::alone::wait_until(until, || TID.gone());
+    });
+}
+
 /// Whether the calling thread (the sidecar) is the last of the process but for the main thread,
 /// which has left (a zombie that still counts in `Threads:` of /proc/self/status until the
 /// process ends).
@@ -274,12 +292,18 @@ fn run(sc: &'static Sidecar) {
                 // Asked to end for a call that needs the program alone (`stop_for_call`).
                 return;
             }
-            if MAIN_GONE.load(Ordering::Acquire) && (own_table::pidfd().is_some() || last_thread())
-            {
-                // With a table of its own: replaced by a sidecar in the program's table (see
-                // `main_thread_leaving`). In the program's table and the last thread: ending
-                // lets glibc end the process.
-                return;
+            if MAIN_GONE.load(Ordering::Acquire) {
+                if own_table::pidfd().is_some() {
+                    // With a table of its own: replaced by a sidecar in the program's table (see
+                    // `main_thread_leaving`).
+                    return;
+                }
+                if last_thread() {
+                    // In the program's table and the last thread: ending lets glibc end the
+                    // process, in the thread that ends last.
+                    hand_the_end_over();
+                    return;
+                }
             }
             if !own_table::still_safe() {
                 // A seccomp filter now covers this thread: no more calls from here (the exit

@@ -494,8 +494,18 @@ fn a_program_whose_main_thread_leaves_first_ends_with_its_last_thread() {
         // Without the fix the process never ends: its main thread a zombie, the sidecar asleep.
         let (out, err, o) = run_within(c, Duration::from_secs(20));
         assert!(o.status.success(), "early={early}: {:?}\n{err}", o.status);
+        // the exit handler ran with room for its 1 MiB and the main thread's signal mask
+        let main_mask = out.lines().find_map(|l| l.strip_prefix("main SigBlk "));
+        let handler_mask = out
+            .lines()
+            .find_map(|l| l.strip_prefix("exit handler: 1048576 SigBlk "));
+        assert!(
+            main_mask.is_some() && main_mask == handler_mask,
+            "early={early}: the exit handler did not run in a thread like the program's: {out:?}\n{err}"
+        );
         let pid = out
-            .strip_prefix("made 3 pid=")
+            .lines()
+            .find_map(|l| l.strip_prefix("made 3 pid="))
             .and_then(|l| l.trim().parse::<u32>().ok())
             .unwrap_or_else(|| {
                 panic!("early={early}: the worker's unflushed line is not out: {out:?}\n{err}")

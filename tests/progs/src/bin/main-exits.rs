@@ -5,6 +5,10 @@
 //! line reaches stdout. With `early`, the main thread first makes a TCP socket and waits a moment,
 //! so that under smcrun the runtime's sidecar runs before the main thread leaves.
 //!
+//! It first prints `main SigBlk MASK` and registers an exit handler that needs 1 MiB of stack
+//! and prints `exit handler: 1048576 SigBlk MASK`: it runs in the process's last thread, whose
+//! stack and signal mask should be a program thread's.
+//!
 //! Its own entry point (`#![no_main]`): the main thread must leave through C frames only, since
 //! glibc unwinds its stack on the way, and std's start-up would catch that unwinding and abort.
 
@@ -31,6 +35,28 @@ fn connect_n(n: usize) -> usize {
     ends.len()
 }
 
+/// The calling thread's blocked signals, as /proc/thread-self/status says them.
+fn blocked() -> String {
+    smcrun_sys::status::field("/proc/thread-self/status", "SigBlk:", |v| {
+        Some(v.trim().to_owned())
+    })
+    .unwrap_or_default()
+}
+
+/// An exit handler that needs 1 MiB of stack, as a program's may: it runs in the thread that
+/// ends last. Prints `exit handler: 1048576 SigBlk MASK` (the sum of its buffer, its thread's
+/// blocked signals).
+extern "C" fn exit_handler() {
+    let buf = [1u8; 1 << 20];
+    let sum: u32 = std::hint::black_box(&buf)
+        .iter()
+        .map(|&b| u32::from(b))
+        .sum();
+    let line = format!("exit handler: {sum} SigBlk {}\n\0", blocked());
+    // SAFETY: a NUL-terminated format whose %s takes the NUL-terminated line.
+    unsafe { libc::printf(c"%s".as_ptr(), line.as_ptr()) };
+}
+
 /// The C entry point.
 ///
 /// # Safety
@@ -46,6 +72,9 @@ pub unsafe extern "C-unwind" fn main(argc: c_int, argv: *const *const c_char) ->
         })
         .collect();
     let n: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(2);
+    println!("main SigBlk {}", blocked());
+    // SAFETY: registers a C function that takes nothing, for exit(3) to call.
+    unsafe { libc::atexit(exit_handler) };
     if args.get(1).map(String::as_str) == Some("early") {
         drop(std::net::TcpListener::bind("127.0.0.1:0").expect("socket"));
         std::thread::sleep(Duration::from_millis(300));

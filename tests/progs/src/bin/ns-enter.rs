@@ -19,13 +19,7 @@ use std::time::{Duration, Instant};
 
 /// The process's threads, from /proc/self/status.
 fn threads() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Threads:"))
-                .and_then(|v| v.trim().parse().ok())
-        })
+    smcrun_sys::status::field("/proc/self/status", "Threads:", |v| v.trim().parse().ok())
         .unwrap_or(0)
 }
 
