@@ -297,6 +297,23 @@ pub(crate) fn stop_for_call(until: Instant) {
     });
 }
 
+/// Whether the drainer's thread runs (or was asked to end and has not yet).
+pub(crate) fn runs() -> bool {
+    matches!(THREAD.load(Ordering::Acquire), 1 | PAUSED)
+}
+
+/// For the sidecar, once the program's threads are all gone (its main thread having left): asks
+/// a running drainer to end once no deferred shutdown waits, waiting up to 100 ms; true while it
+/// still runs (the sidecar asks again at its next check). An idle drainer never ends by itself,
+/// and glibc ends the process only with its last thread.
+pub(crate) fn still_runs_at_end() -> bool {
+    if !runs() {
+        return false;
+    }
+    stop_for_call(Instant::now() + Duration::from_millis(100));
+    runs()
+}
+
 /// After the call: a drainer that did not end goes on; one that ended starts again at its next
 /// use, or now if a shutdown was handed to it as it ended.
 pub(crate) fn go_on() {

@@ -218,12 +218,13 @@ fn hand_the_end_over() {
 
 /// Whether the calling thread (the sidecar) is the last of the process but for the main thread,
 /// which has left (a zombie that still counts in `Threads:` of /proc/self/status until the
-/// process ends).
+/// process ends), and the drainer while it runs.
 fn last_thread() -> bool {
+    let ours = 2 + u32::from(crate::drain::runs());
     smcrun_sys::status::field("/proc/self/status", "Threads:", |v| {
         v.trim().parse::<u32>().ok()
     })
-    .is_some_and(|n| n <= 2)
+    .is_some_and(|n| n <= ours)
 }
 
 fn futex_wake() {
@@ -298,9 +299,9 @@ fn run(sc: &'static Sidecar) {
                     // `main_thread_leaving`).
                     return;
                 }
-                if last_thread() {
-                    // In the program's table and the last thread: ending lets glibc end the
-                    // process, in the thread that ends last.
+                if last_thread() && !crate::drain::still_runs_at_end() {
+                    // In the program's table and the last thread (the drainer, if it ran, has
+                    // ended): ending lets glibc end the process, in the thread that ends last.
                     hand_the_end_over();
                     return;
                 }

@@ -62,7 +62,8 @@ check_runtime_dropuid() {
 #   the runtime stops its sidecar and its drainer around them, so both succeed as without smcrun
 #   (a vfork child's unshare before them leaves the parent's threads alone);
 #   every byte of the drained connection arrives and all 5 connections (10 ends) are counted, none
-#   TCP.
+#   TCP. Then a program whose main thread leaves with pthread_exit, its worker's shutdown handed
+#   to the drainer (main-exits 3 drain), ends with its last thread.
 check_runtime_ns() {
     need_setup
     need_prog ns-enter
@@ -85,6 +86,19 @@ check_runtime_ns() {
     *) fail "the exit summary does not count 10 connection ends: $sum" ;;
     esac
     ! printf '%s\n' "$sum" | grep -qE ' [1-9][0-9]* TCP' || fail "connection ends fell back to TCP: $sum"
+    # A program whose main thread leaves with pthread_exit ends with its last thread, also when
+    # the drainer runs (idle, it never ends by itself): killed after 20 s otherwise (137).
+    SMCRUN_DEBUG=2 smcrun main-exits 3 drain > /tmp/me.out 2>&1 &
+    mpid=$!
+    (sleep 20; kill -9 "$mpid" 2> /dev/null) &
+    wpid=$!
+    rc=0
+    wait "$mpid" || rc=$?
+    kill "$wpid" 2> /dev/null
+    grep -E '^(made|drained|exit handler)|unsent' /tmp/me.out
+    [ "$rc" = 0 ] || fail "main-exits 3 drain (its main thread left, the drainer ran): exit status $rc (137: did not end within 20 s)"
+    grep -q 'unsent: made when they are out' /tmp/me.out || fail "main-exits 3 drain: the drainer did not take the shutdown: $(tr '\n' ' ' < /tmp/me.out | cut -c1-200)"
+    grep -q '^made 3 pid=' /tmp/me.out || fail "main-exits 3 drain: the worker's line is not out"
     ok
 }
 

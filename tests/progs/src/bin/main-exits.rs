@@ -1,9 +1,12 @@
-//! `main-exits N [early]`: a program whose main thread leaves first. The main thread starts a
+//! `main-exits N [early] [drain]`: a program whose main thread leaves first. The main thread starts a
 //! worker and leaves with pthread_exit; the worker makes N loopback connections (both ends its
 //! own), prints `made N pid=PID` through C's stdio without flushing it, and returns. glibc ends a
 //! process when its last thread ends, by calling `exit(0)` there: the exit handlers run and the
 //! line reaches stdout. With `early`, the main thread first makes a TCP socket and waits a moment,
-//! so that under smcrun the runtime's sidecar runs before the main thread leaves.
+//! so that under smcrun the runtime's sidecar runs before the main thread leaves. With `drain`,
+//! the worker first fills a connection's send buffer, shuts it down with bytes unsent and reads
+//! it to the end (`drained READ of WRITTEN`, see `smcrun_testprogs::drain`): over SMC the
+//! runtime's drainer, a thread of its own, takes that shutdown.
 //!
 //! It first prints `main SigBlk MASK` and registers an exit handler that needs 1 MiB of stack
 //! and prints `exit handler: 1048576 SigBlk MASK`: it runs in the process's last thread, whose
@@ -75,13 +78,17 @@ pub unsafe extern "C-unwind" fn main(argc: c_int, argv: *const *const c_char) ->
     println!("main SigBlk {}", blocked());
     // SAFETY: registers a C function that takes nothing, for exit(3) to call.
     unsafe { libc::atexit(exit_handler) };
-    if args.get(1).map(String::as_str) == Some("early") {
+    let drain = args.iter().any(|a| a == "drain");
+    if args.iter().skip(1).any(|a| a == "early") {
         drop(std::net::TcpListener::bind("127.0.0.1:0").expect("socket"));
         std::thread::sleep(Duration::from_millis(300));
     }
     std::thread::spawn(move || {
         // after the main thread has left
         std::thread::sleep(Duration::from_millis(300));
+        if drain {
+            smcrun_testprogs::drain();
+        }
         let made = connect_n(n) as c_int;
         // SAFETY: a NUL-terminated format whose %d and %u take the two integers given.
         unsafe { libc::printf(c"made %d pid=%u\n".as_ptr(), made, std::process::id()) };
