@@ -67,8 +67,9 @@ static EXIT: Symbol = Symbol::new(b"_exit\0");
 /// Resolved at its first call, not in the constructor: a thread's end is never on a signal
 /// handler's path, and most programs never call it.
 static PTHREAD_EXIT: Symbol = Symbol::new(b"pthread_exit\0");
-/// Resolved at their first call, as `pthread_exit`: most programs never call them, and no signal
-/// handler needs them.
+/// Resolved at their first call, as `pthread_exit`: most programs never call them, and a program
+/// has no reason to change namespaces in a signal handler (where dlsym could wait on the loader's
+/// lock).
 static UNSHARE: Symbol = Symbol::new(b"unshare\0");
 static SETNS: Symbol = Symbol::new(b"setns\0");
 

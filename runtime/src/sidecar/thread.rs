@@ -198,6 +198,7 @@ pub(crate) fn go_on() {
         maybe_start();
     }
 }
+
 /// The stack of the thread that ends a process whose main thread left: glibc's default for a
 /// thread (RLIMIT_STACK's usual 8 MiB), since the program's exit handlers run on it.
 const END_STACK: usize = 8 << 20;
